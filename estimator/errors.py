@@ -1,0 +1,33 @@
+"""Error types. Every user-facing failure is an EstimatorError with a one-line message naming the bad value."""
+
+
+class EstimatorError(ValueError):
+    """Base class: bad input or missing data. The CLI prints the message and exits 2."""
+
+
+class UnknownModelError(EstimatorError):
+    """The model id or path does not resolve to a config.json."""
+
+
+class UnknownSystemError(EstimatorError):
+    """The GPU system has no spec yaml / no perf data."""
+
+
+class UnknownBackendError(EstimatorError):
+    """The serving backend is not one of trtllm, vllm, sglang (or has no data on the system)."""
+
+
+class UnknownVersionError(EstimatorError):
+    """The backend version is not a queryable slot for (system, backend)."""
+
+
+class InvalidInputError(EstimatorError):
+    """A size is non-positive, prefix >= isl, or another argument is out of its domain."""
+
+
+class PerfDataMissingError(EstimatorError):
+    """A query fell outside every table that could answer it (a MISS). The message names the key."""
+
+
+class UnsupportedModelError(EstimatorError):
+    """The model family has no native op builder (use --pricer reference)."""

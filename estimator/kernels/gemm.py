@@ -1,0 +1,173 @@
+"""Scattered-site GEMM resolver (perf-tables.md section 3.2, item 5), SILICON mode.
+
+Sites are (n, k) shapes each owning an m-curve. A known site answers from its own curve (exact,
+linear, or a k_tail = 3 median util hold past the sweep); an unknown shape transfers util from up to
+4 covering neighbour sites within 2 octaves in log2 (n, k), with the scale-up frontier waiver.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from estimator.kernels.interp import MISS, OK, _find_exact
+from estimator.kernels.sol import SOL_GEMM, sol
+
+NN_SITES = 4
+MAX_SITE_DISTANCE = 2.0
+K_TAIL = 3
+
+
+@njit(cache=True)
+def _median(values, n):
+    v = np.sort(values[:n])
+    if n % 2 == 1:
+        return v[n // 2]
+    return (v[n // 2 - 1] + v[n // 2]) / 2.0
+
+
+@njit(cache=True)
+def _eval_curve(cm, cl, lo, hi, m, n, k, p):
+    """Site curve cm[lo:hi] at m, the site's own (n, k) in the SOL."""
+    q = np.empty(3)
+    q[1] = n
+    q[2] = k
+    i = _find_exact(cm, lo, hi, m)
+    if i >= 0:
+        return OK, cl[i]
+    count = hi - lo
+    if m < cm[lo] or m > cm[hi - 1] or count < 2:
+        if m < cm[lo]:
+            t0, t1 = lo, lo + min(K_TAIL, count)
+        else:
+            t0, t1 = hi - min(K_TAIL, count), hi
+        utils = np.empty(K_TAIL)
+        nu = 0
+        for t in range(t0, t1):
+            q[0] = cm[t]
+            s = sol(SOL_GEMM, p, q)
+            if cl[t] > 0.0 and s > 0.0:
+                utils[nu] = s / cl[t]
+                nu += 1
+        if nu == 0:
+            return MISS, 0.0
+        q[0] = m
+        sol_q = sol(SOL_GEMM, p, q)
+        if not (sol_q > 0.0):
+            return MISS, 0.0
+        return OK, sol_q / _median(utils, nu)
+    j = lo + np.searchsorted(cm[lo:hi], m)
+    w = (m - cm[j - 1]) / (cm[j] - cm[j - 1])
+    return OK, cl[j - 1] + (cl[j] - cl[j - 1]) * w
+
+
+@njit(cache=True)
+def _frontier_waiver(site_n, site_k, site_ln, site_lk, cand, n_cand, n, k, ln, lk):
+    """Admissible anchors for a scale-up frontier query, as a mask over cand[:n_cand] (None = miss)."""
+    lo_n, hi_n, lo_k, hi_k = np.inf, -np.inf, np.inf, -np.inf
+    for t in range(n_cand):
+        i = cand[t]
+        lo_n = min(lo_n, site_n[i])
+        hi_n = max(hi_n, site_n[i])
+        lo_k = min(lo_k, site_k[i])
+        hi_k = max(hi_k, site_k[i])
+    keep = np.zeros(n_cand, dtype=np.bool_)
+    if n < lo_n or k < lo_k:
+        return False, keep
+    over_n = n > hi_n
+    over_k = k > hi_k
+    if over_n == over_k:
+        return False, keep
+    any_keep = False
+    for t in range(n_cand):
+        i = cand[t]
+        resid = abs(site_lk[i] - lk) if over_n else abs(site_ln[i] - ln)
+        if resid <= MAX_SITE_DISTANCE:
+            keep[t] = True
+            any_keep = True
+    return any_keep, keep
+
+
+@njit(cache=True)
+def gemm_query(sites, d, m, n, k, p):
+    """Latency (ms) of an (m, n, k) GEMM of dtype id d from the site table (status, value)."""
+    site_off, site_n, site_k, site_ln, site_lk, curve_off, cm, cl, packed_key, packed_site = sites
+    s0, s1 = site_off[d], site_off[d + 1]
+    if s1 <= s0:
+        return MISS, 0.0
+    if n >= 0 and k >= 0 and n == math.floor(n) and k == math.floor(k):
+        key = (np.int64(n) << 32) | np.int64(k)
+        j = s0 + np.searchsorted(packed_key[s0:s1], key)
+        if j < s1 and packed_key[j] == key:
+            i = packed_site[j]
+            return _eval_curve(cm, cl, curve_off[i], curve_off[i + 1], m, n, k, p)
+    ln = math.log2(max(n, 1e-12))
+    lk = math.log2(max(k, 1e-12))
+    ns = s1 - s0
+    cand = np.empty(ns, dtype=np.int64)
+    dist = np.empty(ns)
+    nc = 0
+    for i in range(s0, s1):
+        if cm[curve_off[i]] <= m <= cm[curve_off[i + 1] - 1]:
+            cand[nc] = i
+            nc += 1
+    if nc == 0:
+        for i in range(s0, s1):
+            cand[nc] = i
+            nc += 1
+    for t in range(nc):
+        i = cand[t]
+        a = site_ln[i] - ln
+        b = site_lk[i] - lk
+        dist[t] = math.sqrt(a * a + b * b)
+    gated = 0
+    for t in range(nc):
+        if dist[t] <= MAX_SITE_DISTANCE:
+            cand[gated] = cand[t]
+            dist[gated] = dist[t]
+            gated += 1
+    if gated == 0:
+        ok, keep = _frontier_waiver(site_n, site_k, site_ln, site_lk, cand, nc, n, k, ln, lk)
+        if not ok:
+            return MISS, 0.0
+        for t in range(nc):
+            if keep[t]:
+                cand[gated] = cand[t]
+                dist[gated] = dist[t]
+                gated += 1
+    # nearest NN_SITES by (distance, site index)
+    order = np.arange(gated)
+    for a in range(gated):
+        for b in range(a + 1, gated):
+            ia, ib = order[a], order[b]
+            if dist[ib] < dist[ia] or (dist[ib] == dist[ia] and cand[ib] < cand[ia]):
+                order[a], order[b] = ib, ia
+        if a + 1 >= NN_SITES:
+            break
+    wsum = 0.0
+    u_acc = 0.0
+    qn = np.empty(3)
+    qn[0] = m
+    for t in range(min(NN_SITES, gated)):
+        i = cand[order[t]]
+        st, lat_i = _eval_curve(cm, cl, curve_off[i], curve_off[i + 1], m, site_n[i], site_k[i], p)
+        if st != OK:
+            continue
+        qn[1] = site_n[i]
+        qn[2] = site_k[i]
+        sol_i = sol(SOL_GEMM, p, qn)
+        if not (math.isfinite(lat_i) and lat_i > 0.0 and math.isfinite(sol_i) and sol_i > 0.0):
+            continue
+        d = dist[order[t]]
+        w = 1.0 / (d * d + 1e-12)
+        u_acc += w * (sol_i / lat_i)
+        wsum += w
+    if wsum <= 0.0:
+        return MISS, 0.0
+    qn[1] = n
+    qn[2] = k
+    sol_q = sol(SOL_GEMM, p, qn)
+    if not (sol_q > 0.0):
+        return MISS, 0.0
+    return OK, sol_q / (u_acc / wsum)

@@ -1,0 +1,346 @@
+"""Numba interpolation engine over silicon perf tables (SILICON mode).
+
+Implements the resolution chain of the reference engine (perf-tables.md section 3.2):
+exact hit, nested bracket-and-blend with SOL-corrected ragged survivors, a joint-log2 kNN util
+hold past the frontier, 1-axis curves with a k_tail boundary hold, and the scattered-site GEMM
+resolver. Every function returns (status, value): status OK, OUT_OF_RANGE or MISS; a MISS is an
+error the caller turns into PerfDataMissingError.
+
+Table layouts (all float64 keys sorted ascending within their node):
+  grid3 = (s_off, k0, o1, k1, o2, k2, v): slice g owns level-0 nodes s_off[g]:s_off[g+1]; level-0
+          node i owns level-1 nodes o1[i]:o1[i+1]; level-1 node j owns leaves o2[j]:o2[j+1].
+  grid2 = (s_off, k0, o1, k1, v): same with two levels.
+  curve = (c_off, x, y): curve c owns points c_off[c]:c_off[c+1].
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from estimator.kernels.sol import sol
+
+OK = 0
+OUT_OF_RANGE = 1
+MISS = 2
+
+RAW = 0
+SQRT = 1
+
+HOLD_NEIGHBOURS = 4
+HOLD_SLACK = 8
+
+
+@njit(cache=True)
+def _is_int(c):
+    return c >= 0.0 and c == math.floor(c)
+
+
+@njit(cache=True)
+def _find_exact(keys, lo, hi, c):
+    """Index of key c in keys[lo:hi] when c is an integral coordinate present there, else -1."""
+    if not _is_int(c):
+        return -1
+    i = lo + np.searchsorted(keys[lo:hi], c)
+    if i < hi and keys[i] == c:
+        return i
+    return -1
+
+
+@njit(cache=True)
+def _bracket(keys, lo, hi, c):
+    """Index of the upper bracketing key of c in keys[lo:hi] (c strictly inside the range)."""
+    return lo + np.searchsorted(keys[lo:hi], c)
+
+
+@njit(cache=True)
+def _blend(lat_lo, lat_hi, w, transform):
+    if transform == SQRT:
+        a = math.sqrt(lat_lo) if lat_lo > 0.0 else 0.0
+        b = math.sqrt(lat_hi) if lat_hi > 0.0 else 0.0
+        v = a + (b - a) * w
+        return v * v
+    return lat_lo + (lat_hi - lat_lo) * w
+
+
+@njit(cache=True)
+def _survivor(lat, kind, p, q, depth, key):
+    """Re-scale a single surviving bracket along axis `depth` by SOL(query)/SOL(snapped)."""
+    snapped = q.copy()
+    snapped[depth] = key
+    sol_q = sol(kind, p, q)
+    sol_s = sol(kind, p, snapped)
+    if math.isfinite(sol_q) and math.isfinite(sol_s) and sol_q > 0.0 and sol_s > 0.0:
+        return lat * (sol_q / sol_s)
+    return lat
+
+
+@njit(cache=True)
+def _combine(st_lo, v_lo, k_lo, st_hi, v_hi, k_hi, c, depth, transform_axis, kind, p, q):
+    """Merge the two bracket results of one level (both, one or no survivor)."""
+    if st_lo == OK and st_hi == OK:
+        w = (c - k_lo) / (k_hi - k_lo)
+        t = SQRT if depth == transform_axis else RAW
+        return OK, _blend(v_lo, v_hi, w, t)
+    if st_lo == OK:
+        return OK, _survivor(v_lo, kind, p, q, depth, k_lo)
+    if st_hi == OK:
+        return OK, _survivor(v_hi, kind, p, q, depth, k_hi)
+    if st_lo == OUT_OF_RANGE or st_hi == OUT_OF_RANGE:
+        return OUT_OF_RANGE, 0.0
+    return MISS, 0.0
+
+
+@njit(cache=True)
+def _level_leaf(keys, vals, lo, hi, c):
+    """Innermost level: keys[lo:hi] map straight to leaf values."""
+    if hi <= lo:
+        return MISS, 0.0, 0.0, 0.0, 0.0
+    i = _find_exact(keys, lo, hi, c)
+    if i >= 0:
+        return OK, vals[i], 0.0, 0.0, -1.0
+    if c < keys[lo] or c > keys[hi - 1]:
+        return OUT_OF_RANGE, 0.0, 0.0, 0.0, 0.0
+    j = _bracket(keys, lo, hi, c)
+    # both children are leaves: always resolvable
+    return 3, vals[j - 1], vals[j], keys[j - 1], keys[j]
+
+
+@njit(cache=True)
+def _grid_leaf_level(keys, vals, lo, hi, q, depth, transform_axis, kind, p):
+    st, a, b, ka, kb = _level_leaf(keys, vals, lo, hi, q[depth])
+    if st == 3:
+        w = (q[depth] - ka) / (kb - ka)
+        t = SQRT if depth == transform_axis else RAW
+        return OK, _blend(a, b, w, t)
+    return st, a
+
+
+@njit(cache=True)
+def _grid2_node(k1, o2, k2, v, lo, hi, q, base, transform_axis, kind, p):
+    """Resolve a 2-level subtree (axes base, base+1) whose outer keys are k1[lo:hi]."""
+    if hi <= lo:
+        return MISS, 0.0
+    c = q[base]
+    i = _find_exact(k1, lo, hi, c)
+    if i >= 0:
+        return _grid_leaf_level(k2, v, o2[i], o2[i + 1], q, base + 1, transform_axis, kind, p)
+    if c < k1[lo] or c > k1[hi - 1]:
+        return OUT_OF_RANGE, 0.0
+    j = _bracket(k1, lo, hi, c)
+    st_lo, v_lo = _grid_leaf_level(k2, v, o2[j - 1], o2[j], q, base + 1, transform_axis, kind, p)
+    st_hi, v_hi = _grid_leaf_level(k2, v, o2[j], o2[j + 1], q, base + 1, transform_axis, kind, p)
+    return _combine(st_lo, v_lo, k1[j - 1], st_hi, v_hi, k1[j], c, base, transform_axis, kind, p, q)
+
+
+@njit(cache=True)
+def _grid3_interior(grid, g, q, transform_axis, kind, p):
+    s_off, k0, o1, k1, o2, k2, v = grid
+    lo, hi = s_off[g], s_off[g + 1]
+    if hi <= lo:
+        return MISS, 0.0
+    c = q[0]
+    i = _find_exact(k0, lo, hi, c)
+    if i >= 0:
+        return _grid2_node(k1, o2, k2, v, o1[i], o1[i + 1], q, 1, transform_axis, kind, p)
+    if c < k0[lo] or c > k0[hi - 1]:
+        return OUT_OF_RANGE, 0.0
+    j = _bracket(k0, lo, hi, c)
+    st_lo, v_lo = _grid2_node(k1, o2, k2, v, o1[j - 1], o1[j], q, 1, transform_axis, kind, p)
+    st_hi, v_hi = _grid2_node(k1, o2, k2, v, o1[j], o1[j + 1], q, 1, transform_axis, kind, p)
+    return _combine(st_lo, v_lo, k0[j - 1], st_hi, v_hi, k0[j], c, 0, transform_axis, kind, p, q)
+
+
+@njit(cache=True)
+def _log2c(x):
+    return math.log2(max(x, 1e-12))
+
+
+@njit(cache=True)
+def _hold_from_candidates(dist, lat, sols, order, kind, p, q):
+    """Tapered modified-Shepard util transfer from candidates visited in `order` (ascending distance)."""
+    n_pick = 0
+    pick_d = np.empty(HOLD_NEIGHBOURS)
+    pick_u = np.empty(HOLD_NEIGHBOURS)
+    support_r = np.inf
+    found = False
+    for idx in order:
+        la = lat[idx]
+        sa = sols[idx]
+        if not (math.isfinite(la) and la > 0.0 and math.isfinite(sa) and sa > 0.0):
+            continue
+        if n_pick < HOLD_NEIGHBOURS:
+            pick_d[n_pick] = dist[idx]
+            pick_u[n_pick] = sa / la
+            n_pick += 1
+        else:
+            support_r = dist[idx]
+            found = True
+            break
+    return n_pick, pick_d, pick_u, support_r, found
+
+
+@njit(cache=True)
+def _hold_finish(n_pick, pick_d, pick_u, support_r, kind, p, q):
+    if n_pick == 0:
+        return MISS, 0.0
+    wsum = 0.0
+    weights = np.empty(n_pick)
+    for i in range(n_pick):
+        d = pick_d[i]
+        if math.isinf(support_r):
+            w = 1.0 / (d * d + 1e-12)
+        else:
+            t = max(support_r - d, 0.0) / (support_r * d + 1e-12)
+            w = t * t
+        weights[i] = w
+        wsum += w
+    if wsum <= 0.0:
+        for i in range(n_pick):
+            weights[i] = 1.0
+        wsum = float(n_pick)
+    u_acc = 0.0
+    for i in range(n_pick):
+        u_acc += weights[i] * pick_u[i]
+    sol_q = sol(kind, p, q)
+    if not (sol_q > 0.0):
+        return MISS, 0.0
+    return OK, sol_q / (u_acc / wsum)
+
+
+@njit(cache=True)
+def _leaf_coords3(grid, g):
+    """All leaves of slice g of a grid3 as (coords[n,3], latency[n]) in sorted key order."""
+    s_off, k0, o1, k1, o2, k2, v = grid
+    lo, hi = s_off[g], s_off[g + 1]
+    first = o2[o1[lo]]
+    last = o2[o1[hi]]
+    n = last - first
+    coords = np.empty((n, 3))
+    lat = np.empty(n)
+    r = 0
+    for i in range(lo, hi):
+        for j in range(o1[i], o1[i + 1]):
+            for t in range(o2[j], o2[j + 1]):
+                coords[r, 0] = k0[i]
+                coords[r, 1] = k1[j]
+                coords[r, 2] = k2[t]
+                lat[r] = v[t]
+                r += 1
+    return coords, lat
+
+
+@njit(cache=True)
+def grid_hold(coords, lat, q, kind, p):
+    """Joint-log2 kNN hold over the given leaves (reference: single pass with a best-M buffer)."""
+    n, d_axes = coords.shape
+    if n == 0:
+        return MISS, 0.0
+    q_log = np.empty(d_axes)
+    for a in range(d_axes):
+        q_log[a] = _log2c(q[a])
+    dist = np.empty(n)
+    for r in range(n):
+        dd = 0.0
+        for a in range(d_axes):
+            delta = _log2c(coords[r, a]) - q_log[a]
+            dd += delta * delta
+        dist[r] = math.sqrt(dd)
+    m = HOLD_NEIGHBOURS + HOLD_SLACK
+    # best-M buffer: ascending distance, ties keep visit order
+    buf = np.empty(m, dtype=np.int64)
+    nb = 0
+    for r in range(n):
+        d = dist[r]
+        if nb == m:
+            if d >= dist[buf[m - 1]]:
+                continue
+            nb -= 1
+        pos = 0
+        while pos < nb and dist[buf[pos]] <= d:
+            pos += 1
+        for t in range(nb, pos, -1):
+            buf[t] = buf[t - 1]
+        buf[pos] = r
+        nb += 1
+    sols = np.full(n, np.nan)
+    for t in range(nb):
+        sols[buf[t]] = sol(kind, p, coords[buf[t]])
+    n_pick, pick_d, pick_u, support_r, found = _hold_from_candidates(dist, lat, sols, buf[:nb], kind, p, q)
+    if n > m and not found and n_pick <= HOLD_NEIGHBOURS:
+        order = np.argsort(dist, kind="mergesort")
+        for r in range(n):
+            sols[r] = sol(kind, p, coords[r])
+        n_pick, pick_d, pick_u, support_r, found = _hold_from_candidates(dist, lat, sols, order, kind, p, q)
+    return _hold_finish(n_pick, pick_d, pick_u, support_r, kind, p, q)
+
+
+@njit(cache=True)
+def grid3_query(grid, g, q, transform_axis, kind, p):
+    """Resolve query q (3 coords) in slice g: interior, else hold past the frontier."""
+    st, val = _grid3_interior(grid, g, q, transform_axis, kind, p)
+    if st == OUT_OF_RANGE:
+        coords, lat = _leaf_coords3(grid, g)
+        return grid_hold(coords, lat, q, kind, p)
+    return st, val
+
+
+@njit(cache=True)
+def _leaf_coords2(grid, g):
+    s_off, k0, o1, k1, v = grid
+    lo, hi = s_off[g], s_off[g + 1]
+    first = o1[lo]
+    n = o1[hi] - first
+    coords = np.empty((n, 2))
+    lat = np.empty(n)
+    r = 0
+    for i in range(lo, hi):
+        for j in range(o1[i], o1[i + 1]):
+            coords[r, 0] = k0[i]
+            coords[r, 1] = k1[j]
+            lat[r] = v[j]
+            r += 1
+    return coords, lat
+
+
+@njit(cache=True)
+def grid2_query(grid, g, q, kind, p):
+    """Raw 2-axis grid resolve of q (2 coords) in slice g, with the kNN hold past the frontier."""
+    s_off, k0, o1, k1, v = grid
+    lo, hi = s_off[g], s_off[g + 1]
+    if hi <= lo:
+        return MISS, 0.0
+    st, val = _grid2_node(k0, o1, k1, v, lo, hi, q, 0, -1, kind, p)
+    if st == OUT_OF_RANGE:
+        coords, lat = _leaf_coords2(grid, g)
+        return grid_hold(coords, lat, q, kind, p)
+    return st, val
+
+
+@njit(cache=True)
+def curve_query(curve, c, x, kind, p):
+    """1-axis curve: exact, linear inside, SOL-ratio hold of the end point (k_tail = 1) outside."""
+    c_off, xs, ys = curve
+    lo, hi = c_off[c], c_off[c + 1]
+    if hi <= lo:
+        return MISS, 0.0
+    i = _find_exact(xs, lo, hi, x)
+    if i >= 0:
+        return OK, ys[i]
+    if x < xs[lo] or x > xs[hi - 1]:
+        a = hi - 1 if x > xs[hi - 1] else lo
+        q = np.empty(1)
+        qa = np.empty(1)
+        q[0] = x
+        qa[0] = xs[a]
+        sol_a = sol(kind, p, qa)
+        if not (ys[a] > 0.0 and sol_a > 0.0):
+            return MISS, 0.0
+        sol_q = sol(kind, p, q)
+        if not (sol_q > 0.0):
+            return MISS, 0.0
+        return OK, sol_q / (sol_a / ys[a])
+    j = _bracket(xs, lo, hi, x)
+    w = (x - xs[j - 1]) / (xs[j] - xs[j - 1])
+    return OK, ys[j - 1] + (ys[j] - ys[j - 1]) * w

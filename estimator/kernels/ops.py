@@ -1,0 +1,252 @@
+"""Numba evaluation of a compiled op list at one phase shape: one call prices every op.
+
+An op list is compiled (estimator.pricing.native) into parallel arrays:
+  kinds[i]   op kind (OP_* below)
+  ints[i]    int64[N_INT]: table ids and integer fields
+  floats[i]  float64[N_FLOAT]: scale factor, shape constants, SOL parameters
+The evaluator returns per-op latencies (ms, already x scale_factor) and statuses.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from estimator.kernels.gemm import gemm_query
+from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query
+from estimator.kernels.sol import (
+    N_PARAMS,
+    SOL_COMPUTE_SCALE,
+    SOL_CONTEXT_ATTENTION,
+    SOL_GEMM,
+    SOL_GENERATION_ATTENTION,
+    SOL_LINEAR,
+    SOL_SCALE_MATRIX,
+    sol,
+)
+
+OP_GEMM = 1
+OP_ELEMENTWISE = 2
+OP_EMBEDDING = 3
+OP_CONTEXT_ATTENTION = 4
+OP_GENERATION_ATTENTION = 5
+OP_CUSTOM_ALLREDUCE = 6
+OP_P2P = 7
+
+# ints columns
+I_TABLE = 0  # GEMM dtype id | attention slice id | allreduce curve id (-1: no data)
+I_SCALE_NUM_TOKENS = 1
+I_SEQ_SPLIT = 2
+I_FLAGS = 3  # bit 0: logits GEMM (x = batch), bit 1: low-precision input, bit 2: below-grid SOL, bit 3: fp8_static
+I_CP = 4  # context parallel size
+I_SCALE_ID = 5  # fp8_static: compute_scale / scale_matrix slice id
+N_INT = 6
+
+# floats columns
+F_SCALE = 0  # scale_factor
+F_A = 1  # GEMM n | elementwise bytes/token | embedding bytes/token | attention heads | AR hidden | P2P bytes/token
+F_B = 2  # GEMM k | attention extras (ms, already x 1.1) | AR tp-overflow factor
+F_C = 3  # mem-op constant latency (s) | AR tp (1: no-op)
+F_D = 4  # mem-op effective bandwidth (bytes/s)
+F_SOL = 8  # SOL parameter vector starts here (N_PARAMS wide)
+N_FLOAT = F_SOL + N_PARAMS
+
+FLAG_LOGITS = 1
+FLAG_LOW_PRECISION_INPUT = 2
+FLAG_BELOW_GRID_SOL = 4
+FLAG_FP8_STATIC = 8
+
+ST_OK = 0
+ST_MISS = 2
+
+
+@njit(cache=True)
+def _tokens(x, scale_num_tokens, seq_split):
+    """ceil((x div scale_num_tokens) / seq_split), the per-rank token count."""
+    t = math.floor(x / max(scale_num_tokens, 1))
+    return math.ceil(t / max(seq_split, 1))
+
+
+@njit(cache=True)
+def _scale_table(grid, g, m, k, kind, p, sol_ratio_beyond):
+    """compute_scale / scale_matrix: clamp into the collected envelope, raw 2-axis resolve, then
+    hold flat (compute_scale) or SOL-rescale (scale_matrix) beyond the grid."""
+    s_off, k0, o1, k1, v = grid
+    lo, hi = s_off[g], s_off[g + 1]
+    if hi <= lo:
+        return MISS, 0.0
+    m_c = min(max(m, k0[lo]), k0[hi - 1])
+    k_min = np.inf
+    k_max = -np.inf
+    for i in range(lo, hi):
+        k_min = min(k_min, k1[o1[i]])
+        k_max = max(k_max, k1[o1[i + 1] - 1])
+    k_c = min(max(k, k_min), k_max)
+    q = np.empty(2)
+    q[0] = m_c
+    q[1] = k_c
+    st, lat = grid2_query(grid, g, q, kind, p)
+    if st != OK or not sol_ratio_beyond or (m_c == m and k_c == k):
+        return st, lat
+    sb = sol(kind, p, q)
+    q[0] = m
+    q[1] = k
+    sq = sol(kind, p, q)
+    if sb > 0.0 and sq > 0.0:
+        return OK, lat * (sq / sb)
+    return OK, lat
+
+
+@njit(cache=True)
+def _gemm(ints, f, x, tables):
+    gemm, cs_grid, sm_grid = tables[0], tables[4], tables[5]
+    flags = ints[I_FLAGS]
+    m = float(_tokens(x, ints[I_SCALE_NUM_TOKENS], ints[I_SEQ_SPLIT]))
+    p = f[F_SOL : F_SOL + N_PARAMS]
+    n, k = f[F_A], f[F_B]
+    q = np.empty(3)
+    q[0] = m
+    q[1] = n
+    q[2] = k
+    if ints[I_TABLE] < 0:
+        st, lat = MISS, 0.0
+    else:
+        st, lat = gemm_query(gemm, ints[I_TABLE], m, n, k, p)
+    if st != OK:
+        if flags & FLAG_BELOW_GRID_SOL:
+            st, lat = OK, sol(SOL_GEMM, p, q)
+        else:
+            return ST_MISS, 0.0
+    if flags & FLAG_FP8_STATIC:
+        g = ints[I_SCALE_ID]
+        mem = np.empty(N_PARAMS)
+        mem[0] = p[2]
+        st_c, cs = _scale_table(cs_grid, g, m, k, SOL_COMPUTE_SCALE, mem, False)
+        if st_c != OK:
+            return ST_MISS, 0.0
+        lat -= cs
+        if flags & FLAG_LOW_PRECISION_INPUT:
+            st_s, sm = _scale_table(sm_grid, g, m, k, SOL_SCALE_MATRIX, mem, True)
+            if st_s != OK:
+                return ST_MISS, 0.0
+            lat -= sm
+        lat = max(lat, sol(SOL_GEMM, p, q))
+    return ST_OK, max(lat, 0.0) * f[F_SCALE]
+
+
+@njit(cache=True)
+def _mem_op(f, tokens):
+    """Empirical memory-bound op: (bytes / (bw * scaling) + constant) * 1000 ms, x scale_factor."""
+    return (f[F_A] * tokens / f[F_D] + f[F_C]) * 1000.0 * f[F_SCALE]
+
+
+@njit(cache=True)
+def _context_attention_once(grid, g, f, batch, s, prefix, imbalance):
+    full = s + prefix
+    q = np.empty(3)
+    q[0] = f[F_A]
+    q[1] = full
+    q[2] = batch
+    st, lat = grid3_query(grid, g, q, 1, SOL_CONTEXT_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
+    if st != OK:
+        return ST_MISS, 0.0
+    if prefix > 0.0:
+        lat *= (full * full - prefix * prefix) / (full * full)
+    lat += f[F_B]
+    if imbalance != 1.0:
+        lat *= imbalance
+    return ST_OK, max(lat, 0.0)
+
+
+@njit(cache=True)
+def _context_attention(ints, f, tables, batch, s, prefix, imbalance):
+    grid, g = tables[1], ints[I_TABLE]
+    if g < 0:
+        return ST_MISS, 0.0
+    cp = ints[I_CP]
+    if cp <= 1:
+        st, lat = _context_attention_once(grid, g, f, batch, s, prefix, imbalance)
+        return st, lat * f[F_SCALE]
+    c = float(math.ceil(s / (2 * cp)))
+    st1, a = _context_attention_once(grid, g, f, batch, c, prefix, imbalance)
+    st2, b = _context_attention_once(grid, g, f, batch, c, prefix + s - c, imbalance)
+    if st1 != ST_OK or st2 != ST_OK:
+        return ST_MISS, 0.0
+    return ST_OK, (a + b) * f[F_SCALE]
+
+
+@njit(cache=True)
+def _generation_attention(ints, f, tables, batch, s, imbalance):
+    grid, g = tables[2], ints[I_TABLE]
+    if g < 0:
+        return ST_MISS, 0.0
+    s_min = max(1, int(s * 0.9))
+    s_max = max(s_min, int(s * 1.1))
+    q = np.empty(3)
+    q[0] = f[F_A]
+    q[1] = batch
+    total = 0.0
+    for i in range(5):
+        q[2] = s_min + ((s_max - s_min) * i) // 4
+        st, lat = grid3_query(grid, g, q, -1, SOL_GENERATION_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
+        if st != OK:
+            return ST_MISS, 0.0
+        total += lat
+    lat = total / 5.0
+    if imbalance != 1.0:
+        lat *= imbalance
+    return ST_OK, max(lat, 0.0) * f[F_SCALE]
+
+
+@njit(cache=True)
+def _custom_allreduce(ints, f, tables, x):
+    if f[F_C] <= 1.0:
+        return ST_OK, 0.0
+    c = ints[I_TABLE]
+    if c < 0:
+        return ST_MISS, 0.0
+    size = math.ceil(x / max(ints[I_SEQ_SPLIT], 1)) * f[F_A]
+    st, lat = curve_query(tables[3], c, size, SOL_LINEAR, f[F_SOL : F_SOL + N_PARAMS])
+    if st != OK:
+        return ST_MISS, 0.0
+    return ST_OK, max(lat * f[F_B], 0.0) * f[F_SCALE]
+
+
+@njit(cache=True)
+def price_ops(kinds, ints, floats, tables, batch, s, prefix, is_context, imbalance):
+    """Price every op at one phase shape.
+
+    Context phase: batch requests of s new tokens over prefix cached ones; x = batch * s (logits
+    GEMM: x = batch). Generation phase: batch sequences at KV position s; x = batch.
+    Returns (latency_ms[n_ops], status[n_ops])."""
+    n_ops = kinds.shape[0]
+    lat = np.zeros(n_ops)
+    status = np.zeros(n_ops, dtype=np.int64)
+    for i in range(n_ops):
+        kind = kinds[i]
+        it = ints[i]
+        f = floats[i]
+        if is_context and not (it[I_FLAGS] & FLAG_LOGITS):
+            x = batch * s
+        else:
+            x = batch
+        if kind == OP_GEMM:
+            st, v = _gemm(it, f, x, tables)
+        elif kind == OP_ELEMENTWISE:
+            st, v = ST_OK, _mem_op(f, _tokens(x, it[I_SCALE_NUM_TOKENS], it[I_SEQ_SPLIT]))
+        elif kind == OP_EMBEDDING:
+            st, v = ST_OK, _mem_op(f, _tokens(x, 1, it[I_SEQ_SPLIT]))
+        elif kind == OP_CONTEXT_ATTENTION:
+            st, v = _context_attention(it, f, tables, batch, s, prefix, imbalance)
+        elif kind == OP_GENERATION_ATTENTION:
+            st, v = _generation_attention(it, f, tables, batch, s, imbalance)
+        elif kind == OP_CUSTOM_ALLREDUCE:
+            st, v = _custom_allreduce(it, f, tables, x)
+        elif kind == OP_P2P:
+            st, v = ST_OK, (f[F_A] * _tokens(x, 1, it[I_SEQ_SPLIT]) / f[F_D] + f[F_C]) * 1000.0 * f[F_SCALE]
+        else:
+            st, v = ST_MISS, 0.0
+        lat[i] = v
+        status[i] = st
+    return lat, status

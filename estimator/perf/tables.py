@@ -1,0 +1,156 @@
+"""Built perf tables: parquet rows merged first-row-wins and laid out as Numba-ready arrays.
+
+Each builder takes the ordered sources of one table (primary first) and returns an immutable
+structure of NumPy arrays (see estimator.kernels.interp for the layouts) plus the Python-side
+index from categorical keys to slice / curve ids. Nothing here interpolates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from numba import njit
+
+from estimator.kernels.sol import sol
+
+
+def read_rows(sources: list, columns: list[str], optional: dict[str, object] | None = None) -> dict[str, np.ndarray]:
+    """Concatenate the given columns of every source (estimator.perf.sources.TableSource: .path,
+    .kernel_sources) in priority order, file order kept.
+
+    Optional columns absent from a file are filled with their default. String columns come back as
+    object arrays; integer axes as float64 (exact: every key is < 2**53)."""
+    optional = optional or {}
+    parts: list[dict[str, np.ndarray]] = []
+    for src in sources:
+        if not src.path.exists():
+            continue
+        names = set(pq.read_schema(src.path).names)
+        wanted = [c for c in columns if c in names] + [c for c in optional if c in names]
+        if src.kernel_sources is not None and "kernel_source" in names and "kernel_source" not in wanted:
+            wanted.append("kernel_source")
+        table = pq.read_table(src.path, columns=wanted)
+        if src.kernel_sources is not None and "kernel_source" in names:
+            table = table.filter(pc.is_in(table["kernel_source"], pa.array(list(src.kernel_sources))))
+        part = {}
+        for c in columns:
+            part[c] = _column(table, c)
+        for c, default in optional.items():
+            part[c] = _column(table, c) if c in names else np.full(table.num_rows, default, dtype=object if isinstance(default, str) else np.float64)
+        parts.append(part)
+    if not parts:
+        return {c: np.empty(0) for c in [*columns, *optional]}
+    return {c: np.concatenate([p[c] for p in parts]) for c in [*columns, *optional]}
+
+
+def _column(table: pa.Table, name: str) -> np.ndarray:
+    col = table[name]
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        return np.asarray(col.to_pylist(), dtype=object)
+    return col.to_numpy().astype(np.float64)
+
+
+def first_wins(key_columns: list[np.ndarray]) -> np.ndarray:
+    """Indices of the first row of every distinct full key, in ascending row order."""
+    if len(key_columns[0]) == 0:
+        return np.empty(0, dtype=np.int64)
+    codes = [np.unique(c, return_inverse=True)[1] for c in key_columns]
+    stacked = np.stack(codes, axis=1)
+    _, first = np.unique(stacked, axis=0, return_index=True)
+    return np.sort(first)
+
+
+def encode(values: np.ndarray) -> tuple[list, np.ndarray]:
+    """Dictionary-encode a categorical column: (distinct values sorted, codes)."""
+    uniq, inv = np.unique(values, return_inverse=True)
+    return list(uniq), inv.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Grid3:
+    """Slices of a 3-axis table: arrays (s_off, k0, o1, k1, o2, k2, v) and the key -> slice id index."""
+
+    arrays: tuple  # (s_off, k0, o1, k1, o2, k2, v), see estimator.kernels.interp
+    slices: dict  # categorical slice key tuple -> slice id
+
+
+@dataclass(frozen=True)
+class Grid2:
+    arrays: tuple  # (s_off, k0, o1, k1, v)
+    slices: dict
+
+
+@dataclass(frozen=True)
+class Curves:
+    arrays: tuple  # (c_off, x, y)
+    curves: dict  # categorical key tuple -> curve id
+
+
+def _group_starts(*cols: np.ndarray) -> np.ndarray:
+    """Row indices (of already sorted rows) where any of cols changes, plus the end sentinel."""
+    n = len(cols[0])
+    change = np.zeros(n, dtype=bool)
+    if n:
+        change[0] = True
+    for c in cols:
+        change[1:] |= c[1:] != c[:-1]
+    return np.append(np.flatnonzero(change), n).astype(np.int64)
+
+
+def _offsets_of(parent_starts: np.ndarray, child_starts: np.ndarray) -> np.ndarray:
+    """For each parent group, the index of its first child group (plus the end sentinel)."""
+    return np.searchsorted(child_starts, parent_starts).astype(np.int64)
+
+
+def build_grid3(slice_ids: np.ndarray, a0: np.ndarray, a1: np.ndarray, a2: np.ndarray, v: np.ndarray, n_slices: int) -> tuple:
+    """Nested CSR over rows already deduplicated on (slice, a0, a1, a2)."""
+    order = np.lexsort((a2, a1, a0, slice_ids))
+    sid, a0, a1, a2, v = slice_ids[order], a0[order], a1[order], a2[order], v[order]
+    g1 = _group_starts(sid, a0, a1)  # level-1 node starts (leaf offsets)
+    g0 = _group_starts(sid, a0)  # level-0 node starts
+    o2 = g1
+    o1 = _offsets_of(g0, g1)
+    k1 = a1[g1[:-1]]
+    k0 = a0[g0[:-1]]
+    s_of_l0 = sid[g0[:-1]]
+    s_off = np.searchsorted(s_of_l0, np.arange(n_slices + 1)).astype(np.int64)
+    return (s_off, k0.astype(np.float64), o1, k1.astype(np.float64), o2, a2.astype(np.float64), v.astype(np.float64))
+
+
+def build_grid2(slice_ids: np.ndarray, a0: np.ndarray, a1: np.ndarray, v: np.ndarray, n_slices: int) -> tuple:
+    order = np.lexsort((a1, a0, slice_ids))
+    sid, a0, a1, v = slice_ids[order], a0[order], a1[order], v[order]
+    g0 = _group_starts(sid, a0)
+    o1 = g0
+    k0 = a0[g0[:-1]]
+    s_off = np.searchsorted(sid[g0[:-1]], np.arange(n_slices + 1)).astype(np.int64)
+    return (s_off, k0.astype(np.float64), o1, a1.astype(np.float64), v.astype(np.float64))
+
+
+def build_curves(curve_ids: np.ndarray, x: np.ndarray, y: np.ndarray, n_curves: int) -> tuple:
+    order = np.lexsort((x, curve_ids))
+    cid, x, y = curve_ids[order], x[order], y[order]
+    c_off = np.searchsorted(cid, np.arange(n_curves + 1)).astype(np.int64)
+    return (c_off, x.astype(np.float64), y.astype(np.float64))
+
+
+def slice_ids_of(key_columns: list[np.ndarray]) -> tuple[dict, np.ndarray]:
+    """Map each row's categorical key tuple to a dense slice id (ids in sorted key order)."""
+    n = len(key_columns[0])
+    if n == 0:
+        return {}, np.empty(0, dtype=np.int64)
+    rows = list(zip(*[c.tolist() for c in key_columns]))
+    keys = sorted(set(rows))
+    index = {k: i for i, k in enumerate(keys)}
+    return index, np.fromiter((index[r] for r in rows), dtype=np.int64, count=n)
+
+
+@njit(cache=True)
+def floor_at_sol(kind, params, slice_ids, coords, lat):
+    """lat[r] = max(lat[r], SOL(params[slice_ids[r]], coords[r])) for every row, in place."""
+    for r in range(lat.shape[0]):
+        s = sol(kind, params[slice_ids[r]], coords[r])
+        if s > lat[r]:
+            lat[r] = s

@@ -1,0 +1,214 @@
+"""The native pricer: op lists compiled to arrays and priced by one Numba call per phase."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from estimator.errors import PerfDataMissingError
+from estimator.kernels import ops as K
+from estimator.models import ops as O
+from estimator.perf.stack import StackTables
+from estimator.pricing.base import OpPrice
+
+_SOURCE_TAG = {
+    K.OP_GEMM: "silicon",
+    K.OP_ELEMENTWISE: "empirical",
+    K.OP_EMBEDDING: "empirical",
+    K.OP_CONTEXT_ATTENTION: "mixed",
+    K.OP_GENERATION_ATTENTION: "silicon",
+    K.OP_CUSTOM_ALLREDUCE: "silicon",
+    K.OP_P2P: "silicon",
+}
+
+
+@dataclass(frozen=True)
+class CompiledOps:
+    """An op list as Numba-ready arrays, plus what Python needs to report and explain."""
+
+    names: tuple[str, ...]  # op names in op order
+    kinds: np.ndarray  # int64[n]
+    ints: np.ndarray  # int64[n, N_INT]
+    floats: np.ndarray  # float64[n, N_FLOAT]
+    missing: tuple[str, ...]  # per op: "" or the description of the missing data key
+    sources: tuple[str, ...]  # per op source tag
+
+
+class OpCompiler:
+    """Turns Op specs into kernel rows against one stack's tables."""
+
+    def __init__(self, tables: StackTables):
+        self.t = tables
+        self.spec = tables.spec
+
+    def compile(self, op_list: tuple[O.Op, ...] | list[O.Op]) -> CompiledOps:
+        n = len(op_list)
+        kinds = np.zeros(n, dtype=np.int64)
+        ints = np.zeros((n, K.N_INT), dtype=np.int64)
+        floats = np.zeros((n, K.N_FLOAT))
+        missing = []
+        for i, op in enumerate(op_list):
+            kind, miss = self._row(op, ints[i], floats[i])
+            kinds[i] = kind
+            missing.append(miss)
+        return CompiledOps(
+            names=tuple(op.name for op in op_list),
+            kinds=kinds,
+            ints=ints,
+            floats=floats,
+            missing=tuple(missing),
+            sources=tuple(_SOURCE_TAG[k] for k in kinds),
+        )
+
+    def _row(self, op: O.Op, it: np.ndarray, f: np.ndarray) -> tuple[int, str]:
+        f[K.F_SCALE] = op.scale_factor
+        it[K.I_SCALE_NUM_TOKENS] = 1
+        it[K.I_SEQ_SPLIT] = getattr(op, "seq_split", 1)
+        it[K.I_CP] = 1
+        if isinstance(op, O.Gemm):
+            return K.OP_GEMM, self._gemm(op, it, f)
+        if isinstance(op, O.Elementwise):
+            it[K.I_SCALE_NUM_TOKENS] = op.scale_num_tokens
+            self._mem_op(f, op.bytes_per_token)
+            return K.OP_ELEMENTWISE, ""
+        if isinstance(op, O.Embedding):
+            self._mem_op(f, op.hidden_size * self.spec.gemm_bytes(op.quant_mode))
+            return K.OP_EMBEDDING, ""
+        if isinstance(op, O.ContextAttention):
+            return K.OP_CONTEXT_ATTENTION, self._context_attention(op, it, f)
+        if isinstance(op, O.GenerationAttention):
+            return K.OP_GENERATION_ATTENTION, self._generation_attention(op, it, f)
+        if isinstance(op, O.CustomAllReduce):
+            return K.OP_CUSTOM_ALLREDUCE, self._allreduce(op, it, f)
+        if isinstance(op, O.P2P):
+            f[K.F_A] = op.hidden_size * 2.0
+            f[K.F_C] = self.spec.p2p_latency
+            f[K.F_D] = self.spec.inter_node_bw
+            return K.OP_P2P, ""
+        raise PerfDataMissingError(f"op {op.name!r} of kind {op.kind} has no native kernel")
+
+    def _mem_op(self, f: np.ndarray, bytes_per_token: float) -> None:
+        f[K.F_A] = bytes_per_token
+        f[K.F_C] = self.spec.mem_empirical_constant_latency
+        f[K.F_D] = self.spec.mem_bw * self.spec.mem_bw_empirical_scaling_factor
+
+    def _gemm(self, op: O.Gemm, it: np.ndarray, f: np.ndarray) -> str:
+        lookup = "fp8" if op.quant_mode == "fp8_static" else op.quant_mode
+        flags = 0
+        if "logits_gemm" in op.name:
+            flags |= K.FLAG_LOGITS
+        if op.low_precision_input:
+            flags |= K.FLAG_LOW_PRECISION_INPUT
+        if op.below_grid_sol:
+            flags |= K.FLAG_BELOW_GRID_SOL
+        if op.quant_mode == "fp8_static":
+            flags |= K.FLAG_FP8_STATIC
+            it[K.I_SCALE_ID] = self.t.compute_scale.slices.get(lookup, -1)
+        it[K.I_FLAGS] = flags
+        it[K.I_SCALE_NUM_TOKENS] = op.scale_num_tokens
+        f[K.F_A] = op.n
+        f[K.F_B] = op.k
+        f[K.F_SOL : K.F_SOL + 3] = (self.spec.tc_flops_for_gemm(lookup), self.spec.gemm_bytes(lookup), self.spec.mem_bw)
+        dtype = self.t.gemm.dtypes.get(lookup, -1)
+        it[K.I_TABLE] = dtype
+        if dtype < 0:
+            return f"GEMM perf data missing for quant {lookup!r} ({self.t.label})"
+        if op.quant_mode == "fp8_static" and it[K.I_SCALE_ID] < 0:
+            return f"compute_scale/scale_matrix data missing for quant 'fp8' ({self.t.label})"
+        return f"GEMM quant={lookup} n={op.n} k={op.k} ({self.t.label})"
+
+    def _context_attention(self, op: O.ContextAttention, it: np.ndarray, f: np.ndarray) -> str:
+        lookup = 0 if op.n == op.n_kv else op.n_kv
+        key = (op.fmha_quant_mode, op.kv_cache_dtype, lookup, op.head_size, op.window_size)
+        it[K.I_TABLE] = self.t.context_slice(key, op.lane_order)
+        it[K.I_CP] = op.cp_size
+        f[K.F_A] = op.n
+        f[K.F_B] = 1.1 * self._context_extras(op)
+        f[K.F_SOL : K.F_SOL + 7] = (
+            lookup,
+            op.head_size,
+            op.window_size,
+            self.spec.kv_bytes(op.kv_cache_dtype),
+            self.spec.tc_flops_for_fmha(op.fmha_quant_mode),
+            self.spec.mem_bw,
+            0.0,
+        )
+        return _attention_key("context attention", key, op.lane_order, self.t.label)
+
+    def _context_extras(self, op: O.ContextAttention) -> float:
+        """Fused rope, KV write and qk-norm memory ops (ms per call; no token dependence)."""
+        s = self.spec
+
+        def mem(nbytes: float) -> float:
+            return (nbytes / (s.mem_bw * s.mem_bw_empirical_scaling_factor) + s.mem_empirical_constant_latency) * 1000.0
+
+        n, n_kv, h = op.n, op.n_kv, op.head_size
+        extras = 2.0 * mem(2 * n * h + 2 * n_kv * h) + 2.0 * mem(n_kv * h * s.fmha_bytes(op.fmha_quant_mode))
+        if op.use_qk_norm:
+            extras += 2.0 * (2.0 * mem(2 * n * h) + 2.0 * mem(2 * n_kv * h))
+        return extras
+
+    def _generation_attention(self, op: O.GenerationAttention, it: np.ndarray, f: np.ndarray) -> str:
+        lookup = 0 if op.n == op.n_kv else op.n_kv
+        key = (op.kv_cache_dtype, lookup, op.head_size, op.window_size)
+        it[K.I_TABLE] = self.t.generation_slice(key, op.lane_order)
+        f[K.F_A] = op.n
+        f[K.F_SOL : K.F_SOL + 6] = self.t.generation_sol_params(op.kv_cache_dtype, lookup, op.head_size, op.window_size)
+        return _attention_key("generation attention", key, op.lane_order, self.t.label)
+
+    def _allreduce(self, op: O.CustomAllReduce, it: np.ndarray, f: np.ndarray) -> str:
+        s = self.spec
+        tp = op.tp_size
+        per_node = s.num_gpus_per_node
+        tp_eff = min(tp, per_node)
+        f[K.F_A] = op.hidden_size
+        f[K.F_C] = tp
+        f[K.F_B] = 1.0
+        if tp > per_node:
+            f[K.F_B] = (tp - 1) / tp * per_node / (per_node - 1) * s.p2p_bw(per_node) / s.p2p_bw(tp)
+        f[K.F_SOL] = 4.0 * (tp_eff - 1) / tp_eff / s.p2p_bw(tp_eff) * 1000.0 if tp_eff > 1 else 1.0
+        it[K.I_TABLE] = self.t.allreduce.curves.get(tp_eff, -1)
+        return f"custom allreduce num_gpus={tp_eff} ({self.t.label})"
+
+
+def _attention_key(what: str, key: tuple, lanes: tuple[str, ...], label: str) -> str:
+    return f"{what} slice {key} in lanes {list(lanes)} ({label})"
+
+
+class NativePricer:
+    """Prices a deployment's op lists with the Numba kernels (see estimator.pricing.base.Pricer)."""
+
+    kind = "native"
+
+    def __init__(self, tables: StackTables, context_ops, generation_ops):
+        compiler = OpCompiler(tables)
+        self.tables = tables
+        self.context = compiler.compile(context_ops)
+        self.generation = compiler.compile(generation_ops)
+
+    def context_latencies(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> np.ndarray:
+        """Per-op context latencies (ms), raising PerfDataMissingError on a miss."""
+        return self._run(self.context, batch_size, s, prefix, True, scale)
+
+    def generation_latencies(self, batch_size: int, s: int, scale: float = 1.0) -> np.ndarray:
+        return self._run(self.generation, batch_size, s, 0, False, scale)
+
+    def context_ops(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
+        return _prices(self.context, self.context_latencies(batch_size, s, prefix, scale))
+
+    def generation_ops(self, batch_size: int, s: int, scale: float = 1.0) -> list[OpPrice]:
+        return _prices(self.generation, self.generation_latencies(batch_size, s, scale))
+
+    def _run(self, c: CompiledOps, batch, s, prefix, is_context, scale) -> np.ndarray:
+        lat, status = K.price_ops(
+            c.kinds, c.ints, c.floats, self.tables.kernel_tables, float(batch), float(s), float(prefix), is_context, float(scale)
+        )
+        bad = np.flatnonzero(status != K.ST_OK)
+        if bad.size:
+            i = int(bad[0])
+            raise PerfDataMissingError(f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch}, s={s}, prefix={prefix}")
+        return lat
+
+
+def _prices(c: CompiledOps, lat: np.ndarray) -> list[OpPrice]:
+    return [OpPrice(name, float(v), src) for name, v, src in zip(c.names, lat, c.sources)]
