@@ -46,7 +46,7 @@ N_INT = 6
 # floats columns
 F_SCALE = 0  # scale_factor
 F_A = 1  # GEMM n | elementwise bytes/token | embedding bytes/token | attention heads | AR hidden | P2P bytes/token
-F_B = 2  # GEMM k | attention extras (ms, already x 1.1) | AR tp-overflow factor
+F_B = 2  # GEMM k | attention extras (ms, already x 1.1) | AR tp-overflow factor | P2P pp size
 F_C = 3  # mem-op constant latency (s) | AR tp (1: no-op)
 F_D = 4  # mem-op effective bandwidth (bytes/s)
 F_SOL = 8  # SOL parameter vector starts here (N_PARAMS wide)
@@ -142,7 +142,9 @@ def _mem_op(f, tokens):
 
 
 @njit(cache=True)
-def _context_attention_once(grid, g, f, batch, s, prefix, imbalance):
+def _context_table(grid, g, f, batch, s, prefix):
+    """Table latency of s new tokens over prefix cached ones: queried at the full length, then
+    scaled by the prefix correction (full^2 - prefix^2) / full^2."""
     full = s + prefix
     q = np.empty(3)
     q[0] = f[F_A]
@@ -153,27 +155,32 @@ def _context_attention_once(grid, g, f, batch, s, prefix, imbalance):
         return ST_MISS, 0.0
     if prefix > 0.0:
         lat *= (full * full - prefix * prefix) / (full * full)
-    lat += f[F_B]
-    if imbalance != 1.0:
-        lat *= imbalance
-    return ST_OK, max(lat, 0.0)
+    return ST_OK, lat
 
 
 @njit(cache=True)
 def _context_attention(ints, f, tables, batch, s, prefix, imbalance):
+    """Context attention per call: table part (two zigzag chunks of rank 0 when cp > 1) plus the
+    fused extras once, x imbalance, clamped at 0, x scale_factor."""
     grid, g = tables[1], ints[I_TABLE]
     if g < 0:
         return ST_MISS, 0.0
     cp = ints[I_CP]
     if cp <= 1:
-        st, lat = _context_attention_once(grid, g, f, batch, s, prefix, imbalance)
-        return st, lat * f[F_SCALE]
-    c = float(math.ceil(s / (2 * cp)))
-    st1, a = _context_attention_once(grid, g, f, batch, c, prefix, imbalance)
-    st2, b = _context_attention_once(grid, g, f, batch, c, prefix + s - c, imbalance)
-    if st1 != ST_OK or st2 != ST_OK:
+        st, lat = _context_table(grid, g, f, batch, s, prefix)
+    else:
+        c = float(math.ceil(s / (2 * cp)))
+        st1, a = _context_table(grid, g, f, batch, c, prefix)
+        st, b = _context_table(grid, g, f, batch, c, prefix + s - c)
+        if st1 != ST_OK:
+            st = st1
+        lat = a + b
+    if st != ST_OK:
         return ST_MISS, 0.0
-    return ST_OK, (a + b) * f[F_SCALE]
+    lat += f[F_B]
+    if imbalance != 1.0:
+        lat *= imbalance
+    return ST_OK, max(lat, 0.0) * f[F_SCALE]
 
 
 @njit(cache=True)
@@ -214,6 +221,14 @@ def _custom_allreduce(ints, f, tables, x):
 
 
 @njit(cache=True)
+def _p2p(ints, f, x):
+    """Pipeline hand-off: (bytes / inter-node bw + latency) * 1000 ms x scale; 0 without pipelining."""
+    if f[F_B] <= 1.0:
+        return 0.0
+    return (f[F_A] * _tokens(x, 1, ints[I_SEQ_SPLIT]) / f[F_D] + f[F_C]) * 1000.0 * f[F_SCALE]
+
+
+@njit(cache=True)
 def price_ops(kinds, ints, floats, tables, batch, s, prefix, is_context, imbalance):
     """Price every op at one phase shape.
 
@@ -244,9 +259,22 @@ def price_ops(kinds, ints, floats, tables, batch, s, prefix, is_context, imbalan
         elif kind == OP_CUSTOM_ALLREDUCE:
             st, v = _custom_allreduce(it, f, tables, x)
         elif kind == OP_P2P:
-            st, v = ST_OK, (f[F_A] * _tokens(x, 1, it[I_SEQ_SPLIT]) / f[F_D] + f[F_C]) * 1000.0 * f[F_SCALE]
+            st, v = ST_OK, _p2p(it, f, x)
         else:
             st, v = ST_MISS, 0.0
         lat[i] = v
         status[i] = st
+    return lat, status
+
+
+@njit(cache=True)
+def price_ops_many(kinds, ints, floats, tables, shapes, is_context, imbalance):
+    """Price every op at many shapes (rows of shapes: batch, s, prefix) in one call.
+
+    Returns (latency_ms[n_shapes, n_ops], status[n_shapes, n_ops])."""
+    n = shapes.shape[0]
+    lat = np.zeros((n, kinds.shape[0]))
+    status = np.zeros((n, kinds.shape[0]), dtype=np.int64)
+    for r in range(n):
+        lat[r], status[r] = price_ops(kinds, ints, floats, tables, shapes[r, 0], shapes[r, 1], shapes[r, 2], is_context, imbalance)
     return lat, status

@@ -22,6 +22,17 @@ _SOURCE_TAG = {
 }
 
 
+def _source_tag(op: O.Op, kind: int) -> str:
+    """The provenance tag the reference reports for an op (static per op in SILICON mode)."""
+    if isinstance(op, O.Gemm) and op.quant_mode == "fp8_static":
+        return "estimated"
+    if isinstance(op, O.CustomAllReduce) and op.tp_size == 1:
+        return "empirical"
+    if isinstance(op, O.P2P) and op.pp_size > 1:
+        return "empirical"
+    return _SOURCE_TAG[kind]
+
+
 @dataclass(frozen=True)
 class CompiledOps:
     """An op list as Numba-ready arrays, plus what Python needs to report and explain."""
@@ -57,7 +68,7 @@ class OpCompiler:
             ints=ints,
             floats=floats,
             missing=tuple(missing),
-            sources=tuple(_SOURCE_TAG[k] for k in kinds),
+            sources=tuple(_source_tag(op, k) for op, k in zip(op_list, kinds)),
         )
 
     def _row(self, op: O.Op, it: np.ndarray, f: np.ndarray) -> tuple[int, str]:
@@ -82,6 +93,7 @@ class OpCompiler:
             return K.OP_CUSTOM_ALLREDUCE, self._allreduce(op, it, f)
         if isinstance(op, O.P2P):
             f[K.F_A] = op.hidden_size * 2.0
+            f[K.F_B] = op.pp_size
             f[K.F_C] = self.spec.p2p_latency
             f[K.F_D] = self.spec.inter_node_bw
             return K.OP_P2P, ""
