@@ -18,7 +18,8 @@ from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
 from estimator.perf import families as F
 from estimator.perf.sources import nccl_source, table_sources
-from estimator.perf.system_spec import SystemSpec, load_system_spec
+from estimator.perf.paths import systems_root
+from estimator.perf.system_spec import QUANT_PROFILES, SystemSpec, load_system_spec
 from estimator.perf.tables import Curves, Grid2, Grid3
 from estimator.perf.versions import resolve_version
 
@@ -101,13 +102,14 @@ def _lane_walk(slices: dict, key: tuple, lane_order: tuple[str, ...], table_lane
 
 
 def sol_context(spec: SystemSpec) -> F.SolContext:
+    tc = dict(spec.tc_flops)
     return F.SolContext(
         mem_bw=spec.mem_bw,
-        sm_version=spec.sm_version,
-        gemm_profile={q: (spec.gemm_bytes(q), spec.tc_flops_or_none(q)) for q in spec.gemm_quant_names()},
-        kv_bytes={q: spec.kv_bytes(q) for q in spec.kv_quant_names()},
-        bf16_flops=spec.tc_flops("bf16"),
-        fp8_flops=spec.tc_flops_key_or_none("fp8"),
+        sm_version=spec.sm_version or 0,
+        gemm_profile={name: (p.bytes_per_element, tc.get(p.flops_key)) for name, p in QUANT_PROFILES["gemm"].items()},
+        kv_bytes={name: p.bytes_per_element for name, p in QUANT_PROFILES["kv"].items()},
+        bf16_flops=tc.get("bf16", float("nan")),
+        fp8_flops=tc.get("fp8"),
     )
 
 
@@ -153,7 +155,7 @@ def load_stack(system: str, backend: str | Backend, version: str | None = None) 
     literal = resolve_version(system, backend, version)
     spec = load_system_spec(system)
     sources = _sources(system, backend, literal)
-    key = _fingerprint(sources, spec.path)
+    key = _fingerprint(sources, systems_root() / f"{system}.yaml")
     path = cache_dir() / f"{system}__{backend}__{literal}__{key}.pkl"
     built = _read_cache(path)
     if built is None:

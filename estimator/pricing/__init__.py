@@ -1,0 +1,66 @@
+"""Pricer factory: a deployment bound to its op lists and perf tables, priced natively or by the reference."""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from estimator.deployment import Deployment
+from estimator.errors import InvalidInputError
+from estimator.models import PhaseOps, QuantModes, build_dense_ops, infer_quant, resolve_model_config
+from estimator.perf.lanes import resolve_lane_order
+from estimator.perf.stack import StackTables, load_stack
+from estimator.perf.versions import resolve_version
+from estimator.pricing.base import OpPrice, Pricer
+
+PRICERS = ("native", "reference")
+
+
+@dataclass(frozen=True)
+class NativeModel:
+    """A deployment's native op lists and the tables they are priced against."""
+
+    deployment: Deployment
+    version: str  # literal backend version
+    tables: StackTables
+    quant: QuantModes
+    ops: PhaseOps
+
+
+@functools.cache
+def _lane_orders(system: str, backend: str, version: str) -> dict[str, tuple[str, ...]]:
+    return {
+        "context": resolve_lane_order(system, backend, version, "context_attention_perf"),
+        "generation": resolve_lane_order(system, backend, version, "generation_attention_perf"),
+    }
+
+
+@functools.cache
+def native_model(deployment: Deployment) -> NativeModel:
+    """Resolve version, config, quant (CLI path: data-driven fmha, nvfp4 remap) and build the op lists."""
+    backend = deployment.backend.value
+    version = resolve_version(deployment.system, backend, deployment.version)
+    cfg = resolve_model_config(deployment.model)
+    tables = load_stack(deployment.system, backend, version)
+    pairs = frozenset((k[1], k[2]) for k in tables.context_attention.slices)
+    quant = infer_quant(cfg, backend, deployment.quant, pairs, native_fp4=(tables.spec.sm_version or 0) >= 100)
+    ops = build_dense_ops(cfg, deployment, quant, _lane_orders(deployment.system, backend, version))
+    return NativeModel(deployment, version, tables, quant, ops)
+
+
+@functools.cache
+def make_pricer(kind: str, deployment: Deployment) -> Pricer:
+    """A pricer of the given kind ("native" | "reference") bound to a deployment (cached per deployment)."""
+    if kind == "native":
+        from estimator.pricing.native import NativePricer
+
+        model = native_model(deployment)
+        return NativePricer(model.tables, model.ops.context, model.ops.generation)
+    if kind == "reference":
+        from estimator.pricing.reference import ReferencePricer
+
+        version = resolve_version(deployment.system, deployment.backend.value, deployment.version)
+        return ReferencePricer(deployment, version)
+    raise InvalidInputError(f"unknown pricer {kind!r} (known: {', '.join(PRICERS)})")
+
+
+__all__ = ["PRICERS", "NativeModel", "OpPrice", "Pricer", "make_pricer", "native_model"]

@@ -9,6 +9,7 @@ from estimator.errors import PerfDataMissingError
 from estimator.kernels import ops as K
 from estimator.models import ops as O
 from estimator.perf.stack import StackTables
+from estimator.perf.system_spec import flops, p2p_bw, quant_profile
 from estimator.pricing.base import OpPrice
 
 _SOURCE_TAG = {
@@ -83,7 +84,7 @@ class OpCompiler:
             self._mem_op(f, op.bytes_per_token)
             return K.OP_ELEMENTWISE, ""
         if isinstance(op, O.Embedding):
-            self._mem_op(f, op.hidden_size * self.spec.gemm_bytes(op.quant_mode))
+            self._mem_op(f, op.hidden_size * quant_profile("gemm", op.quant_mode).bytes_per_element)
             return K.OP_EMBEDDING, ""
         if isinstance(op, O.ContextAttention):
             return K.OP_CONTEXT_ATTENTION, self._context_attention(op, it, f)
@@ -120,7 +121,13 @@ class OpCompiler:
         it[K.I_SCALE_NUM_TOKENS] = op.scale_num_tokens
         f[K.F_A] = op.n
         f[K.F_B] = op.k
-        f[K.F_SOL : K.F_SOL + 3] = (self.spec.tc_flops_for_gemm(lookup), self.spec.gemm_bytes(lookup), self.spec.mem_bw)
+        profile = quant_profile("gemm", lookup)
+        try:
+            tc_flops = flops(self.spec, profile.flops_key)
+        except PerfDataMissingError as exc:
+            it[K.I_TABLE] = -1
+            return str(exc)
+        f[K.F_SOL : K.F_SOL + 3] = (tc_flops, profile.bytes_per_element, self.spec.mem_bw)
         dtype = self.t.gemm.dtypes.get(lookup, -1)
         it[K.I_TABLE] = dtype
         if dtype < 0:
@@ -140,8 +147,8 @@ class OpCompiler:
             lookup,
             op.head_size,
             op.window_size,
-            self.spec.kv_bytes(op.kv_cache_dtype),
-            self.spec.tc_flops_for_fmha(op.fmha_quant_mode),
+            quant_profile("kv", op.kv_cache_dtype).bytes_per_element,
+            flops(self.spec, quant_profile("fmha", op.fmha_quant_mode).flops_key),
             self.spec.mem_bw,
             0.0,
         )
@@ -155,7 +162,8 @@ class OpCompiler:
             return (nbytes / (s.mem_bw * s.mem_bw_empirical_scaling_factor) + s.mem_empirical_constant_latency) * 1000.0
 
         n, n_kv, h = op.n, op.n_kv, op.head_size
-        extras = 2.0 * mem(2 * n * h + 2 * n_kv * h) + 2.0 * mem(n_kv * h * s.fmha_bytes(op.fmha_quant_mode))
+        fmha_bytes = quant_profile("fmha", op.fmha_quant_mode).bytes_per_element
+        extras = 2.0 * mem(2 * n * h + 2 * n_kv * h) + 2.0 * mem(n_kv * h * fmha_bytes)
         if op.use_qk_norm:
             extras += 2.0 * (2.0 * mem(2 * n * h) + 2.0 * mem(2 * n_kv * h))
         return extras
@@ -177,8 +185,8 @@ class OpCompiler:
         f[K.F_C] = tp
         f[K.F_B] = 1.0
         if tp > per_node:
-            f[K.F_B] = (tp - 1) / tp * per_node / (per_node - 1) * s.p2p_bw(per_node) / s.p2p_bw(tp)
-        f[K.F_SOL] = 4.0 * (tp_eff - 1) / tp_eff / s.p2p_bw(tp_eff) * 1000.0 if tp_eff > 1 else 1.0
+            f[K.F_B] = (tp - 1) / tp * per_node / (per_node - 1) * p2p_bw(s, per_node) / p2p_bw(s, tp)
+        f[K.F_SOL] = 4.0 * (tp_eff - 1) / tp_eff / p2p_bw(s, tp_eff) * 1000.0 if tp_eff > 1 else 1.0
         it[K.I_TABLE] = self.t.allreduce.curves.get(tp_eff, -1)
         return f"custom allreduce num_gpus={tp_eff} ({self.t.label})"
 

@@ -72,7 +72,7 @@ def reference_engine_spec(deployment: Deployment, literal_version: str) -> dict:
     _quiet_reference_logs()
     from aiconfigurator_core.sdk import engine as E
     from aiconfigurator_core.sdk.config_builders import apply_nextn, build_model_config
-    from aiconfigurator_core.sdk.models import get_model
+    from aiconfigurator_core.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
 
     q = deployment.quant
     config = build_model_config(
@@ -91,8 +91,11 @@ def reference_engine_spec(deployment: Deployment, literal_version: str) -> dict:
     )
     apply_nextn(config, deployment.nextn)
     backend = deployment.backend.value
-    model = get_model(deployment.model, config, backend)
     database = reference_database(deployment.system, backend, literal_version)
+    # the estimate CLI path: data-driven fmha downgrade and the nvfp4 remap, then the model
+    resolve_context_fmha_by_data(config, deployment.model, database, backend, is_context_role=True)
+    resolve_nvfp4_for_system(config, deployment.system, deployment.model, backend_name=backend)
+    model = get_model(deployment.model, config, backend)
     return json.loads(
         E.build_engine_spec_json(
             model,
