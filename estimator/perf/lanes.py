@@ -170,10 +170,15 @@ def lane_order(
     )
 
 
-def _leaf_table(table: pa.Table, table_name: str) -> pa.Table:
-    """Normalised (lane, slice key..., axes...) columns of an attention table."""
+def _check_table(table_name: str) -> None:
+    """InvalidInputError naming `table_name` unless it is one of the two lane-split attention tables."""
     if table_name not in _LEAF_LAYOUT:
         raise InvalidInputError(f"not an attention lane table: {table_name!r} (use {CONTEXT_TABLE} or {GENERATION_TABLE})")
+
+
+def _leaf_table(table: pa.Table, table_name: str) -> pa.Table:
+    """Normalised (lane, slice key..., axes...) columns of an attention table."""
+    _check_table(table_name)
     n = table.num_rows
     column = {name: table[name] for name in table.column_names}
     kernel_source = column.get("kernel_source", pa.nulls(n, pa.string())).cast(pa.string())
@@ -245,20 +250,25 @@ def _normal_type(arrow_type: pa.DataType) -> pa.DataType:
     return pa.int64() if pa.types.is_integer(arrow_type) else arrow_type
 
 
+def table_lane_stats(system: str, backend: str | Backend, version: str, table_name: str) -> list[LaneStat]:
+    """Lane coverage of an attention table on (system, backend, literal version), from the shipped data.
+
+    Reads the lane columns of every source `table_sources` lists (primary, reuse, fallbacks,
+    cross-backend, kernel_source-filtered); [] when no source exists.
+    """
+    _check_table(table_name)
+    sources = table_sources(system, backend, version, "attention", table_name)
+    tables = [_read_source(s) for s in sources]
+    if not tables:
+        return []
+    mask = np.concatenate([np.full(t.num_rows, s.channel == "primary") for s, t in zip(sources, tables)])
+    return lane_stats_from_table(pa.concat_tables(tables, promote_options="default"), mask, table_name)
+
+
 def resolve_lane_order(
     system: str, backend: str | Backend, version: str, table_name: str, override: str | None = None
 ) -> tuple[str, ...]:
-    """The lane walk order of an attention table on (system, backend, literal version), from the shipped data.
-
-    Reads the lane columns of every source `table_sources` lists (primary, reuse, fallbacks,
-    cross-backend), counts lanes, and applies `lane_order` with the system's sm_version.
-    """
-    name = Backend.parse(backend).value
-    sources = table_sources(system, name, version, "attention", table_name)
-    tables = [_read_source(s) for s in sources]
-    stats = []
-    if tables:
-        combined = pa.concat_tables(tables, promote_options="default")
-        mask = np.concatenate([np.full(t.num_rows, s.channel == "primary") for s, t in zip(sources, tables)])
-        stats = lane_stats_from_table(combined, mask, table_name)
-    return lane_order(name, version, load_system_spec(system).sm_version, stats, override)
+    """The lane walk order of an attention table on (system, backend, literal version): `lane_order`
+    over `table_lane_stats` with the system's sm_version."""
+    stats = table_lane_stats(system, backend, version, table_name)
+    return lane_order(backend, version, load_system_spec(system).sm_version, stats, override)

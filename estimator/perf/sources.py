@@ -76,6 +76,11 @@ def _pep440(version: str) -> Version | None:
         return None
 
 
+def _descending(versions, key) -> list[str]:
+    """Version names by `key`, highest first; equal keys keep ascending name order (as the reference)."""
+    return sorted(sorted(versions), key=key, reverse=True)
+
+
 def _declared_reuse(data_dir: Path, backend: str, version: str, basename: str) -> list[TableSource]:
     """Donors named for this table by reuse.yaml files of the requested version dirs, file order, first per version."""
     declared = [
@@ -101,13 +106,10 @@ def _fallbacks(data_dir: Path, backend: str, version: str, basename: str, skip: 
     requested = _pep440(version)
     if requested is None:
         return []
-    older = []
-    for sibling in {v for v, _ in backend_version_dirs(data_dir, backend)} - skip - {version}:
-        parsed = _pep440(sibling)
-        if parsed is not None and parsed < requested:
-            older.append((parsed, sibling))
+    siblings = {v for v, _ in backend_version_dirs(data_dir, backend)} - skip - {version}
+    older = [v for v in siblings if (parsed := _pep440(v)) is not None and parsed < requested]
     found = []
-    for _, sibling in sorted(older, reverse=True):
+    for sibling in _descending(older, _pep440):
         path = locate(data_dir, backend, sibling, basename)
         if _admissible(path):
             found.append(TableSource(path, "fallback", sibling, None))
@@ -115,7 +117,7 @@ def _fallbacks(data_dir: Path, backend: str, version: str, basename: str, skip: 
 
 
 @functools.cache
-def shared_kernel_sources(basename: str, backend: str) -> dict[str, tuple[str, ...]]:
+def _shared_kernel_sources(basename: str, backend: str) -> dict[str, tuple[str, ...]]:
     """Per donor backend, the sorted kernel_sources `backend` may inherit for a table (from the reuse manifest).
 
     A manifest group qualifies when its op_file matches, its tier is shared or shared_fallback,
@@ -144,7 +146,7 @@ def _manifest_op_file(group: dict) -> str:
 
 
 def _newest_first_key(version: str) -> tuple[int, Version | str]:
-    """Sort key placing PEP 440 versions above unparseable names, each group ascending."""
+    """Ordering key: any PEP 440 version ranks above any unparseable name; within a group, by version / name."""
     parsed = _pep440(version)
     return (1, parsed) if parsed is not None else (0, version)
 
@@ -152,9 +154,8 @@ def _newest_first_key(version: str) -> tuple[int, Version | str]:
 def _cross_backend(data_dir: Path, backend: str, basename: str) -> list[TableSource]:
     """Other backends' files (donor backends by name, each newest version first) with kernel_source filters."""
     found = []
-    for donor, kernel_sources in shared_kernel_sources(basename, backend).items():
-        versions = sorted({v for v, _ in backend_version_dirs(data_dir, donor)}, key=_newest_first_key, reverse=True)
-        for version in versions:
+    for donor, kernel_sources in _shared_kernel_sources(basename, backend).items():
+        for version in _descending({v for v, _ in backend_version_dirs(data_dir, donor)}, _newest_first_key):
             path = locate(data_dir, donor, version, basename)
             if _admissible(path):
                 found.append(TableSource(path, "cross_backend", version, kernel_sources))

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class OpPrice:
@@ -31,4 +33,17 @@ class Pricer(Protocol):
         """One decode step: batch_size sequences (already multiplied by nextn+1) at KV position s >= 1.
 
         scale is the generation imbalance correction on generation attention."""
+        ...
+
+    context_names: tuple[str, ...]  # context op names, op order
+    generation_names: tuple[str, ...]
+    context_sources: tuple[str, ...]  # per context op source tag
+    generation_sources: tuple[str, ...]
+
+    def context_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """Context latencies (ms) at many shapes: rows (batch, s, prefix) -> float64[n_shapes, n_ops]."""
+        ...
+
+    def generation_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """Generation latencies (ms) at many shapes: rows (batch, s) -> float64[n_shapes, n_ops]."""
         ...

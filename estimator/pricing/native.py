@@ -206,6 +206,42 @@ class NativePricer:
         self.context = compiler.compile(context_ops)
         self.generation = compiler.compile(generation_ops)
 
+    @property
+    def context_names(self) -> tuple[str, ...]:
+        return self.context.names
+
+    @property
+    def generation_names(self) -> tuple[str, ...]:
+        return self.generation.names
+
+    @property
+    def context_sources(self) -> tuple[str, ...]:
+        return self.context.sources
+
+    @property
+    def generation_sources(self) -> tuple[str, ...]:
+        return self.generation.sources
+
+    def context_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        return self._run_many(self.context, np.asarray(shapes, dtype=np.float64), True, scale)
+
+    def generation_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        shapes = np.asarray(shapes, dtype=np.float64)
+        full = np.zeros((shapes.shape[0], 3))
+        full[:, :2] = shapes[:, :2]
+        return self._run_many(self.generation, full, False, scale)
+
+    def _run_many(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
+        lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, self.tables.kernel_tables, shapes, is_context, float(scale))
+        bad = np.argwhere(status != K.ST_OK)
+        if bad.size:
+            r, i = (int(v) for v in bad[0])
+            batch, s, prefix = shapes[r]
+            raise PerfDataMissingError(
+                f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}"
+            )
+        return lat
+
     def context_latencies(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> np.ndarray:
         """Per-op context latencies (ms), raising PerfDataMissingError on a miss."""
         return self._run(self.context, batch_size, s, prefix, True, scale)

@@ -47,6 +47,24 @@ class ReferencePricer:
             raise _translate(exc) from exc
         self.n_context = len(self.spec["context_ops"])
         self.n_generation = len(self.spec["generation_ops"])
+        probe_c = self.context_ops(1, 1)
+        probe_g = self.generation_ops(1, 2)
+        self.context_names = tuple(p.name for p in probe_c)
+        self.context_sources = tuple(p.source for p in probe_c)
+        self.generation_names = tuple(p.name for p in probe_g)
+        self.generation_sources = tuple(p.source for p in probe_g)
+
+    def context_many(self, shapes, scale: float = 1.0):
+        import numpy as np
+
+        rows = [self.context_ops(int(b), int(s), int(p), scale) for b, s, p in np.asarray(shapes)]
+        return np.array([[op.latency_ms for op in row] for row in rows], dtype=np.float64).reshape(len(rows), self.n_context)
+
+    def generation_many(self, shapes, scale: float = 1.0):
+        import numpy as np
+
+        rows = [self.generation_ops(int(b), int(s), scale) for b, s, *_ in np.asarray(shapes)]
+        return np.array([[op.latency_ms for op in row] for row in rows], dtype=np.float64).reshape(len(rows), self.n_generation)
 
     def context_ops(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
         try:

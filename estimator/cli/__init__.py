@@ -1,0 +1,35 @@
+"""Command line: `python -m estimator <command> ...`. Bad input prints one line and exits 2."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from estimator.cli import models as models_cmd
+from estimator.cli import price_ops as price_ops_cmd
+from estimator.errors import EstimatorError
+
+COMMANDS = {
+    "price-ops": price_ops_cmd,
+    "models": models_cmd,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m estimator", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, module in COMMANDS.items():
+        module.register(sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command].run(args) or 0
+    except EstimatorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
