@@ -7,9 +7,11 @@ resolver. Every function returns (status, value): status OK, OUT_OF_RANGE or MIS
 error the caller turns into PerfDataMissingError.
 
 Table layouts (all float64 keys sorted ascending within their node):
-  grid3 = (s_off, k0, o1, k1, o2, k2, v): slice g owns level-0 nodes s_off[g]:s_off[g+1]; level-0
-          node i owns level-1 nodes o1[i]:o1[i+1]; level-1 node j owns leaves o2[j]:o2[j+1].
-  grid2 = (s_off, k0, o1, k1, v): same with two levels.
+  grid3 = (s_off, k0, o1, k1, o2, k2, v, leaf_xyz, leaf_log): slice g owns level-0 nodes
+          s_off[g]:s_off[g+1]; level-0 node i owns level-1 nodes o1[i]:o1[i+1]; level-1 node j owns
+          leaves o2[j]:o2[j+1]. leaf_xyz[t] are leaf t's coordinates and leaf_log[t] their
+          log2(max(v, 1e-12)), precomputed for the past-the-frontier hold.
+  grid2 = (s_off, k0, o1, k1, v, leaf_xy, leaf_log): same with two levels.
   curve = (c_off, x, y): curve c owns points c_off[c]:c_off[c+1].
 """
 from __future__ import annotations
@@ -136,7 +138,7 @@ def _grid2_node(k1, o2, k2, v, lo, hi, q, base, transform_axis, kind, p):
 
 @njit(cache=True)
 def _grid3_interior(grid, g, q, transform_axis, kind, p):
-    s_off, k0, o1, k1, o2, k2, v = grid
+    s_off, k0, o1, k1, o2, k2, v = grid[0], grid[1], grid[2], grid[3], grid[4], grid[5], grid[6]
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
@@ -210,29 +212,7 @@ def _hold_finish(n_pick, pick_d, pick_u, support_r, kind, p, q):
 
 
 @njit(cache=True)
-def _leaf_coords3(grid, g):
-    """All leaves of slice g of a grid3 as (coords[n,3], latency[n]) in sorted key order."""
-    s_off, k0, o1, k1, o2, k2, v = grid
-    lo, hi = s_off[g], s_off[g + 1]
-    first = o2[o1[lo]]
-    last = o2[o1[hi]]
-    n = last - first
-    coords = np.empty((n, 3))
-    lat = np.empty(n)
-    r = 0
-    for i in range(lo, hi):
-        for j in range(o1[i], o1[i + 1]):
-            for t in range(o2[j], o2[j + 1]):
-                coords[r, 0] = k0[i]
-                coords[r, 1] = k1[j]
-                coords[r, 2] = k2[t]
-                lat[r] = v[t]
-                r += 1
-    return coords, lat
-
-
-@njit(cache=True)
-def grid_hold(coords, lat, q, kind, p):
+def grid_hold(coords, logs, lat, q, kind, p):
     """Joint-log2 kNN hold over the given leaves (reference: single pass with a best-M buffer)."""
     n, d_axes = coords.shape
     if n == 0:
@@ -244,7 +224,7 @@ def grid_hold(coords, lat, q, kind, p):
     for r in range(n):
         dd = 0.0
         for a in range(d_axes):
-            delta = _log2c(coords[r, a]) - q_log[a]
+            delta = logs[r, a] - q_log[a]
             dd += delta * delta
         dist[r] = math.sqrt(dd)
     m = HOLD_NEIGHBOURS + HOLD_SLACK
@@ -281,40 +261,24 @@ def grid3_query(grid, g, q, transform_axis, kind, p):
     """Resolve query q (3 coords) in slice g: interior, else hold past the frontier."""
     st, val = _grid3_interior(grid, g, q, transform_axis, kind, p)
     if st == OUT_OF_RANGE:
-        coords, lat = _leaf_coords3(grid, g)
-        return grid_hold(coords, lat, q, kind, p)
+        s_off, o1, o2 = grid[0], grid[2], grid[4]
+        a = o2[o1[s_off[g]]]
+        b = o2[o1[s_off[g + 1]]]
+        return grid_hold(grid[7][a:b], grid[8][a:b], grid[6][a:b], q, kind, p)
     return st, val
-
-
-@njit(cache=True)
-def _leaf_coords2(grid, g):
-    s_off, k0, o1, k1, v = grid
-    lo, hi = s_off[g], s_off[g + 1]
-    first = o1[lo]
-    n = o1[hi] - first
-    coords = np.empty((n, 2))
-    lat = np.empty(n)
-    r = 0
-    for i in range(lo, hi):
-        for j in range(o1[i], o1[i + 1]):
-            coords[r, 0] = k0[i]
-            coords[r, 1] = k1[j]
-            lat[r] = v[j]
-            r += 1
-    return coords, lat
 
 
 @njit(cache=True)
 def grid2_query(grid, g, q, kind, p):
     """Raw 2-axis grid resolve of q (2 coords) in slice g, with the kNN hold past the frontier."""
-    s_off, k0, o1, k1, v = grid
+    s_off, k0, o1, k1, v = grid[0], grid[1], grid[2], grid[3], grid[4]
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
     st, val = _grid2_node(k0, o1, k1, v, lo, hi, q, 0, -1, kind, p)
     if st == OUT_OF_RANGE:
-        coords, lat = _leaf_coords2(grid, g)
-        return grid_hold(coords, lat, q, kind, p)
+        a, b = o1[lo], o1[hi]
+        return grid_hold(grid[5][a:b], grid[6][a:b], v[a:b], q, kind, p)
     return st, val
 
 

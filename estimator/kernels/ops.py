@@ -72,7 +72,7 @@ def _tokens(x, scale_num_tokens, seq_split):
 def _scale_table(grid, g, m, k, kind, p, sol_ratio_beyond):
     """compute_scale / scale_matrix: clamp into the collected envelope, raw 2-axis resolve, then
     hold flat (compute_scale) or SOL-rescale (scale_matrix) beyond the grid."""
-    s_off, k0, o1, k1, v = grid
+    s_off, k0, o1, k1 = grid[0], grid[1], grid[2], grid[3]
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
@@ -229,6 +229,30 @@ def _p2p(ints, f, x):
 
 
 @njit(cache=True)
+def _price_one(kind, it, f, tables, batch, s, prefix, is_context, imbalance):
+    """(status, latency ms) of one op at one phase shape."""
+    if is_context and not (it[I_FLAGS] & FLAG_LOGITS):
+        x = batch * s
+    else:
+        x = batch
+    if kind == OP_GEMM:
+        return _gemm(it, f, x, tables)
+    if kind == OP_ELEMENTWISE:
+        return ST_OK, _mem_op(f, _tokens(x, it[I_SCALE_NUM_TOKENS], it[I_SEQ_SPLIT]))
+    if kind == OP_EMBEDDING:
+        return ST_OK, _mem_op(f, _tokens(x, 1, it[I_SEQ_SPLIT]))
+    if kind == OP_CONTEXT_ATTENTION:
+        return _context_attention(it, f, tables, batch, s, prefix, imbalance)
+    if kind == OP_GENERATION_ATTENTION:
+        return _generation_attention(it, f, tables, batch, s, imbalance)
+    if kind == OP_CUSTOM_ALLREDUCE:
+        return _custom_allreduce(it, f, tables, x)
+    if kind == OP_P2P:
+        return ST_OK, _p2p(it, f, x)
+    return ST_MISS, 0.0
+
+
+@njit(cache=True)
 def price_ops(kinds, ints, floats, tables, batch, s, prefix, is_context, imbalance):
     """Price every op at one phase shape.
 
@@ -239,31 +263,21 @@ def price_ops(kinds, ints, floats, tables, batch, s, prefix, is_context, imbalan
     lat = np.zeros(n_ops)
     status = np.zeros(n_ops, dtype=np.int64)
     for i in range(n_ops):
-        kind = kinds[i]
-        it = ints[i]
-        f = floats[i]
-        if is_context and not (it[I_FLAGS] & FLAG_LOGITS):
-            x = batch * s
-        else:
-            x = batch
-        if kind == OP_GEMM:
-            st, v = _gemm(it, f, x, tables)
-        elif kind == OP_ELEMENTWISE:
-            st, v = ST_OK, _mem_op(f, _tokens(x, it[I_SCALE_NUM_TOKENS], it[I_SEQ_SPLIT]))
-        elif kind == OP_EMBEDDING:
-            st, v = ST_OK, _mem_op(f, _tokens(x, 1, it[I_SEQ_SPLIT]))
-        elif kind == OP_CONTEXT_ATTENTION:
-            st, v = _context_attention(it, f, tables, batch, s, prefix, imbalance)
-        elif kind == OP_GENERATION_ATTENTION:
-            st, v = _generation_attention(it, f, tables, batch, s, imbalance)
-        elif kind == OP_CUSTOM_ALLREDUCE:
-            st, v = _custom_allreduce(it, f, tables, x)
-        elif kind == OP_P2P:
-            st, v = ST_OK, _p2p(it, f, x)
-        else:
-            st, v = ST_MISS, 0.0
-        lat[i] = v
-        status[i] = st
+        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], tables, batch, s, prefix, is_context, imbalance)
+    return lat, status
+
+
+@njit(cache=True)
+def price_each(kinds, ints, floats, tables, shapes, is_context):
+    """Op i at its own shape i (rows of shapes: batch, s, prefix, is_context as 0/1) in one call.
+
+    Returns (latency_ms[n_ops], status[n_ops])."""
+    n_ops = kinds.shape[0]
+    lat = np.zeros(n_ops)
+    status = np.zeros(n_ops, dtype=np.int64)
+    for i in range(n_ops):
+        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], tables, shapes[i, 0], shapes[i, 1], shapes[i, 2],
+                                       is_context[i], 1.0)
     return lat, status
 
 

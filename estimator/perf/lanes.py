@@ -38,7 +38,7 @@ GENERATION_TABLE = "generation_attention_perf"
 # User-facing override -> stored kernel_source lanes, per backend (most specific first).
 # A backend absent here (trtllm) supports no override other than "default".
 OVERRIDE_LANES: dict[str, dict[str, tuple[str, ...]]] = {
-    "sglang": {lane: (lane,) for lane in ("fa3", "triton", "trtllm_mha", "flashinfer", "fla")},
+    "sglang": {lane: (lane,) for lane in KNOWN_LANES},
     "vllm": {
         "triton": ("vllm_triton_attn",),
         "flashinfer": ("vllm_flashinfer_trtllmprefill", "vllm_flashinfer_trtllmdecode", "vllm_flashinfer"),
@@ -49,8 +49,14 @@ OVERRIDE_LANES: dict[str, dict[str, tuple[str, ...]]] = {
 # num_key_value_heads with the MHA sentinel 0 when it equals num_heads; "window" defaults to 0;
 # generation's sequence axis is isl + step and its slice key has no attention dtype.
 _LEAF_LAYOUT = {
-    CONTEXT_TABLE: (("attn_dtype", "kv_cache_dtype", "n_kv_lookup", "head_dim", "window"), ("num_heads", "isl", "batch_size")),
-    GENERATION_TABLE: (("kv_cache_dtype", "n_kv_lookup", "head_dim", "window"), ("num_heads", "batch_size", "seq")),
+    CONTEXT_TABLE: (
+        ("attn_dtype", "kv_cache_dtype", "n_kv_lookup", "head_dim", "window"),
+        ("num_heads", "isl", "batch_size"),
+    ),
+    GENERATION_TABLE: (
+        ("kv_cache_dtype", "n_kv_lookup", "head_dim", "window"),
+        ("num_heads", "batch_size", "seq"),
+    ),
 }
 _READ_COLUMNS = (
     "kernel_source", "attn_dtype", "kv_cache_dtype", "num_heads", "num_key_value_heads",
@@ -173,7 +179,9 @@ def lane_order(
 def _check_table(table_name: str) -> None:
     """InvalidInputError naming `table_name` unless it is one of the two lane-split attention tables."""
     if table_name not in _LEAF_LAYOUT:
-        raise InvalidInputError(f"not an attention lane table: {table_name!r} (use {CONTEXT_TABLE} or {GENERATION_TABLE})")
+        raise InvalidInputError(
+            f"not an attention lane table: {table_name!r} (use {CONTEXT_TABLE} or {GENERATION_TABLE})"
+        )
 
 
 def _leaf_table(table: pa.Table, table_name: str) -> pa.Table:
@@ -188,8 +196,9 @@ def _leaf_table(table: pa.Table, table_name: str) -> pa.Table:
         "lane": lane,
         "n_kv_lookup": pc.if_else(pc.equal(heads, kv_heads), 0, kv_heads),
         "window": pc.fill_null(column.get("window_size", pa.nulls(n, pa.int64())), 0),
-        "seq": pc.add(column["isl"], column["step"]) if "step" in column else None,
     }
+    if "step" in column:
+        derived["seq"] = pc.add(column["isl"], column["step"])
     key, axes = _LEAF_LAYOUT[table_name]
     names = ("lane", *key, *axes)
     return pa.table({c: derived[c] if c in derived else column[c] for c in names})

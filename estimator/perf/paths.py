@@ -94,9 +94,8 @@ def family_dirs(data_dir: Path) -> tuple[Path, ...]:
     """
     if not data_dir.is_dir():
         return ()
-    return tuple(
-        p for p in sorted(data_dir.iterdir()) if p.is_dir() and not p.name.startswith(".") and p.name not in NON_FAMILY_DIRS
-    )
+    visible = (p for p in sorted(data_dir.iterdir()) if p.is_dir() and not p.name.startswith("."))
+    return tuple(p for p in visible if p.name not in NON_FAMILY_DIRS)
 
 
 @functools.cache
@@ -134,8 +133,8 @@ def version_dir_has_tables(version_dir: Path) -> bool:
 def reuse_declarations(version_dir: Path) -> list[tuple[str, str]]:
     """`(table stem, from_version)` pairs of the dir's reuse.yaml, in file order ([] if absent).
 
-    Raises EstimatorError naming the file when the document is malformed (the reference fails
-    loudly on authored-metadata errors too).
+    Raises EstimatorError naming the file when the document is malformed, as the reference's
+    loader does (its non-strict source resolver would instead warn and ignore the file).
     """
     path = version_dir / REUSE_YAML
     if not path.is_file():

@@ -23,7 +23,7 @@ from estimator.perf.system_spec import QUANT_PROFILES, SystemSpec, load_system_s
 from estimator.perf.tables import Curves, Grid2, Grid3
 from estimator.perf.versions import resolve_version
 
-CACHE_FORMAT = 1  # bump when the built layout changes
+CACHE_FORMAT = 2  # bump when the built layout changes
 
 # (attribute, family dir, table stem)
 _TABLES = (

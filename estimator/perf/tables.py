@@ -72,13 +72,13 @@ def encode(values: np.ndarray) -> tuple[list, np.ndarray]:
 class Grid3:
     """Slices of a 3-axis table: arrays (s_off, k0, o1, k1, o2, k2, v) and the key -> slice id index."""
 
-    arrays: tuple  # (s_off, k0, o1, k1, o2, k2, v), see estimator.kernels.interp
+    arrays: tuple  # (s_off, k0, o1, k1, o2, k2, v, leaf_xyz, leaf_log), see estimator.kernels.interp
     slices: dict  # categorical slice key tuple -> slice id
 
 
 @dataclass(frozen=True)
 class Grid2:
-    arrays: tuple  # (s_off, k0, o1, k1, v)
+    arrays: tuple  # (s_off, k0, o1, k1, v, leaf_xy, leaf_log)
     slices: dict
 
 
@@ -116,7 +116,14 @@ def build_grid3(slice_ids: np.ndarray, a0: np.ndarray, a1: np.ndarray, a2: np.nd
     k0 = a0[g0[:-1]]
     s_of_l0 = sid[g0[:-1]]
     s_off = np.searchsorted(s_of_l0, np.arange(n_slices + 1)).astype(np.int64)
-    return (s_off, k0.astype(np.float64), o1, k1.astype(np.float64), o2, a2.astype(np.float64), v.astype(np.float64))
+    xyz = np.ascontiguousarray(np.stack([a0, a1, a2], axis=1), dtype=np.float64)
+    return (s_off, k0.astype(np.float64), o1, k1.astype(np.float64), o2, a2.astype(np.float64), v.astype(np.float64),
+            xyz, _log2_coords(xyz))
+
+
+def _log2_coords(xyz: np.ndarray) -> np.ndarray:
+    """log2(max(v, 1e-12)) per coordinate, the hold's distance space."""
+    return np.log2(np.maximum(xyz, 1e-12))
 
 
 def build_grid2(slice_ids: np.ndarray, a0: np.ndarray, a1: np.ndarray, v: np.ndarray, n_slices: int) -> tuple:
@@ -126,7 +133,8 @@ def build_grid2(slice_ids: np.ndarray, a0: np.ndarray, a1: np.ndarray, v: np.nda
     o1 = g0
     k0 = a0[g0[:-1]]
     s_off = np.searchsorted(sid[g0[:-1]], np.arange(n_slices + 1)).astype(np.int64)
-    return (s_off, k0.astype(np.float64), o1, a1.astype(np.float64), v.astype(np.float64))
+    xy = np.ascontiguousarray(np.stack([a0, a1], axis=1), dtype=np.float64)
+    return (s_off, k0.astype(np.float64), o1, a1.astype(np.float64), v.astype(np.float64), xy, _log2_coords(xy))
 
 
 def build_curves(curve_ids: np.ndarray, x: np.ndarray, y: np.ndarray, n_curves: int) -> tuple:

@@ -12,6 +12,8 @@ from estimator.perf.stack import StackTables
 from estimator.perf.system_spec import flops, p2p_bw, quant_profile
 from estimator.pricing.base import OpPrice
 
+MEMO_ROWS = 200_000  # priced shapes kept per phase before the memo is reset
+
 _SOURCE_TAG = {
     K.OP_GEMM: "silicon",
     K.OP_ELEMENTWISE: "empirical",
@@ -205,6 +207,7 @@ class NativePricer:
         self.tables = tables
         self.context = compiler.compile(context_ops)
         self.generation = compiler.compile(generation_ops)
+        self._memo: dict[bool, dict[tuple, np.ndarray]] = {True: {}, False: {}}  # is_context -> shape -> latencies
 
     @property
     def context_names(self) -> tuple[str, ...]:
@@ -232,38 +235,38 @@ class NativePricer:
         return self._run_many(self.generation, full, False, scale)
 
     def _run_many(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
-        lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, self.tables.kernel_tables, shapes, is_context, float(scale))
-        bad = np.argwhere(status != K.ST_OK)
-        if bad.size:
-            r, i = (int(v) for v in bad[0])
-            batch, s, prefix = shapes[r]
-            raise PerfDataMissingError(
-                f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}"
-            )
-        return lat
+        """Latencies of every op at every shape row; rows already priced come from the memo."""
+        memo = self._memo[is_context]
+        keys = [(b, s, p, scale) for b, s, p in shapes.tolist()]
+        todo = [i for i, key in enumerate(keys) if key not in memo]
+        if todo:
+            fresh = shapes[todo] if len(todo) < len(keys) else shapes
+            lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, self.tables.kernel_tables, fresh, is_context, float(scale))
+            if status.any():
+                r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
+                batch, s, prefix = fresh[r]
+                raise PerfDataMissingError(
+                    f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}"
+                )
+            if len(memo) + len(todo) > MEMO_ROWS:
+                memo.clear()
+            lat.setflags(write=False)
+            for row, i in enumerate(todo):
+                memo[keys[i]] = lat[row]
+        return np.array([memo[key] for key in keys]).reshape(len(keys), len(c.names))
 
     def context_latencies(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> np.ndarray:
-        """Per-op context latencies (ms), raising PerfDataMissingError on a miss."""
-        return self._run(self.context, batch_size, s, prefix, True, scale)
+        """Per-op context latencies (ms) of one shape, raising PerfDataMissingError on a miss."""
+        return self._run_many(self.context, np.array([[batch_size, s, prefix]], dtype=np.float64), True, scale)[0]
 
     def generation_latencies(self, batch_size: int, s: int, scale: float = 1.0) -> np.ndarray:
-        return self._run(self.generation, batch_size, s, 0, False, scale)
+        return self._run_many(self.generation, np.array([[batch_size, s, 0]], dtype=np.float64), False, scale)[0]
 
     def context_ops(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
         return _prices(self.context, self.context_latencies(batch_size, s, prefix, scale))
 
     def generation_ops(self, batch_size: int, s: int, scale: float = 1.0) -> list[OpPrice]:
         return _prices(self.generation, self.generation_latencies(batch_size, s, scale))
-
-    def _run(self, c: CompiledOps, batch, s, prefix, is_context, scale) -> np.ndarray:
-        lat, status = K.price_ops(
-            c.kinds, c.ints, c.floats, self.tables.kernel_tables, float(batch), float(s), float(prefix), is_context, float(scale)
-        )
-        bad = np.flatnonzero(status != K.ST_OK)
-        if bad.size:
-            i = int(bad[0])
-            raise PerfDataMissingError(f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch}, s={s}, prefix={prefix}")
-        return lat
 
 
 def _prices(c: CompiledOps, lat: np.ndarray) -> list[OpPrice]:

@@ -1,0 +1,74 @@
+"""The reference side of agg parity: aiconfigurator 0.12.0's own run_agg row for a deployment and point.
+
+The model and database are built exactly as `aiconfigurator cli estimate` builds them; a fresh backend
+object serves every call (the reference's result cache ignores the prefix).
+"""
+from __future__ import annotations
+
+import functools
+
+from estimator.deployment import Deployment
+from estimator.pricing.reference import _quiet_reference_logs, reference_database
+from estimator.scheduler import AggPoint
+
+
+@functools.lru_cache(maxsize=64)
+def reference_model(deployment: Deployment, literal_version: str):
+    """The reference CLI's model object for a deployment (aiconfigurator.cli.api._run_agg_estimate)."""
+    _quiet_reference_logs()
+    from aiconfigurator.cli.api import _apply_nextn, _build_model_config, _resolve_moe_parallelism
+    from aiconfigurator.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
+
+    q = deployment.quant
+    moe_tp, moe_ep = _resolve_moe_parallelism(
+        deployment.tp, deployment.attention_dp, deployment.moe_tp, deployment.moe_ep, model_path=deployment.model
+    )
+    config = _build_model_config(
+        deployment.tp, deployment.pp, deployment.attention_dp, moe_tp, moe_ep,
+        q.gemm, q.kvcache, q.fmha, q.moe, q.comm, forward_model=None, enable_encoder_dp=True, attention_backend=None,
+    )  # fmt: skip
+    _apply_nextn(config, deployment.nextn)
+    database = reference_database(deployment.system, deployment.backend.value, literal_version)
+    resolve_context_fmha_by_data(config, deployment.model, database, deployment.backend.value, is_context_role=True)
+    resolve_nvfp4_for_system(config, deployment.system, deployment.model, backend_name=deployment.backend.value)
+    return get_model(deployment.model, config, deployment.backend.value)
+
+
+def reference_agg_row(deployment: Deployment, point: AggPoint, literal_version: str) -> dict:
+    """aiconfigurator's unrounded run_agg row plus the scheduling record, as the CLI calls it (legacy)."""
+    from aiconfigurator.sdk.backends.factory import get_backend
+    from aiconfigurator.sdk.config import RuntimeConfig
+
+    database = reference_database(deployment.system, deployment.backend.value, literal_version)
+    runtime = RuntimeConfig(
+        batch_size=point.batch_size,
+        isl=point.isl,
+        osl=point.osl,
+        prefix=point.prefix,
+        seq_imbalance_correction_scale=point.seq_imbalance_scale,
+        gen_seq_imbalance_correction_scale=point.gen_seq_imbalance_scale,
+    )
+    summary = get_backend(deployment.backend.value).run_agg(
+        reference_model(deployment, literal_version),
+        database,
+        runtime,
+        ctx_tokens=point.ctx_tokens if point.ctx_tokens is not None else point.isl,
+        decode_tokens_per_iteration=1.0 + (point.nextn_accepted if deployment.nextn > 0 else 0.0),
+        free_gpu_memory_fraction=point.free_gpu_memory_fraction,
+        max_seq_len=point.max_seq_len,
+    )
+    row = dict(summary.get_result_dict())
+    sched = summary.get_step_estimates()["scheduling"]
+    row.update(
+        mix_step_ms=sched["mix_step_latency_ms"],
+        genonly_step_ms=sched["genonly_step_latency_ms"],
+        prefill_step_ms=sched["mix_step_latency_ms"] / sched["mix_efficiency"],
+        num_mix_steps=sched["num_mix_steps"],
+        num_genonly_steps=sched["num_genonly_steps"],
+        decode_tokens_per_iteration=sched["decode_tokens_per_iteration"],
+        oom=summary.check_oom(),
+        kv_oom=summary.check_kv_cache_oom(),
+    )
+    return row
+
+
