@@ -49,7 +49,7 @@ def per_op(family: str, n_queries: int, repeats: int) -> dict:
     is_ctx = np.array([q.is_context for q in priced])
 
     def native():
-        price_each(compiled.kinds, compiled.ints, compiled.floats, st.kernel_tables, shapes, is_ctx)
+        price_each(compiled.kinds, compiled.ints, compiled.floats, *st.kernel_tables, shapes, is_ctx)
 
     def reference():
         for q in priced:

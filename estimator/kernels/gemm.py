@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from estimator.kernels.interp import MISS, OK, _find_exact
+from estimator.kernels.layout import fv, iv
 from estimator.kernels.sol import SOL_GEMM, sol
 
 NN_SITES = 4
@@ -90,9 +91,13 @@ def _frontier_waiver(site_n, site_k, site_ln, site_lk, cand, n_cand, n, k, ln, l
 
 
 @njit(cache=True)
-def gemm_query(sites, d, m, n, k, p):
-    """Latency (ms) of an (m, n, k) GEMM of dtype id d from the site table (status, value)."""
-    site_off, site_n, site_k, site_ln, site_lk, curve_off, cm, cl, packed_key, packed_site = sites
+def gemm_query(fdat, idat, hdr, base, d, m, n, k, p):
+    """Latency (ms) of an (m, n, k) GEMM of dtype id d from the site table at slot `base` (status, value)."""
+    site_off, curve_off = iv(idat, hdr, base), iv(idat, hdr, base + 5)
+    packed_key, packed_site = iv(idat, hdr, base + 8), iv(idat, hdr, base + 9)
+    site_n, site_k = fv(fdat, hdr, base + 1), fv(fdat, hdr, base + 2)
+    site_ln, site_lk = fv(fdat, hdr, base + 3), fv(fdat, hdr, base + 4)
+    cm, cl = fv(fdat, hdr, base + 6), fv(fdat, hdr, base + 7)
     s0, s1 = site_off[d], site_off[d + 1]
     if s1 <= s0:
         return MISS, 0.0

@@ -6,7 +6,8 @@ hold past the frontier, 1-axis curves with a k_tail boundary hold, and the scatt
 resolver. Every function returns (status, value): status OK, OUT_OF_RANGE or MISS; a MISS is an
 error the caller turns into PerfDataMissingError.
 
-Table layouts (all float64 keys sorted ascending within their node):
+Tables live in the packed layout of estimator.kernels.layout (fdat, idat, hdr) and a table is
+named by its base slot. Logical layouts (all float64 keys sorted ascending within their node):
   grid3 = (s_off, k0, o1, k1, o2, k2, v, leaf_xyz, leaf_log): slice g owns level-0 nodes
           s_off[g]:s_off[g+1]; level-0 node i owns level-1 nodes o1[i]:o1[i+1]; level-1 node j owns
           leaves o2[j]:o2[j+1]. leaf_xyz[t] are leaf t's coordinates and leaf_log[t] their
@@ -21,6 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
+from estimator.kernels.layout import fv, iv
 from estimator.kernels.sol import sol
 
 OK = 0
@@ -137,8 +139,7 @@ def _grid2_node(k1, o2, k2, v, lo, hi, q, base, transform_axis, kind, p):
 
 
 @njit(cache=True)
-def _grid3_interior(grid, g, q, transform_axis, kind, p):
-    s_off, k0, o1, k1, o2, k2, v = grid[0], grid[1], grid[2], grid[3], grid[4], grid[5], grid[6]
+def _grid3_interior(s_off, k0, o1, k1, o2, k2, v, g, q, transform_axis, kind, p):
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
@@ -160,27 +161,50 @@ def _log2c(x):
 
 
 @njit(cache=True)
-def _hold_from_candidates(dist, lat, sols, order, kind, p, q):
-    """Tapered modified-Shepard util transfer from candidates visited in `order` (ascending distance)."""
+def _pick_anchors(cand_d, cand_lat, cand_sol):
+    """The first HOLD_NEIGHBOURS valid candidates (ascending distance) and the support radius R
+    (the next valid distance; inf when there is none). Returns (n, d[], util[], R, R_found)."""
     n_pick = 0
     pick_d = np.empty(HOLD_NEIGHBOURS)
     pick_u = np.empty(HOLD_NEIGHBOURS)
-    support_r = np.inf
-    found = False
-    for idx in order:
-        la = lat[idx]
-        sa = sols[idx]
+    for t in range(cand_d.shape[0]):
+        la, sa = cand_lat[t], cand_sol[t]
         if not (math.isfinite(la) and la > 0.0 and math.isfinite(sa) and sa > 0.0):
             continue
-        if n_pick < HOLD_NEIGHBOURS:
-            pick_d[n_pick] = dist[idx]
-            pick_u[n_pick] = sa / la
-            n_pick += 1
-        else:
-            support_r = dist[idx]
-            found = True
-            break
-    return n_pick, pick_d, pick_u, support_r, found
+        if n_pick == HOLD_NEIGHBOURS:
+            return n_pick, pick_d, pick_u, cand_d[t], True
+        pick_d[n_pick] = cand_d[t]
+        pick_u[n_pick] = sa / la
+        n_pick += 1
+    return n_pick, pick_d, pick_u, np.inf, False
+
+
+@njit(cache=True)
+def _insert(buf_d, buf_i, nb, d, idx):
+    """Insert (d, idx) into the ascending best-M buffer, ties keeping visit order; returns the new size."""
+    m = buf_d.shape[0]
+    if nb == m:
+        if d >= buf_d[m - 1]:
+            return nb
+        nb -= 1
+    pos = nb
+    while pos > 0 and buf_d[pos - 1] > d:
+        buf_d[pos] = buf_d[pos - 1]
+        buf_i[pos] = buf_i[pos - 1]
+        pos -= 1
+    buf_d[pos] = d
+    buf_i[pos] = idx
+    return nb + 1
+
+
+@njit(cache=True)
+def _buffered_anchors(buf_d, buf_i, nb, coords, lat, kind, p):
+    cand_lat = np.empty(nb)
+    cand_sol = np.empty(nb)
+    for t in range(nb):
+        cand_lat[t] = lat[buf_i[t]]
+        cand_sol[t] = sol(kind, p, coords[buf_i[t]])
+    return _pick_anchors(buf_d[:nb], cand_lat, cand_sol)
 
 
 @njit(cache=True)
@@ -213,7 +237,8 @@ def _hold_finish(n_pick, pick_d, pick_u, support_r, kind, p, q):
 
 @njit(cache=True)
 def grid_hold(coords, logs, lat, q, kind, p):
-    """Joint-log2 kNN hold over the given leaves (reference: single pass with a best-M buffer)."""
+    """Joint-log2 kNN hold over the given leaves (reference: single pass with a best-M buffer,
+    exhaustive re-selection when too many buffered leaves are invalid)."""
     n, d_axes = coords.shape
     if n == 0:
         return MISS, 0.0
@@ -227,65 +252,90 @@ def grid_hold(coords, logs, lat, q, kind, p):
             delta = logs[r, a] - q_log[a]
             dd += delta * delta
         dist[r] = math.sqrt(dd)
-    m = HOLD_NEIGHBOURS + HOLD_SLACK
-    # best-M buffer: ascending distance, ties keep visit order
-    buf = np.empty(m, dtype=np.int64)
+    buf_d = np.empty(HOLD_NEIGHBOURS + HOLD_SLACK)
+    buf_i = np.empty(HOLD_NEIGHBOURS + HOLD_SLACK, dtype=np.int64)
     nb = 0
     for r in range(n):
-        d = dist[r]
-        if nb == m:
-            if d >= dist[buf[m - 1]]:
-                continue
-            nb -= 1
-        pos = 0
-        while pos < nb and dist[buf[pos]] <= d:
-            pos += 1
-        for t in range(nb, pos, -1):
-            buf[t] = buf[t - 1]
-        buf[pos] = r
-        nb += 1
-    sols = np.full(n, np.nan)
-    for t in range(nb):
-        sols[buf[t]] = sol(kind, p, coords[buf[t]])
-    n_pick, pick_d, pick_u, support_r, found = _hold_from_candidates(dist, lat, sols, buf[:nb], kind, p, q)
-    if n > m and not found and n_pick <= HOLD_NEIGHBOURS:
+        nb = _insert(buf_d, buf_i, nb, dist[r], r)
+    picked = _buffered_anchors(buf_d, buf_i, nb, coords, lat, kind, p)
+    if n > buf_d.shape[0] and not picked[4] and picked[0] <= HOLD_NEIGHBOURS:
         order = np.argsort(dist, kind="mergesort")
+        sols = np.empty(n)
         for r in range(n):
-            sols[r] = sol(kind, p, coords[r])
-        n_pick, pick_d, pick_u, support_r, found = _hold_from_candidates(dist, lat, sols, order, kind, p, q)
-    return _hold_finish(n_pick, pick_d, pick_u, support_r, kind, p, q)
+            sols[r] = sol(kind, p, coords[order[r]])
+        picked = _pick_anchors(dist[order], lat[order], sols)
+    return _hold_finish(picked[0], picked[1], picked[2], picked[3], kind, p, q)
 
 
 @njit(cache=True)
-def grid3_query(grid, g, q, transform_axis, kind, p):
-    """Resolve query q (3 coords) in slice g: interior, else hold past the frontier."""
-    st, val = _grid3_interior(grid, g, q, transform_axis, kind, p)
+def _grid3_hold(s_off, o1, o2, xyz, logs, v, g, q, kind, p):
+    """grid_hold over slice g, visiting the tree in order and skipping every subtree whose partial
+    distance already rules it out of the buffer (same buffer, hence same result, as the flat scan)."""
+    lo, hi = s_off[g], s_off[g + 1]
+    q0, q1, q2 = _log2c(q[0]), _log2c(q[1]), _log2c(q[2])
+    m = HOLD_NEIGHBOURS + HOLD_SLACK
+    buf_d = np.empty(m)
+    buf_i = np.empty(m, dtype=np.int64)
+    nb = 0
+    for i in range(lo, hi):
+        delta = logs[o2[o1[i]], 0] - q0
+        d0 = delta * delta
+        if nb == m and math.sqrt(d0) >= buf_d[m - 1]:
+            continue
+        for j in range(o1[i], o1[i + 1]):
+            delta = logs[o2[j], 1] - q1
+            d1 = d0 + delta * delta
+            if nb == m and math.sqrt(d1) >= buf_d[m - 1]:
+                continue
+            for t in range(o2[j], o2[j + 1]):
+                delta = logs[t, 2] - q2
+                nb = _insert(buf_d, buf_i, nb, math.sqrt(d1 + delta * delta), t)
+    if nb == 0:
+        return MISS, 0.0
+    a, b = o2[o1[lo]], o2[o1[hi]]
+    picked = _buffered_anchors(buf_d, buf_i, nb, xyz, v, kind, p)
+    if b - a > m and not picked[4] and picked[0] <= HOLD_NEIGHBOURS:
+        return grid_hold(xyz[a:b], logs[a:b], v[a:b], q, kind, p)
+    return _hold_finish(picked[0], picked[1], picked[2], picked[3], kind, p, q)
+
+
+@njit(cache=True)
+def grid3_query(fdat, idat, hdr, base, g, q, transform_axis, kind, p):
+    """Resolve query q (3 coords) in slice g of the grid3 at slot `base`: interior, else hold past the frontier."""
+    s_off, o1, o2 = iv(idat, hdr, base), iv(idat, hdr, base + 2), iv(idat, hdr, base + 4)
+    v = fv(fdat, hdr, base + 6)
+    st, val = _grid3_interior(
+        s_off, fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), o2, fv(fdat, hdr, base + 5), v, g, q, transform_axis, kind, p
+    )
     if st == OUT_OF_RANGE:
-        s_off, o1, o2 = grid[0], grid[2], grid[4]
-        a = o2[o1[s_off[g]]]
-        b = o2[o1[s_off[g + 1]]]
-        return grid_hold(grid[7][a:b], grid[8][a:b], grid[6][a:b], q, kind, p)
+        xyz = fv(fdat, hdr, base + 7).reshape((-1, 3))
+        logs = fv(fdat, hdr, base + 8).reshape((-1, 3))
+        return _grid3_hold(s_off, o1, o2, xyz, logs, v, g, q, kind, p)
     return st, val
 
 
 @njit(cache=True)
-def grid2_query(grid, g, q, kind, p):
-    """Raw 2-axis grid resolve of q (2 coords) in slice g, with the kNN hold past the frontier."""
-    s_off, k0, o1, k1, v = grid[0], grid[1], grid[2], grid[3], grid[4]
+def grid2_query(fdat, idat, hdr, base, g, q, kind, p):
+    """Raw 2-axis grid resolve of q (2 coords) in slice g of the grid2 at slot `base`, with the kNN hold past the frontier."""
+    s_off, o1 = iv(idat, hdr, base), iv(idat, hdr, base + 2)
+    v = fv(fdat, hdr, base + 4)
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
-    st, val = _grid2_node(k0, o1, k1, v, lo, hi, q, 0, -1, kind, p)
+    st, val = _grid2_node(fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), v, lo, hi, q, 0, -1, kind, p)
     if st == OUT_OF_RANGE:
         a, b = o1[lo], o1[hi]
-        return grid_hold(grid[5][a:b], grid[6][a:b], v[a:b], q, kind, p)
+        xy = fv(fdat, hdr, base + 5).reshape((-1, 2))
+        logs = fv(fdat, hdr, base + 6).reshape((-1, 2))
+        return grid_hold(xy[a:b], logs[a:b], v[a:b], q, kind, p)
     return st, val
 
 
 @njit(cache=True)
-def curve_query(curve, c, x, kind, p):
-    """1-axis curve: exact, linear inside, SOL-ratio hold of the end point (k_tail = 1) outside."""
-    c_off, xs, ys = curve
+def curve_query(fdat, idat, hdr, base, c, x, kind, p):
+    """1-axis curve c of the curve set at slot `base`: exact, linear inside, SOL-ratio hold of the
+    end point (k_tail = 1) outside."""
+    c_off, xs, ys = iv(idat, hdr, base), fv(fdat, hdr, base + 1), fv(fdat, hdr, base + 2)
     lo, hi = c_off[c], c_off[c + 1]
     if hi <= lo:
         return MISS, 0.0

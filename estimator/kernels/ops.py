@@ -4,7 +4,8 @@ An op list is compiled (estimator.pricing.native) into parallel arrays:
   kinds[i]   op kind (OP_* below)
   ints[i]    int64[N_INT]: table ids and integer fields
   floats[i]  float64[N_FLOAT]: scale factor, shape constants, SOL parameters
-The evaluator returns per-op latencies (ms, already x scale_factor) and statuses.
+The evaluator returns per-op latencies (ms, already x scale_factor) and statuses. Tables come
+packed as (fdat, idat, hdr), see estimator.kernels.layout.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from estimator.kernels.gemm import gemm_query
+from estimator.kernels import layout as L
 from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query
 from estimator.kernels.sol import (
     N_PARAMS,
@@ -69,10 +71,10 @@ def _tokens(x, scale_num_tokens, seq_split):
 
 
 @njit(cache=True)
-def _scale_table(grid, g, m, k, kind, p, sol_ratio_beyond):
+def _scale_table(fdat, idat, hdr, base, g, m, k, kind, p, sol_ratio_beyond):
     """compute_scale / scale_matrix: clamp into the collected envelope, raw 2-axis resolve, then
     hold flat (compute_scale) or SOL-rescale (scale_matrix) beyond the grid."""
-    s_off, k0, o1, k1 = grid[0], grid[1], grid[2], grid[3]
+    s_off, k0, o1, k1 = L.iv(idat, hdr, base), L.fv(fdat, hdr, base + 1), L.iv(idat, hdr, base + 2), L.fv(fdat, hdr, base + 3)
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
@@ -86,7 +88,7 @@ def _scale_table(grid, g, m, k, kind, p, sol_ratio_beyond):
     q = np.empty(2)
     q[0] = m_c
     q[1] = k_c
-    st, lat = grid2_query(grid, g, q, kind, p)
+    st, lat = grid2_query(fdat, idat, hdr, base, g, q, kind, p)
     if st != OK or not sol_ratio_beyond or (m_c == m and k_c == k):
         return st, lat
     sb = sol(kind, p, q)
@@ -99,8 +101,7 @@ def _scale_table(grid, g, m, k, kind, p, sol_ratio_beyond):
 
 
 @njit(cache=True)
-def _gemm(ints, f, x, tables):
-    gemm, cs_grid, sm_grid = tables[0], tables[4], tables[5]
+def _gemm(ints, f, x, fdat, idat, hdr):
     flags = ints[I_FLAGS]
     m = float(_tokens(x, ints[I_SCALE_NUM_TOKENS], ints[I_SEQ_SPLIT]))
     p = f[F_SOL : F_SOL + N_PARAMS]
@@ -112,7 +113,7 @@ def _gemm(ints, f, x, tables):
     if ints[I_TABLE] < 0:
         st, lat = MISS, 0.0
     else:
-        st, lat = gemm_query(gemm, ints[I_TABLE], m, n, k, p)
+        st, lat = gemm_query(fdat, idat, hdr, L.GEMM, ints[I_TABLE], m, n, k, p)
     if st != OK:
         if flags & FLAG_BELOW_GRID_SOL:
             st, lat = OK, sol(SOL_GEMM, p, q)
@@ -122,12 +123,12 @@ def _gemm(ints, f, x, tables):
         g = ints[I_SCALE_ID]
         mem = np.empty(N_PARAMS)
         mem[0] = p[2]
-        st_c, cs = _scale_table(cs_grid, g, m, k, SOL_COMPUTE_SCALE, mem, False)
+        st_c, cs = _scale_table(fdat, idat, hdr, L.COMPUTE_SCALE, g, m, k, SOL_COMPUTE_SCALE, mem, False)
         if st_c != OK:
             return ST_MISS, 0.0
         lat -= cs
         if flags & FLAG_LOW_PRECISION_INPUT:
-            st_s, sm = _scale_table(sm_grid, g, m, k, SOL_SCALE_MATRIX, mem, True)
+            st_s, sm = _scale_table(fdat, idat, hdr, L.SCALE_MATRIX, g, m, k, SOL_SCALE_MATRIX, mem, True)
             if st_s != OK:
                 return ST_MISS, 0.0
             lat -= sm
@@ -142,7 +143,7 @@ def _mem_op(f, tokens):
 
 
 @njit(cache=True)
-def _context_table(grid, g, f, batch, s, prefix):
+def _context_table(fdat, idat, hdr, g, f, batch, s, prefix):
     """Table latency of s new tokens over prefix cached ones: queried at the full length, then
     scaled by the prefix correction (full^2 - prefix^2) / full^2."""
     full = s + prefix
@@ -150,7 +151,7 @@ def _context_table(grid, g, f, batch, s, prefix):
     q[0] = f[F_A]
     q[1] = full
     q[2] = batch
-    st, lat = grid3_query(grid, g, q, 1, SOL_CONTEXT_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
+    st, lat = grid3_query(fdat, idat, hdr, L.CONTEXT, g, q, 1, SOL_CONTEXT_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
     if st != OK:
         return ST_MISS, 0.0
     if prefix > 0.0:
@@ -159,19 +160,19 @@ def _context_table(grid, g, f, batch, s, prefix):
 
 
 @njit(cache=True)
-def _context_attention(ints, f, tables, batch, s, prefix, imbalance):
+def _context_attention(ints, f, fdat, idat, hdr, batch, s, prefix, imbalance):
     """Context attention per call: table part (two zigzag chunks of rank 0 when cp > 1) plus the
     fused extras once, x imbalance, clamped at 0, x scale_factor."""
-    grid, g = tables[1], ints[I_TABLE]
+    g = ints[I_TABLE]
     if g < 0:
         return ST_MISS, 0.0
     cp = ints[I_CP]
     if cp <= 1:
-        st, lat = _context_table(grid, g, f, batch, s, prefix)
+        st, lat = _context_table(fdat, idat, hdr, g, f, batch, s, prefix)
     else:
         c = float(math.ceil(s / (2 * cp)))
-        st1, a = _context_table(grid, g, f, batch, c, prefix)
-        st, b = _context_table(grid, g, f, batch, c, prefix + s - c)
+        st1, a = _context_table(fdat, idat, hdr, g, f, batch, c, prefix)
+        st, b = _context_table(fdat, idat, hdr, g, f, batch, c, prefix + s - c)
         if st1 != ST_OK:
             st = st1
         lat = a + b
@@ -184,8 +185,8 @@ def _context_attention(ints, f, tables, batch, s, prefix, imbalance):
 
 
 @njit(cache=True)
-def _generation_attention(ints, f, tables, batch, s, imbalance):
-    grid, g = tables[2], ints[I_TABLE]
+def _generation_attention(ints, f, fdat, idat, hdr, batch, s, imbalance):
+    g = ints[I_TABLE]
     if g < 0:
         return ST_MISS, 0.0
     s_min = max(1, int(s * 0.9))
@@ -196,7 +197,7 @@ def _generation_attention(ints, f, tables, batch, s, imbalance):
     total = 0.0
     for i in range(5):
         q[2] = s_min + ((s_max - s_min) * i) // 4
-        st, lat = grid3_query(grid, g, q, -1, SOL_GENERATION_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
+        st, lat = grid3_query(fdat, idat, hdr, L.GENERATION, g, q, -1, SOL_GENERATION_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
         if st != OK:
             return ST_MISS, 0.0
         total += lat
@@ -207,14 +208,14 @@ def _generation_attention(ints, f, tables, batch, s, imbalance):
 
 
 @njit(cache=True)
-def _custom_allreduce(ints, f, tables, x):
+def _custom_allreduce(ints, f, fdat, idat, hdr, x):
     if f[F_C] <= 1.0:
         return ST_OK, 0.0
     c = ints[I_TABLE]
     if c < 0:
         return ST_MISS, 0.0
     size = math.ceil(x / max(ints[I_SEQ_SPLIT], 1)) * f[F_A]
-    st, lat = curve_query(tables[3], c, size, SOL_LINEAR, f[F_SOL : F_SOL + N_PARAMS])
+    st, lat = curve_query(fdat, idat, hdr, L.ALLREDUCE, c, size, SOL_LINEAR, f[F_SOL : F_SOL + N_PARAMS])
     if st != OK:
         return ST_MISS, 0.0
     return ST_OK, max(lat * f[F_B], 0.0) * f[F_SCALE]
@@ -229,46 +230,31 @@ def _p2p(ints, f, x):
 
 
 @njit(cache=True)
-def _price_one(kind, it, f, tables, batch, s, prefix, is_context, imbalance):
+def _price_one(kind, it, f, fdat, idat, hdr, batch, s, prefix, is_context, imbalance):
     """(status, latency ms) of one op at one phase shape."""
     if is_context and not (it[I_FLAGS] & FLAG_LOGITS):
         x = batch * s
     else:
         x = batch
     if kind == OP_GEMM:
-        return _gemm(it, f, x, tables)
+        return _gemm(it, f, x, fdat, idat, hdr)
     if kind == OP_ELEMENTWISE:
         return ST_OK, _mem_op(f, _tokens(x, it[I_SCALE_NUM_TOKENS], it[I_SEQ_SPLIT]))
     if kind == OP_EMBEDDING:
         return ST_OK, _mem_op(f, _tokens(x, 1, it[I_SEQ_SPLIT]))
     if kind == OP_CONTEXT_ATTENTION:
-        return _context_attention(it, f, tables, batch, s, prefix, imbalance)
+        return _context_attention(it, f, fdat, idat, hdr, batch, s, prefix, imbalance)
     if kind == OP_GENERATION_ATTENTION:
-        return _generation_attention(it, f, tables, batch, s, imbalance)
+        return _generation_attention(it, f, fdat, idat, hdr, batch, s, imbalance)
     if kind == OP_CUSTOM_ALLREDUCE:
-        return _custom_allreduce(it, f, tables, x)
+        return _custom_allreduce(it, f, fdat, idat, hdr, x)
     if kind == OP_P2P:
         return ST_OK, _p2p(it, f, x)
     return ST_MISS, 0.0
 
 
 @njit(cache=True)
-def price_ops(kinds, ints, floats, tables, batch, s, prefix, is_context, imbalance):
-    """Price every op at one phase shape.
-
-    Context phase: batch requests of s new tokens over prefix cached ones; x = batch * s (logits
-    GEMM: x = batch). Generation phase: batch sequences at KV position s; x = batch.
-    Returns (latency_ms[n_ops], status[n_ops])."""
-    n_ops = kinds.shape[0]
-    lat = np.zeros(n_ops)
-    status = np.zeros(n_ops, dtype=np.int64)
-    for i in range(n_ops):
-        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], tables, batch, s, prefix, is_context, imbalance)
-    return lat, status
-
-
-@njit(cache=True)
-def price_each(kinds, ints, floats, tables, shapes, is_context):
+def price_each(kinds, ints, floats, fdat, idat, hdr, shapes, is_context):
     """Op i at its own shape i (rows of shapes: batch, s, prefix, is_context as 0/1) in one call.
 
     Returns (latency_ms[n_ops], status[n_ops])."""
@@ -276,19 +262,22 @@ def price_each(kinds, ints, floats, tables, shapes, is_context):
     lat = np.zeros(n_ops)
     status = np.zeros(n_ops, dtype=np.int64)
     for i in range(n_ops):
-        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], tables, shapes[i, 0], shapes[i, 1], shapes[i, 2],
+        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], fdat, idat, hdr, shapes[i, 0], shapes[i, 1], shapes[i, 2],
                                        is_context[i], 1.0)
     return lat, status
 
 
 @njit(cache=True)
-def price_ops_many(kinds, ints, floats, tables, shapes, is_context, imbalance):
+def price_ops_many(kinds, ints, floats, fdat, idat, hdr, shapes, is_context, imbalance):
     """Price every op at many shapes (rows of shapes: batch, s, prefix) in one call.
 
     Returns (latency_ms[n_shapes, n_ops], status[n_shapes, n_ops])."""
-    n = shapes.shape[0]
-    lat = np.zeros((n, kinds.shape[0]))
-    status = np.zeros((n, kinds.shape[0]), dtype=np.int64)
+    n, n_ops = shapes.shape[0], kinds.shape[0]
+    lat = np.zeros((n, n_ops))
+    status = np.zeros((n, n_ops), dtype=np.int64)
     for r in range(n):
-        lat[r], status[r] = price_ops(kinds, ints, floats, tables, shapes[r, 0], shapes[r, 1], shapes[r, 2], is_context, imbalance)
+        for i in range(n_ops):
+            status[r, i], lat[r, i] = _price_one(
+                kinds[i], ints[i], floats[i], fdat, idat, hdr, shapes[r, 0], shapes[r, 1], shapes[r, 2], is_context, imbalance
+            )
     return lat, status

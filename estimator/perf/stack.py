@@ -16,6 +16,7 @@ from filelock import FileLock
 
 from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
+from estimator.kernels.layout import pack
 from estimator.perf import families as F
 from estimator.perf.sources import nccl_source, table_sources
 from estimator.perf.paths import systems_root
@@ -66,13 +67,16 @@ class StackTables:
 
     @functools.cached_property
     def kernel_tables(self) -> tuple:
-        return (
-            self.gemm.arrays,
-            self.context_attention.arrays,
-            self.generation_attention.arrays,
-            self.allreduce.arrays,
-            self.compute_scale.arrays,
-            self.scale_matrix.arrays,
+        """(fdat, idat, hdr): every table packed for the Numba op evaluator (estimator.kernels.layout)."""
+        return pack(
+            (
+                self.gemm.arrays,
+                self.context_attention.arrays,
+                self.generation_attention.arrays,
+                self.allreduce.arrays,
+                self.compute_scale.arrays,
+                self.scale_matrix.arrays,
+            )
         )
 
     def context_slice(self, key: tuple, lane_order: tuple[str, ...]) -> int:

@@ -241,7 +241,7 @@ class NativePricer:
         todo = [i for i, key in enumerate(keys) if key not in memo]
         if todo:
             fresh = shapes[todo] if len(todo) < len(keys) else shapes
-            lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, self.tables.kernel_tables, fresh, is_context, float(scale))
+            lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, fresh, is_context, float(scale))
             if status.any():
                 r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
                 batch, s, prefix = fresh[r]
