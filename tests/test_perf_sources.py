@@ -139,6 +139,14 @@ def test_list_stacks_matches_reference_supported_databases():
     assert ("b200_sxm", "trtllm", "1.3.0rc23") in STACKS and ("b60", "vllm", "0.20.0") in STACKS
 
 
+@pytest.mark.reference
+def test_stack_comparison_flags_perturbed_stack():
+    supported = ref_pdb.get_supported_databases()
+    expected = sorted((s, b, v) for s in supported for b in supported[s] for v in supported[s][b])
+    assert mismatches(expected[:-1], sorted(STACKS))
+    assert mismatches([("h200_sxm", "sglang", "0.5.10"), *expected[1:]], sorted(STACKS))
+
+
 def native_slots(system: str, backend: str) -> dict[str, str] | None:
     try:
         slots = version_slots(system, backend)
@@ -307,6 +315,12 @@ def test_collective_sources_match_reference_primary(system):
         assert not mismatches({library: expected if exists else None}, {library: str(source.path) if source else None})
 
 
+def test_collective_comparison_flags_perturbed_path():
+    path = str(nccl_source("h200_sxm").path)
+    assert mismatches({"nccl": path.replace("2.26.2", "2.29.2")}, {"nccl": path})
+    assert mismatches({"nccl": None}, {"nccl": path})
+
+
 def test_collective_sources_take_no_extras():
     assert nccl_source("h200_sxm").path.parts[-3:] == ("nccl", "2.26.2", "nccl_perf.parquet")
     assert nccl_source("b200_sxm").version == "2.27.3"
@@ -469,6 +483,14 @@ def test_lane_override_matches_reference(system, backend, version, override):
         got = outcome(lambda: lanes.lane_order(backend, version, load_system_spec(system).sm_version,
                                                list(native_lane_stats(system, backend, version, table)), override))  # fmt: skip
         assert not mismatches([expected], [got]), table
+
+
+@pytest.mark.reference
+def test_lane_override_comparison_flags_perturbed_order():
+    stats = list(native_lane_stats("h200_sxm", "sglang", "0.5.14", lanes.CONTEXT_TABLE))
+    got = outcome(lambda: lanes.lane_order("sglang", "0.5.14", 90, stats, "triton"))
+    assert got[:2] == ("triton", "fa3")
+    assert mismatches([("fa3", *got[1:])], [got]) and mismatches(["<rejected>"], [got])
 
 
 def test_lane_order_rules_on_synthetic_stats():
