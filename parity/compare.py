@@ -65,17 +65,21 @@ def failures(diffs: list[MetricDiff]) -> list[MetricDiff]:
     return [d for d in diffs if not d.ok]
 
 
-def explain(diffs: list[MetricDiff], limit: int = 20) -> str:
-    """A fixed-width table of failing metrics: record, metric, expected, actual, delta, delta %, tolerance."""
+def explain(diffs: list[MetricDiff], limit: int = 20, *, labels: tuple[str, str] = ("expected", "actual"),
+            only_failures: bool = True) -> str:
+    """A fixed-width table of metrics: record, metric, expected, actual, delta, delta %, tolerance, status.
+
+    only_failures=False lists every metric of the diffed records, so the moved ones stand out."""
     bad = failures(diffs)
     if not bad:
         return "all metrics within tolerance"
-    lines = [f"{len(bad)} metric(s) out of tolerance (showing {min(limit, len(bad))}):",
-             f"{'record':<60} {'metric':<28} {'expected':>22} {'actual':>22} {'delta':>12} {'delta %':>10} {'rel tol':>8}"]
-    for d in bad[:limit]:
+    shown = bad if only_failures else diffs
+    lines = [f"{len(bad)} metric(s) out of tolerance (showing {min(limit, len(shown))} of {len(shown)}):",
+             f"{'record':<60} {'metric':<28} {labels[0]:>22} {labels[1]:>22} {'delta':>12} {'delta %':>10} {'rel tol':>8} status"]
+    for d in shown[:limit]:
         lines.append(
             f"{d.record[:60]:<60} {d.metric[:28]:<28} {_fmt(d.expected):>22} {_fmt(d.actual):>22} "
-            f"{_fmt(d.delta, 4):>12} {_fmt(d.delta_pct, 4):>10} {d.rel_tol:>8.0e}"
+            f"{_fmt(d.delta, 4):>12} {_fmt(d.delta_pct, 4):>10} {d.rel_tol:>8.0e} {'ok' if d.ok else 'FAIL'}"
         )
     return "\n".join(lines)
 
