@@ -6,10 +6,69 @@ object serves every call (the reference's result cache ignores the prefix).
 from __future__ import annotations
 
 import functools
+import itertools
+from dataclasses import dataclass
 
 from estimator.deployment import Deployment
 from estimator.pricing.reference import _quiet_reference_logs, reference_database
 from estimator.scheduler import AggPoint
+from parity.stacks import BACKENDS, SYSTEMS
+
+MODELS = ("Qwen/Qwen3-32B-FP8", "Qwen/Qwen3-32B", "meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-70B")
+TPS = (1, 2, 4, 8)
+BATCHES = (1, 16, 256, 7, 64, 2)
+WORKLOADS = ((32768, 512), (4096, 64), (2048, 256), (8192, 1024), (1000, 2))  # (isl, osl)
+BUDGETS = ("default", "chunked", "over-batch", "multi")  # ctx_tokens: isl, < isl, > b*isl, 2*isl
+NEXTNS = (0, 1, 0, 3, 0, 2)
+
+
+@dataclass(frozen=True)
+class AggCase:
+    """One parity point: a deployment and an agg operating point."""
+
+    deployment: Deployment
+    point: AggPoint
+    budget: str  # which BUDGETS entry set ctx_tokens
+
+    @property
+    def id(self) -> str:
+        d, p = self.deployment, self.point
+        return (f"{d.model.split('/')[1]}-{d.system}-{d.backend.value}-tp{d.tp}-n{d.nextn}-b{p.batch_size}"
+                f"-{p.isl}x{p.osl}-p{p.prefix}-{self.budget}")
+
+
+def _ctx_tokens(budget: str, isl: int, batch: int) -> int | None:
+    return {"default": None, "chunked": max(isl // 2, 1), "over-batch": (batch + 1) * isl, "multi": 2 * isl}[budget]
+
+
+def _case(model: str, system: str, backend: str, i: int) -> AggCase:
+    """The i-th point of a stack: parameters cycle at co-prime periods so pairs vary together."""
+    isl, osl = WORKLOADS[i % len(WORKLOADS)]
+    batch, budget, nextn = BATCHES[i % len(BATCHES)], BUDGETS[i % len(BUDGETS)], NEXTNS[(i + 1) % len(NEXTNS)]
+    prefix = (0, isl // 4, isl // 2, 0, isl - 1)[(i + 2) % 5]
+    tp = TPS[(i + MODELS.index(model)) % len(TPS)]
+    deployment = Deployment(model, system, backend, tp=tp, nextn=nextn)
+    point = AggPoint(isl, osl, batch, _ctx_tokens(budget, isl, batch), prefix, nextn_accepted=0.7 * nextn)
+    return AggCase(deployment, point, budget)
+
+
+def full_cases(points_per_stack: int = 8) -> list[AggCase]:
+    """Every model x system x backend, points_per_stack points each."""
+    stacks = itertools.product(MODELS, SYSTEMS, BACKENDS)
+    return [_case(m, s, b, i) for k, (m, s, b) in enumerate(stacks) for i in range(k, k + points_per_stack)]
+
+
+def ci_cases() -> list[AggCase]:
+    """A fast subset: the verified Qwen3-32B-FP8 stacks and one stack per other system and model."""
+    stacks = [
+        ("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang"),
+        ("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm"),
+        ("Qwen/Qwen3-32B-FP8", "h200_sxm", "trtllm"),
+        ("meta-llama/Meta-Llama-3.1-8B", "h100_sxm", "vllm"),
+        ("meta-llama/Meta-Llama-3.1-70B", "b200_sxm", "trtllm"),
+        ("Qwen/Qwen3-32B", "h100_sxm", "sglang"),
+    ]
+    return [_case(m, s, b, i) for k, (m, s, b) in enumerate(stacks) for i in range(3 * k, 3 * k + 6)]
 
 
 @functools.lru_cache(maxsize=64)

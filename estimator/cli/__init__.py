@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from estimator.cli import estimate as estimate_cmd
 from estimator.cli import models as models_cmd
 from estimator.cli import price_ops as price_ops_cmd
 from estimator.errors import EstimatorError
@@ -11,6 +12,7 @@ from estimator.errors import EstimatorError
 COMMANDS = {
     "price-ops": price_ops_cmd,
     "models": models_cmd,
+    "estimate": estimate_cmd,
 }
 
 

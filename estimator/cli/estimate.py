@@ -1,0 +1,150 @@
+"""Estimate one operating point: agg (in-flight batching) or a static batch, like `aiconfigurator cli estimate`.
+
+--semantics legacy reproduces aiconfigurator 0.12.0; uncached (the default) counts only uncached
+prompt tokens against the --ctx-tokens budget. --json prints the full unrounded result row;
+--detail time adds the scheduling line and per-step per-op tables with SOL (roofline) columns.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from estimator.cli.common import add_deployment_args, deployment_from_args
+from estimator.errors import InvalidInputError
+from estimator.scheduler import AggPoint, AggResult, StaticMode, StaticPoint, run_agg, run_static
+from estimator.steps import DEFAULT_STRIDE, Semantics, StepCost
+
+MODES = ("agg", *(m.value for m in StaticMode))
+BAR_WIDTH = 12
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    add_deployment_args(p)
+    p.add_argument("--estimate-mode", "--mode", dest="mode", choices=MODES, default="agg")
+    p.add_argument("--isl", type=int, default=1024, help="input tokens per request (default 1024)")
+    p.add_argument("--osl", type=int, default=1024, help="output tokens per request (default 1024)")
+    p.add_argument("--prefix", type=int, default=0, help="cached prefix tokens per request, part of --isl")
+    p.add_argument("--batch-size", "--bs", type=int, default=128, help="max concurrent requests (default 128)")
+    p.add_argument("--ctx-tokens", type=int, default=None, help="agg prefill budget per step, tokens "
+                   "(default: isl for legacy, max(isl - prefix, 1) for uncached)")
+    p.add_argument("--nextn-accepted", type=float, default=None, help="accepted draft tokens per decode step")
+    p.add_argument("--stride", type=int, default=DEFAULT_STRIDE, help="static decode sampling stride")
+    p.add_argument("--free-gpu-memory-fraction", type=float, default=None, help="KV budget fraction (default: backend's)")
+    p.add_argument("--max-seq-len", type=int, default=None, help="TRT-LLM KV slot length (default isl + osl)")
+    p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
+    p.add_argument("--detail", choices=("time",), default=None, help="time: scheduling and per-op tables")
+    p.add_argument("--json", action="store_true", help="print the full unrounded result row as one JSON object")
+
+
+def nextn_accepted(args: argparse.Namespace) -> float:
+    """--nextn-accepted, required (and bounded by --nextn) when MTP is on; ignored otherwise."""
+    if args.nextn <= 0:
+        return 0.0
+    if args.nextn_accepted is None:
+        raise InvalidInputError(
+            f"nextn={args.nextn} requires --nextn-accepted (average accepted draft tokens per step, "
+            f"0 <= nextn_accepted <= nextn)"
+        )
+    return args.nextn_accepted
+
+
+def estimate(args: argparse.Namespace, pricer: str):
+    """The AggResult or StaticResult of the command line, priced by `pricer`."""
+    deployment = deployment_from_args(args)
+    if args.mode == "agg":
+        point = AggPoint(
+            isl=args.isl, osl=args.osl, batch_size=args.batch_size, ctx_tokens=args.ctx_tokens, prefix=args.prefix,
+            nextn_accepted=nextn_accepted(args), free_gpu_memory_fraction=args.free_gpu_memory_fraction,
+            max_seq_len=args.max_seq_len,
+        )  # fmt: skip
+        return run_agg(deployment, point, args.semantics, pricer)
+    point = StaticPoint(
+        isl=args.isl, osl=args.osl, batch_size=args.batch_size, prefix=args.prefix,
+        nextn_accepted=nextn_accepted(args), stride=args.stride, free_gpu_memory_fraction=args.free_gpu_memory_fraction,
+    )  # fmt: skip
+    return run_static(deployment, point, args.mode, pricer)
+
+
+def step_sections(result) -> list[tuple[str, StepCost]]:
+    """(title, step) per priced step of a result, in schedule order."""
+    if isinstance(result, AggResult):
+        mix = result.mix_steps
+        titles = ["Mix Step"] if len(mix) == 1 else ["Mix Step 1 (decode-free)", "Mix Step 2 (final partial)"]
+        sections = list(zip(titles, mix))
+        return sections + ([("Gen-Only Step", result.genonly_step)] if result.genonly_step.ops else [])
+    return [(t, s) for t, s in (("Context phase", result.context), ("Generation phase", result.generation)) if s.ops]
+
+
+def render_summary(row: dict) -> str:
+    """A short human-readable summary of a result row."""
+    lines = [f"{row['model']} on {row['system']} ({row['backend']} {row['version']}), {row['parallel']}"]
+    lines.append(f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  batch {row['bs']}"
+                 + (f"  ctx_tokens {row['ctx_tokens']}" if "ctx_tokens" in row else ""))
+    for label, key, unit in (("TTFT", "ttft", " ms"), ("TPOT", "tpot", " ms"), ("Request Latency", "request_latency", " ms"),
+                             ("tokens/s", "tokens/s", ""), ("tokens/s/gpu", "tokens/s/gpu", ""),
+                             ("tokens/s/user", "tokens/s/user", ""), ("seq/s", "seq/s", ""),
+                             ("Concurrency", "concurrency", ""), ("Memory (GPU)", "memory", " GiB")):
+        value = row[key]
+        lines.append(f"  {label + ':':<18}{value if isinstance(value, int) else f'{value:.3f}'}{unit}")
+    return "\n".join(lines)
+
+
+def render_time_detail(result, sol_result) -> str:
+    """Latency summary vs SOL, the scheduling line (agg) and one per-op table per priced step."""
+    lines = ["Latency Summary", f"  {'metric':<16s} {'latency':>13s}  {'SOL':>13s}  {'SOL%':>7s}"]
+    for label, key in (("ttft", "ttft"), ("tpot", "tpot"), ("request latency", "request_latency")):
+        value, sol = float(result.row[key]), float(sol_result.row[key])
+        if value > 0.0 or sol > 0.0:
+            lines.append(f"  {label:<16s} {value:>10.3f} ms  {sol:>10.3f} ms  {_pct(sol, value):>6.1f}%")
+    if "num_mix_steps" in result.row:
+        lines += ["", f"Scheduling: {result.row['num_mix_steps']:.0f} mix steps + {result.row['num_genonly_steps']:.0f} gen-only steps"]
+    for (title, step), (_, sol_step) in zip(step_sections(result), step_sections(sol_result)):
+        lines += ["", *render_step(title, step, sol_step)]
+    return "\n".join(lines)
+
+
+def render_step(title: str, step: StepCost, sol_step: StepCost) -> list[str]:
+    """One step's table: op, latency, SOL, SOL %, share of the step (bar and %), source."""
+    total = sum(op.latency_ms for op in step.ops)
+    sol_total = sum(op.latency_ms for op in sol_step.ops)
+    sol_of = {op.name: op.latency_ms for op in sol_step.ops}
+    shown = [op for op in step.ops if op.latency_ms > 0.0]
+    head = f"{title} (total = {total:.3f} ms, SOL = {sol_total:.3f} ms, SOL% = {_pct(sol_total, total):.1f}%)"
+    if not shown:
+        return [head, "  <no measurable per-op data>"]
+    width = max(len(op.name) for op in shown)
+    lines = [head, f"  {'op':<{width}s}  {'latency':>13s}  {'SOL':>13s}  {'SOL%':>7s}  {'share (%)':<{BAR_WIDTH + 8}s}  source"]
+    for op in shown:
+        share = op.latency_ms / total
+        bar = "█" * round(share * BAR_WIDTH) + "░" * (BAR_WIDTH - round(share * BAR_WIDTH))
+        sol = sol_of.get(op.name, 0.0)
+        lines.append(f"  {op.name:<{width}s}  {op.latency_ms:>10.3f} ms  {sol:>10.3f} ms  {_pct(sol, op.latency_ms):>6.1f}%"
+                     f"  {bar}  {share * 100.0:>5.1f}%  [{op.source}]")
+    return lines
+
+
+def _pct(part: float, whole: float) -> float:
+    return part / whole * 100.0 if whole > 0.0 else 0.0
+
+
+def warnings(result, batch_size: int) -> list[str]:
+    if result.memory.oom:
+        return [f"warning: OOM: {result.row['memory']:.2f} GiB per GPU does not fit in GPU memory"]
+    if result.memory.kv_oom:
+        return [f"warning: batch_size ({batch_size}) exceeds the estimated KV cache capacity"]
+    return []
+
+
+def run(args: argparse.Namespace) -> int:
+    result = estimate(args, args.pricer)
+    for line in warnings(result, args.batch_size):
+        print(line, file=sys.stderr)
+    if args.json:
+        print(json.dumps(dict(result.row)))
+        return 0
+    print(render_summary(dict(result.row)))
+    if args.detail == "time":
+        print()
+        print(render_time_detail(result, estimate(args, "sol")))
+    return 0

@@ -1,0 +1,141 @@
+"""Static batching: one batch prefilled together, then decoded together (no in-flight batching).
+
+Mirrors aiconfigurator-core 0.12.0 ``BaseBackend.run_static`` (row ``common.ColumnsStatic``) and
+the estimate CLI's speculative projection for roles prefill / decode / static
+(legacy-semantics.md 3.1 and 1.9), without its final rounding to 3 decimals.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Mapping
+
+from estimator.deployment import Deployment, require_positive
+from estimator.errors import InvalidInputError
+from estimator.scheduler.agg import decode_tokens_per_iteration
+from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
+from estimator.scheduler.memory import MemoryVerdict, memory_use, verdict
+from estimator.scheduler.policies import POLICIES
+from estimator.steps import DEFAULT_STRIDE, ZERO_STEP, StepCost, StepModel, static_context, static_generation
+
+STATIC_COLUMNS = (
+    "model", "isl", "osl", "prefix", "concurrency", "request_rate", "bs", "global_bs", "ttft", "tpot", "seq/s",
+    "seq/s/gpu", "tokens/s", "tokens/s/gpu", "tokens/s/user", "request_latency", "encoder_latency",
+    "encoder_memory", "context_latency", "generation_latency", "num_total_gpus", "tp", "pp", "dp", "moe_tp",
+    "moe_ep", "cp", "parallel", "gemm", "kvcache", "fmha", "moe", "comm", "memory", "backend", "version",
+    "system", "power_w",
+)  # fmt: skip
+
+
+class StaticMode(str, enum.Enum):
+    """Which phases a static run prices."""
+
+    STATIC = "static"  # prefill then decode
+    CONTEXT = "static_ctx"  # prefill only (a disagg prefill worker)
+    GENERATION = "static_gen"  # decode only (a disagg decode worker)
+
+
+@dataclass(frozen=True)
+class StaticPoint:
+    """One static batch."""
+
+    isl: int  # input length per request, tokens (>= 1)
+    osl: int  # output length per request, tokens (>= 1)
+    batch_size: int  # requests in the batch (>= 1)
+    prefix: int = 0  # cached prefix tokens per request, part of isl
+    nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= A <= nextn)
+    stride: int = DEFAULT_STRIDE  # static generation prices every stride-th KV position
+    free_gpu_memory_fraction: float | None = None  # KV budget fraction; None: the backend's default
+
+    def __post_init__(self) -> None:
+        for name in ("isl", "osl", "batch_size", "stride"):
+            require_positive(name, getattr(self, name))
+        if not 0 <= self.prefix < self.isl:
+            raise InvalidInputError(f"prefix ({self.prefix}) must be within [0, isl ({self.isl}))")
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    """A static estimate: the row plus its two phases (each summed over the whole phase)."""
+
+    row: Mapping[str, object]  # STATIC_COLUMNS -> unrounded value
+    context: StepCost  # the batch's prefill, ms per op (ZERO_STEP for static_gen)
+    generation: StepCost  # all osl-1 decode steps, ms per op (ZERO_STEP for static_ctx)
+    memory: MemoryVerdict
+
+
+def run_static(deployment: Deployment, point: StaticPoint, mode: StaticMode | str = StaticMode.STATIC, pricer: str = "native") -> StaticResult:
+    """Estimate one static batch (BaseBackend.run_static, then the speculative projection)."""
+    mode = StaticMode(mode)
+    progress = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
+    model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
+    b = point.batch_size
+    context = ZERO_STEP if mode is StaticMode.GENERATION else static_context(model, b, point.isl, point.prefix)
+    generation = ZERO_STEP if mode is StaticMode.CONTEXT else static_generation(model, b, point.isl, point.osl, point.stride)
+    facts = deployment_facts(deployment)
+    memory = static_memory(facts, deployment, point, mode)
+    row = _row(facts, deployment, point, mode, context.latency_ms, generation.latency_ms, memory)
+    if mode is not StaticMode.CONTEXT and progress > 1.0:
+        row = _project(row, progress, mode)
+    return StaticResult(row, context, generation, memory)
+
+
+def static_memory(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode) -> MemoryVerdict:
+    """Footprint per mode: prefill tokens (no MTP share) for static / static_ctx, one token per
+    request (full MTP multiplier) for static_gen; static_ctx holds isl+1 KV tokens per request."""
+    policy, b = POLICIES[deployment.backend], point.batch_size
+    prefill_tokens = (point.isl - point.prefix) * b
+    if mode is StaticMode.CONTEXT:
+        use = memory_use(facts, policy, b, point.isl + 1, prefill_tokens, 0)
+    elif mode is StaticMode.GENERATION:
+        use = memory_use(facts, policy, b, point.isl + point.osl, b, None)
+    else:
+        use = memory_use(facts, policy, b, point.isl + point.osl, prefill_tokens, 0)
+    fraction = point.free_gpu_memory_fraction
+    if fraction is None:
+        fraction = policy.default_kv_fraction(
+            facts.version, facts.capacity_bytes, deployment.tp, deployment.pp, deployment.attention_dp, static=True
+        )
+    return verdict(use, facts, policy, fraction)
+
+
+def _row(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode, context_ms: float, generation_ms: float, memory: MemoryVerdict) -> dict:
+    """BaseBackend.run_static's row."""
+    b, osl = point.batch_size, point.osl
+    tp, pp, dp = deployment.tp, deployment.pp, deployment.attention_dp
+    tpot = 0.0 if osl <= 1 else generation_ms / (osl - 1)
+    request_latency = context_ms + tpot * max(osl - 1, 0)
+    if request_latency == 0.0:
+        request_latency = context_ms + generation_ms
+    seq_s = 0.0 if request_latency == 0.0 else b * dp / request_latency * 1000 * pp
+    tokens_per_request = {StaticMode.STATIC: osl, StaticMode.GENERATION: osl - 1, StaticMode.CONTEXT: 1}[mode]
+    tokens_s = seq_s * tokens_per_request
+    q = facts.quant
+    return {
+        "model": deployment.model, "isl": point.isl, "osl": osl, "prefix": point.prefix, "concurrency": b * dp,
+        "request_rate": 0.0, "bs": b, "global_bs": b * dp, "ttft": context_ms, "tpot": tpot, "seq/s": seq_s,
+        "seq/s/gpu": seq_s / tp / pp / dp, "tokens/s": tokens_s, "tokens/s/gpu": tokens_s / tp / pp / dp,
+        "tokens/s/user": 0.0 if tpot == 0.0 else 1000.0 / tpot, "request_latency": request_latency,
+        "encoder_latency": 0.0, "encoder_memory": 0.0, "context_latency": context_ms,
+        "generation_latency": generation_ms, "num_total_gpus": tp * pp * dp, "tp": tp, "pp": pp, "dp": dp,
+        "moe_tp": deployment.moe_tp, "moe_ep": deployment.moe_ep, "cp": 1,
+        "parallel": f"tp{tp}pp{pp}dp{dp}etp{deployment.moe_tp}ep{deployment.moe_ep}", "gemm": q.gemm,
+        "kvcache": q.kvcache, "fmha": q.fmha, "moe": q.moe, "comm": q.comm, "memory": memory.use.total,
+        "backend": deployment.backend.value, "version": facts.version, "system": deployment.system, "power_w": 0.0,
+    }  # fmt: skip
+
+
+def _project(row: dict, progress: float, mode: StaticMode) -> dict:
+    """SpeculativeDecodingProfile.project_summary for roles decode / static: decode time per token
+    divided by the progress, throughput scaled by it (static: by the request-latency ratio)."""
+    out = dict(row)
+    out["tpot"] = row["tpot"] / progress
+    out["generation_latency"] = row["generation_latency"] / progress
+    out["request_latency"] = out["ttft"] + out["tpot"] * max(row["osl"] - 1, 0)
+    ratio = progress
+    if mode is StaticMode.STATIC:
+        ratio = row["request_latency"] / out["request_latency"] if out["request_latency"] else 1.0
+    for column in ("request_rate", "seq/s", "seq/s/gpu", "tokens/s", "tokens/s/gpu"):
+        out[column] = row[column] * ratio
+    out["tokens/s/user"] = row["tokens/s/user"] * progress
+    return out

@@ -1,0 +1,213 @@
+"""The mixed (prefill + decode) step in both semantics, three passes over any Pricer.
+
+Legacy mirrors the reference engine's ``Engine::mixed_step_breakdown`` (aiconfigurator-core 0.12.0;
+legacy-semantics.md 2.2). Uncached follows uncached-budget.md section 4: the prefill budget counts
+new tokens only and the scheduled requests form weighted groups. Many steps are priced together:
+one context_many and one generation_many call for the whole list.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from estimator.errors import InvalidInputError
+from estimator.steps.fold import OpCost, StepCost, sequential_sum
+from estimator.steps.phases import StepModel, decode_kv_position
+
+CONTEXT_ATTENTION = "context_attention"  # the only op pass 2 prices (pass 1 skips it)
+GENERATION_ATTENTION = "generation_attention"  # the only op pass 3 prices
+SCALED_CONTEXT_ATTENTION = "context_attention (scaled)"  # pass-2 entry of the breakdown
+DEFAULT_SOURCE = "silicon"  # source of an attention entry whose pass priced nothing
+
+
+class Semantics(str, enum.Enum):
+    """How a prefill budget counts cached prefix tokens."""
+
+    LEGACY = "legacy"  # aiconfigurator 0.12.0: the budget counts full-ISL tokens
+    UNCACHED = "uncached"  # the budget counts uncached tokens only (the default)
+
+    @classmethod
+    def parse(cls, value: str | Semantics) -> Semantics:
+        try:
+            return cls(value.value if isinstance(value, Semantics) else str(value).lower())
+        except ValueError:
+            raise InvalidInputError(f"unknown semantics {value!r} (known: legacy, uncached)") from None
+
+
+@dataclass(frozen=True)
+class MixedShape:
+    """What one mixed step carries."""
+
+    ctx_tokens: int  # prefill tokens scheduled in the step (>= 0)
+    decode_requests: int  # decoding requests in the step (>= 0), nextn+1 query tokens each
+    isl: int  # effective input length of the requests, tokens (>= 1)
+    osl: int  # output length, tokens: sets the decode KV position
+    prefix: int = 0  # cached prefix tokens per request (part of isl, >= 0)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """The context shapes of passes 1 and 2, one per request group, with the groups' weights."""
+
+    pass1: tuple[tuple[int, int, int], ...]  # (batch, new tokens, prefix) per group
+    pass2: tuple[tuple[int, int, int], ...]  # (batch, new tokens, prefix) per group; () without prefill
+    weights: tuple[float, ...]  # convex weight per group (sum 1)
+    chunks: int  # pass-2 divisor: steps one request's prefill spans
+
+
+@dataclass(frozen=True)
+class MixedStepCost(StepCost):
+    """A priced mixed step; ops = pass-1 ops, then "context_attention (scaled)", "generation_attention"."""
+
+    shared_ms: float = 0.0  # pass 1: every op but context attention, ms
+    context_attention_ms: float = 0.0  # pass 2, already divided by the chunk count, ms
+    decode_attention_ms: float = 0.0  # pass 3, ms
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Exact integer ceil(a / b) for b > 0."""
+    return -(-a // b)
+
+
+def legacy_packing(shape: MixedShape, query_tokens: int) -> Packing:
+    """Reference packing: pass 1 credits the prefix only for whole requests (P * floor(C/isl)),
+    pass 2 packs ceil(C/isl) full-ISL requests and divides by ceil(isl/C)."""
+    c, isl, p = shape.ctx_tokens, max(shape.isl, 1), shape.prefix
+    combined = c + query_tokens
+    p1 = p * (c // isl)
+    if p1 >= combined:
+        raise InvalidInputError(f"prefix ({p}) must be smaller than isl ({isl})")
+    pass1 = ((1, combined - p1, p1),)
+    if c == 0:
+        return Packing(pass1, (), (1.0,), 1)
+    if p >= isl:
+        raise InvalidInputError(f"prefix ({p}) must be smaller than isl ({isl})")
+    return Packing(pass1, ((ceil_div(c, isl), isl - p, p),), (1.0,), ceil_div(isl, c))
+
+
+def request_groups(ctx: int, isl: int, prefix: int) -> tuple[tuple[tuple[int, float], ...], int]:
+    """Uncached request groups ((requests, weight), ...) filling ctx new tokens, and the chunk divisor."""
+    isl_new = isl - prefix
+    if ctx == 0:
+        return ((0, 1.0),), 1
+    if prefix == 0:
+        return ((ceil_div(ctx, isl), 1.0),), ceil_div(isl, ctx)
+    if ctx < isl_new:
+        return ((1, 1.0),), ceil_div(isl_new, ctx)
+    k, r = divmod(ctx, isl_new)
+    if r == 0:
+        return ((k, 1.0),), 1
+    fill = r / isl_new
+    return ((k, 1.0 - fill), (k + 1, fill)), 1
+
+
+def uncached_packing(shape: MixedShape, query_tokens: int) -> Packing:
+    """Uncached packing: ctx + q new tokens in pass 1 over each group's n*P cached tokens; pass 2
+    prices each group's context attention at (n, isl-P, P)."""
+    c, isl, p = shape.ctx_tokens, max(shape.isl, 1), shape.prefix
+    if c > 0 and p >= isl:
+        raise InvalidInputError(f"prefix ({p}) must be smaller than isl ({isl})")
+    groups, chunks = request_groups(c, isl, p)
+    pass1 = tuple((1, c + query_tokens, n * p) for n, _ in groups)
+    pass2 = tuple((n, isl - p, p) for n, _ in groups) if c > 0 else ()
+    return Packing(pass1, pass2, tuple(w for _, w in groups), chunks)
+
+
+PACKINGS = {Semantics.LEGACY: legacy_packing, Semantics.UNCACHED: uncached_packing}
+
+
+def mixed_step(model: StepModel, shape: MixedShape, semantics: Semantics = Semantics.UNCACHED) -> MixedStepCost:
+    """One mixed step (see mixed_steps)."""
+    return mixed_steps(model, (shape,), semantics)[0]
+
+
+def mixed_steps(model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics = Semantics.UNCACHED) -> list[MixedStepCost]:
+    """Price mixed steps with one context_many and one generation_many call for the whole list."""
+    pack = PACKINGS[Semantics.parse(semantics)]
+    active = [s for s in shapes if _prices_anything(s)]
+    packings = [pack(s, s.decode_requests * model.query_multiplier) for s in active]
+    ctx_rows = [row for p in packings for row in p.pass1 + p.pass2]
+    gen_rows = [(s.decode_requests * model.query_multiplier, decode_kv_position(s.isl, s.osl)) for s in active if s.decode_requests > 0]
+    ctx_lat = model.pricer.context_many(np.array(ctx_rows, dtype=np.float64).reshape(-1, 3), model.seq_scale) if ctx_rows else None
+    gen_lat = model.pricer.generation_many(np.array(gen_rows, dtype=np.float64).reshape(-1, 2), model.gen_scale) if gen_rows else None
+    composer = _Composer(model, ctx_lat, gen_lat)
+    next_packing = iter(packings)
+    return [composer.compose(s, next(next_packing)) if _prices_anything(s) else _empty_step(model) for s in shapes]
+
+
+def _prices_anything(shape: MixedShape) -> bool:
+    return shape.ctx_tokens > 0 or shape.decode_requests > 0
+
+
+def _empty_step(model: StepModel) -> MixedStepCost:
+    """A step with neither prefill nor decode: every entry zero."""
+    fold = model.context_fold(exclude=CONTEXT_ATTENTION)
+    shared = tuple(OpCost(n, 0.0, s) for n, s in zip(fold.names, fold.sources))
+    ops = shared + (OpCost(SCALED_CONTEXT_ATTENTION, 0.0, DEFAULT_SOURCE), OpCost(GENERATION_ATTENTION, 0.0, DEFAULT_SOURCE))
+    return MixedStepCost(0.0, ops)
+
+
+class _Composer:
+    """Composes steps from the batched price matrices, consuming their rows in order."""
+
+    def __init__(self, model: StepModel, ctx_lat: np.ndarray | None, gen_lat: np.ndarray | None):
+        self.ctx_lat, self.gen_lat = ctx_lat, gen_lat
+        self.ctx_row = self.gen_row = 0
+        self.shared = model.context_fold(exclude=CONTEXT_ATTENTION)
+        self.context = model.context_fold(only=CONTEXT_ATTENTION)
+        self.decode = model.generation_fold(only=GENERATION_ATTENTION)
+
+    def _take_ctx(self, n: int) -> np.ndarray:
+        rows = self.ctx_lat[self.ctx_row : self.ctx_row + n]
+        self.ctx_row += n
+        return rows
+
+    def compose(self, shape: MixedShape, packing: Packing) -> MixedStepCost:
+        weights = np.array(packing.weights)
+        shared = self.shared.apply(_pass1_values(self._take_ctx(len(packing.pass1)), weights)[None, :])
+        shared_ms = float(sequential_sum(shared)[0])
+        context_ms, context_src = 0.0, DEFAULT_SOURCE
+        if packing.pass2:
+            folded = self.context.apply((weights @ self._take_ctx(len(packing.pass2)))[None, :]) / packing.chunks
+            context_ms = float(sequential_sum(folded)[0])
+            context_src = self.context.sources[0] if self.context.names else DEFAULT_SOURCE
+        decode_ms, decode_src = 0.0, DEFAULT_SOURCE
+        if shape.decode_requests > 0:
+            folded = self.decode.apply(self.gen_lat[self.gen_row : self.gen_row + 1])
+            self.gen_row += 1
+            decode_ms = float(sequential_sum(folded)[0])
+            decode_src = self.decode.sources[0] if self.decode.names else DEFAULT_SOURCE
+        ops = self.shared.costs(shared[0]) + (
+            OpCost(SCALED_CONTEXT_ATTENTION, context_ms, context_src),
+            OpCost(GENERATION_ATTENTION, decode_ms, decode_src),
+        )
+        total = sum((shared_ms, context_ms, decode_ms))
+        return MixedStepCost(total, ops, shared_ms, context_ms, decode_ms)
+
+
+def _pass1_values(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Pass-1 per-op values: an op equal across the groups (token-major: GEMM, comm, norms) keeps
+    its exact value; a prefix-dependent op is the weighted sum over the groups."""
+    if rows.shape[0] == 1:
+        return rows[0]
+    return np.where((rows == rows[0]).all(axis=0), rows[0], weights @ rows)
+
+
+__all__ = [
+    "CONTEXT_ATTENTION",
+    "GENERATION_ATTENTION",
+    "SCALED_CONTEXT_ATTENTION",
+    "MixedShape",
+    "MixedStepCost",
+    "Packing",
+    "Semantics",
+    "ceil_div",
+    "legacy_packing",
+    "mixed_step",
+    "mixed_steps",
+    "request_groups",
+    "uncached_packing",
+]
