@@ -13,10 +13,13 @@ import numpy as np
 from estimator.models import ops as O
 from estimator.models.ops import ops_spec
 from estimator.perf.stack import StackTables, load_stack
+from estimator.perf.system_spec import QUANT_PROFILES
 from estimator.pricing.native import NativePricer
 from estimator.pricing.reference import price_ops_json, reference_database
 
-FAMILIES = ("gemm", "context_attention", "generation_attention", "custom_allreduce", "elementwise", "embedding", "p2p")
+FAMILIES = ("gemm", "context_attention", "generation_attention", "custom_allreduce", "elementwise", "embedding", "p2p",
+            "nccl", "moe")
+NCCL_OPERATIONS = ("all_gather", "alltoall", "reduce_scatter", "all_reduce")
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,102 @@ def _allreduce_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
     return out
 
 
+def _nccl_elements(rng) -> float:
+    """Elements per token: a power of two (exact-hit sizes), an integer hidden size, or a fraction."""
+    roll = rng.random()
+    if roll < 0.3:
+        return float(2 ** int(rng.integers(0, 15)))
+    if roll < 0.8:
+        return float(_loguniform_int(rng, 1, 20_000))
+    return float(rng.uniform(0.05, 3000.0))
+
+
+def _nccl_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
+    """Collected and uncollected (dtype, operation, num_gpus), sizes below, inside and past the curves."""
+    out = []
+    for _ in range(n_queries):
+        op = O.Nccl(name="nccl", scale_factor=float(rng.choice([1.0, 64.0])), hidden_size=_nccl_elements(rng),
+                    num_gpus=int(rng.choice([1, 2, 2, 4, 4, 8, 8, 16, 32, 3, 6])),
+                    dtype=str(rng.choice(["half", "half", "half", "int8", "int8", "fp8"])),
+                    operation=str(rng.choice([*NCCL_OPERATIONS, *NCCL_OPERATIONS, "broadcast"])),
+                    seq_split=int(rng.choice([1, 1, 2, 4])))
+        is_ctx = bool(rng.random() < 0.5)
+        batch = 2 ** int(rng.integers(0, 10)) if rng.random() < 0.3 else _loguniform_int(rng, 1, 512)
+        out.append(OpQuery(op, is_ctx, batch, _loguniform_int(rng, 1, 40_000) if is_ctx else 1))
+    return out
+
+
+def _moe_pools(st: StackTables) -> tuple[list, ...]:
+    """Collected MoE curve keys to draw from: all, single-point curves, min-latency curves."""
+    c_off = st.moe.arrays[0]
+    keys = sorted(st.moe.curves)
+    singletons = [k for k in keys if c_off[st.moe.curves[k] + 1] - c_off[st.moe.curves[k]] == 1]
+    return keys, singletons, [k for k in keys if k[0] == "min_latency"]
+
+
+def _moe_key(rng, pools: tuple[list, ...]) -> tuple:
+    """A collected key; single-point and min-latency curves are over-sampled when the stack has them."""
+    keys, singletons, min_latency = pools
+    roll = rng.random()
+    pool = singletons if roll < 0.1 and singletons else min_latency if roll < 0.35 and min_latency else keys
+    return pool[int(rng.integers(len(pool)))]
+
+
+def _moe_target_tokens(rng, points: np.ndarray, small: bool) -> int:
+    """Expert-side tokens: small (min-latency range), a collected point, between two points, below the
+    first or past the last."""
+    if small:
+        return _loguniform_int(rng, 1, 200)
+    roll = rng.random()
+    if roll < 0.4:
+        return int(rng.choice(points))
+    if roll < 0.7 and len(points) > 1:
+        j = int(rng.integers(1, len(points)))
+        return int(rng.integers(points[j - 1], points[j] + 1))
+    if roll < 0.8:
+        return int(rng.integers(0, points[0] + 1))
+    return _loguniform_int(rng, points[-1], 4 * points[-1])
+
+
+def _moe_perturbed(rng, st: StackTables, quant: str, dist: str, inter: int) -> tuple[str, str, int]:
+    """(quant, distribution, inter), sometimes moved off the table: another priceable quant, an
+    uncollected distribution (uniform fallback) or an uncollected shape."""
+    roll = rng.random()
+    if roll < 0.06:
+        flops_keys = dict(st.spec.tc_flops)
+        return str(rng.choice([q for q, p in QUANT_PROFILES["moe"].items() if p.flops_key in flops_keys])), dist, inter
+    if roll < 0.1:
+        return quant, str(rng.choice(["uniform", "power_law_0.8"])), inter
+    if roll < 0.14:
+        return quant, dist, inter + 64
+    return quant, dist, inter
+
+
+def _moe_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
+    """Collected MoE keys (some perturbed into misses) at tokens on, between and past the curve points."""
+    pools = _moe_pools(st)
+    c_off, tokens = st.moe.arrays[0], st.moe.arrays[1]
+    out = []
+    for _ in range(n_queries):
+        key = _moe_key(rng, pools)
+        grid, quant, dist, topk, experts, hidden, inter, tp, ep = key
+        quant, dist, inter = _moe_perturbed(rng, st, quant, dist, inter)
+        c = st.moe.curves[key]
+        points = tokens[c_off[c] : c_off[c + 1]].astype(np.int64)
+        dp = int(rng.choice([1, 1, 1, 2, 4]))
+        op = O.Moe(name="moe", scale_factor=float(rng.choice([1.0, 58.0])), hidden_size=hidden, inter_size=inter, topk=topk,
+                   num_experts=experts, moe_tp_size=tp, moe_ep_size=ep, attention_dp_size=dp, quant_mode=quant,
+                   workload_distribution=dist, is_gated=bool(rng.random() < 0.85), enable_eplb=bool(rng.random() < 0.3),
+                   is_context=bool(rng.random() < 0.5), moe_backend="deepep_moe" if rng.random() < 0.03 else None)
+        x = max(1, _moe_target_tokens(rng, points, grid == "min_latency" and rng.random() < 0.7) // dp)
+        if rng.random() < 0.5:
+            batch = int(rng.choice([1, 1, 2, 3]))
+            out.append(OpQuery(op, True, batch, -(-x // batch)))
+        else:
+            out.append(OpQuery(op, False, x, 1))
+    return out
+
+
 def _memop_queries(rng, n_queries: int, make) -> list[OpQuery]:
     out = []
     for _ in range(n_queries):
@@ -153,6 +252,10 @@ def make_queries(family: str, st: StackTables, n_queries: int, seed: int) -> lis
         return _generation_queries(rng, st, n_queries)
     if family == "custom_allreduce":
         return _allreduce_queries(rng, st, n_queries)
+    if family == "nccl":
+        return _nccl_queries(rng, st, n_queries)
+    if family == "moe":
+        return _moe_queries(rng, st, n_queries)
     makers = {"elementwise": _elementwise, "embedding": _embedding, "p2p": _p2p}
     return _memop_queries(rng, n_queries, makers[family])
 

@@ -16,7 +16,7 @@ from parity.stacks import STACKS, stack_id
 QUERIES_PER_FAMILY = 500
 REL_TOL = 1e-12
 # families whose queries must include both priced results and misses (anti-vacuous)
-FAMILIES_WITH_MISSES = ("gemm", "context_attention", "generation_attention")
+FAMILIES_WITH_MISSES = ("gemm", "context_attention", "generation_attention", "nccl", "moe")
 
 
 def _run(system: str, backend: str, family: str, seed: int = 20261129):

@@ -13,7 +13,7 @@ named by its base slot. Logical layouts (all float64 keys sorted ascending withi
           leaves o2[j]:o2[j+1]. leaf_xyz[t] are leaf t's coordinates and leaf_log[t] their
           log2(max(v, 1e-12)), precomputed for the past-the-frontier hold.
   grid2 = (s_off, k0, o1, k1, v, leaf_xy, leaf_log): same with two levels.
-  curve = (c_off, x, y): curve c owns points c_off[c]:c_off[c+1].
+  curve = (c_off, x, y): curve c owns points c_off[c]:c_off[c+1] (comm message sizes, MoE tokens).
 """
 from __future__ import annotations
 
@@ -358,3 +358,14 @@ def curve_query(fdat, idat, hdr, base, c, x, kind, p):
     j = _bracket(xs, lo, hi, x)
     w = (x - xs[j - 1]) / (xs[j] - xs[j - 1])
     return OK, ys[j - 1] + (ys[j] - ys[j - 1]) * w
+
+
+@njit(cache=True)
+def token_curve_query(fdat, idat, hdr, base, c, x, kind, p):
+    """curve_query, except that a single-point curve queried below its point is a MISS: one measured
+    token count cannot define the low-token launch floor."""
+    c_off, xs = iv(idat, hdr, base), fv(fdat, hdr, base + 1)
+    lo = c_off[c]
+    if c_off[c + 1] - lo == 1 and x < xs[lo]:
+        return MISS, 0.0
+    return curve_query(fdat, idat, hdr, base, c, x, kind, p)

@@ -15,12 +15,14 @@ GENERATION = 19  # grid3
 ALLREDUCE = 28  # curves, 3 arrays: c_off, x, y
 COMPUTE_SCALE = 31  # grid2, 7 arrays: s_off, k0, o1, k1, v, leaf_xy, leaf_log
 SCALE_MATRIX = 38  # grid2
-N_SLOTS = 45
+NCCL = 45  # curves over message size, keyed (dtype, operation, num_gpus)
+MOE = 48  # curves over tokens, keyed (grid, quant, distribution, topk, experts, hidden, inter, moe_tp, moe_ep)
+N_SLOTS = 51
 
 
 def pack(tables: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(fdat, idat, hdr) from the table tuples in slot order (gemm, context, generation, allreduce,
-    compute_scale, scale_matrix)."""
+    compute_scale, scale_matrix, nccl, moe)."""
     arrays = [a for table in tables for a in table]
     if len(arrays) != N_SLOTS:
         raise ValueError(f"expected {N_SLOTS} table arrays, got {len(arrays)}")

@@ -16,7 +16,7 @@ from numba import njit
 
 from estimator.kernels.gemm import gemm_query
 from estimator.kernels import layout as L
-from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query
+from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query, token_curve_query
 from estimator.kernels.sol import (
     N_PARAMS,
     SOL_COMPUTE_SCALE,
@@ -24,6 +24,7 @@ from estimator.kernels.sol import (
     SOL_GEMM,
     SOL_GENERATION_ATTENTION,
     SOL_LINEAR,
+    SOL_MOE,
     SOL_SCALE_MATRIX,
     sol,
 )
@@ -35,21 +36,24 @@ OP_CONTEXT_ATTENTION = 4
 OP_GENERATION_ATTENTION = 5
 OP_CUSTOM_ALLREDUCE = 6
 OP_P2P = 7
+OP_NCCL = 8
+OP_MOE = 9
 
 # ints columns
-I_TABLE = 0  # GEMM dtype id | attention slice id | allreduce curve id (-1: no data)
+I_TABLE = 0  # GEMM dtype id | attention slice id | allreduce / NCCL / MoE curve id (-1: no data)
 I_SCALE_NUM_TOKENS = 1
 I_SEQ_SPLIT = 2
-I_FLAGS = 3  # bit 0: logits GEMM (x = batch), bit 1: low-precision input, bit 2: below-grid SOL, bit 3: fp8_static
+I_FLAGS = 3  # bit 0: logits GEMM (x = batch), bit 1: low-precision input, bit 2: below-grid SOL, bit 3: fp8_static, bit 4: EPLB
 I_CP = 4  # context parallel size
 I_SCALE_ID = 5  # fp8_static: compute_scale / scale_matrix slice id
-N_INT = 6
+I_LOW_LATENCY = 6  # MoE: min-latency curve id tried first at <= LOW_LATENCY_TOKENS tokens (-1: none)
+N_INT = 7
 
 # floats columns
 F_SCALE = 0  # scale_factor
-F_A = 1  # GEMM n | elementwise bytes/token | embedding bytes/token | attention heads | AR hidden | P2P bytes/token
-F_B = 2  # GEMM k | attention extras (ms, already x 1.1) | AR tp-overflow factor | P2P pp size
-F_C = 3  # mem-op constant latency (s) | AR tp (1: no-op)
+F_A = 1  # GEMM n | elementwise / embedding / P2P bytes per token | attention heads | AR hidden | NCCL elements per token | MoE attention-dp size
+F_B = 2  # GEMM k | attention extras (ms, already x 1.1) | AR / NCCL fan-out overflow factor | P2P pp size
+F_C = 3  # mem-op constant latency (s) | AR tp / NCCL num_gpus (1: no-op)
 F_D = 4  # mem-op effective bandwidth (bytes/s)
 F_SOL = 8  # SOL parameter vector starts here (N_PARAMS wide)
 N_FLOAT = F_SOL + N_PARAMS
@@ -58,6 +62,10 @@ FLAG_LOGITS = 1
 FLAG_LOW_PRECISION_INPUT = 2
 FLAG_BELOW_GRID_SOL = 4
 FLAG_FP8_STATIC = 8
+FLAG_EPLB = 16  # MoE: sglang expert-parallel load balancing on a context op prices floor(0.8 x tokens)
+
+LOW_LATENCY_TOKENS = 128  # trtllm min-latency MoE kernel: token counts it covers
+EPLB_TOKEN_FACTOR = 0.8
 
 ST_OK = 0
 ST_MISS = 2
@@ -208,17 +216,43 @@ def _generation_attention(ints, f, fdat, idat, hdr, batch, s, imbalance):
 
 
 @njit(cache=True)
-def _custom_allreduce(ints, f, fdat, idat, hdr, x):
+def _comm(ints, f, fdat, idat, hdr, x, base):
+    """Collective over ceil(x / seq_split) x elements-per-token elements, from the message-size curve
+    set at slot `base` (custom allreduce or NCCL), x fan-out overflow factor; 0 on a single rank."""
     if f[F_C] <= 1.0:
         return ST_OK, 0.0
     c = ints[I_TABLE]
     if c < 0:
         return ST_MISS, 0.0
     size = math.ceil(x / max(ints[I_SEQ_SPLIT], 1)) * f[F_A]
-    st, lat = curve_query(fdat, idat, hdr, L.ALLREDUCE, c, size, SOL_LINEAR, f[F_SOL : F_SOL + N_PARAMS])
+    st, lat = curve_query(fdat, idat, hdr, base, c, size, SOL_LINEAR, f[F_SOL : F_SOL + N_PARAMS])
     if st != OK:
         return ST_MISS, 0.0
     return ST_OK, max(lat * f[F_B], 0.0) * f[F_SCALE]
+
+
+@njit(cache=True)
+def _moe_tokens(ints, f, x):
+    """Tokens the experts see: x from every attention-dp rank, then floor(0.8 x) under EPLB."""
+    tokens = x * f[F_A]
+    if ints[I_FLAGS] & FLAG_EPLB:
+        tokens = math.floor(tokens * EPLB_TOKEN_FACTOR)
+    return tokens
+
+
+@njit(cache=True)
+def _moe(ints, f, fdat, idat, hdr, x):
+    """Fused MoE from its token curve (the min-latency curve first at small token counts), x scale_factor."""
+    tokens = _moe_tokens(ints, f, x)
+    c = ints[I_TABLE]
+    if tokens <= LOW_LATENCY_TOKENS and ints[I_LOW_LATENCY] >= 0:
+        c = ints[I_LOW_LATENCY]
+    if c < 0:
+        return ST_MISS, 0.0
+    st, lat = token_curve_query(fdat, idat, hdr, L.MOE, c, tokens, SOL_MOE, f[F_SOL : F_SOL + N_PARAMS])
+    if st != OK:
+        return ST_MISS, 0.0
+    return ST_OK, max(lat, 0.0) * f[F_SCALE]
 
 
 @njit(cache=True)
@@ -247,7 +281,11 @@ def _price_one(kind, it, f, fdat, idat, hdr, batch, s, prefix, is_context, imbal
     if kind == OP_GENERATION_ATTENTION:
         return _generation_attention(it, f, fdat, idat, hdr, batch, s, imbalance)
     if kind == OP_CUSTOM_ALLREDUCE:
-        return _custom_allreduce(it, f, fdat, idat, hdr, x)
+        return _comm(it, f, fdat, idat, hdr, x, L.ALLREDUCE)
+    if kind == OP_NCCL:
+        return _comm(it, f, fdat, idat, hdr, x, L.NCCL)
+    if kind == OP_MOE:
+        return _moe(it, f, fdat, idat, hdr, x)
     if kind == OP_P2P:
         return ST_OK, _p2p(it, f, x)
     return ST_MISS, 0.0

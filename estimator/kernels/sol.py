@@ -5,6 +5,9 @@ Every SOL is max(math, memory) time; see perf-tables.md section 3.1.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from numba import njit
 
 SOL_GEMM = 1  # q = (m, n, k); p = [flops, bytes_per_elem, mem_bw]
@@ -13,8 +16,9 @@ SOL_GENERATION_ATTENTION = 3  # q = (heads, batch, s); p = [n_kv_lookup, head, w
 SOL_COMPUTE_SCALE = 4  # q = (m, k); p = [mem_bw]
 SOL_SCALE_MATRIX = 5  # q = (m, k); p = [mem_bw]
 SOL_LINEAR = 6  # q = (x,); p = [ms_per_unit]: comm curves (allreduce, NCCL) whose SOL is proportional to size
+SOL_MOE = 7  # q = (tokens,); p = [topk, moe_ep, moe_tp, hidden, inter, num_gemms, num_experts, bytes_per_elem, flops, mem_bw]
 
-N_PARAMS = 8
+N_PARAMS = 10
 
 
 @njit(cache=True)
@@ -51,6 +55,18 @@ def _generation_attention(p, q):
 
 
 @njit(cache=True)
+def _moe(p, q):
+    """Fused-MoE roofline: byte and op counts in int64 with floor divisions, exactly as the reference's u64 math."""
+    tokens = np.int64(math.floor(q[0] + 0.5))  # coordinates are integral; round half away from zero
+    topk, ep, tp = np.int64(p[0]), np.int64(p[1]), np.int64(p[2])
+    h, inter, gemms, experts = np.int64(p[3]), np.int64(p[4]), np.int64(p[5]), np.int64(p[6])
+    tt = tokens * topk
+    ops = tt * h * inter * gemms * 2 // ep // tp
+    mem = tt // ep * h * 2 + tt // ep * inter * gemms // tp + h * inter * gemms // tp * min(experts // ep, tt // ep)
+    return max(float(ops) / p[8] * 1000.0, float(mem) * p[7] / p[9] * 1000.0)
+
+
+@njit(cache=True)
 def sol(kind, p, q):
     """SOL latency (ms) of op family `kind` at coordinates q."""
     if kind == SOL_GEMM:
@@ -65,4 +81,6 @@ def sol(kind, p, q):
         return 3.0 * q[0] * q[1] / p[0] * 1000.0
     if kind == SOL_LINEAR:
         return q[0] * p[0]
+    if kind == SOL_MOE:
+        return _moe(p, q)
     return float("nan")

@@ -93,6 +93,34 @@ class P2P(Op):
     kind: str = field(init=False, default="P2P")
 
 
+@dataclass(frozen=True)
+class Nccl(Op):
+    hidden_size: float  # elements moved per token (may be fractional, e.g. KV bytes / comm bytes)
+    num_gpus: int  # ranks taking part in the collective
+    dtype: str  # comm quant mode: "half", "int8" or "fp8"
+    operation: str  # "all_gather", "alltoall", "reduce_scatter" or "all_reduce"
+    seq_split: int = 1  # context-parallel shard factor: the busiest rank sends ceil(tokens / seq_split)
+    kind: str = field(init=False, default="Nccl")
+
+
+@dataclass(frozen=True)
+class Moe(Op):
+    hidden_size: int  # model hidden size
+    inter_size: int  # expert FFN intermediate size
+    topk: int  # experts routed per token
+    num_experts: int  # experts in the layer
+    moe_tp_size: int  # tensor-parallel split of each expert
+    moe_ep_size: int  # expert-parallel groups
+    attention_dp_size: int  # attention data-parallel ranks whose tokens meet in the expert pool
+    quant_mode: str  # MoE quant mode, e.g. "fp8_block"
+    workload_distribution: str  # token routing skew, e.g. "power_law_1.01"
+    is_gated: bool = True  # gated (SwiGLU, 3 GEMMs) or not (2 GEMMs)
+    moe_backend: str | None = None  # sglang MoE backend ("deepep_moe" is retired: always a miss)
+    enable_eplb: bool = False  # expert-parallel load balancing (sglang context ops price 0.8 x tokens)
+    is_context: bool = False  # the op belongs to the context phase (gates EPLB)
+    kind: str = field(init=False, default="Moe")
+
+
 def ops_spec(ops: list[Op] | tuple[Op, ...]) -> list[dict]:
     """The OpSpec JSON list of an op list (lane orders as lists)."""
     out = []

@@ -1,4 +1,4 @@
-"""Per-family table builders: GEMM sites, attention slices, scale grids, comm curves.
+"""Per-family table builders: GEMM sites, attention slices, scale grids, comm and MoE token curves.
 
 Each builder reads its sources (primary first), applies the reference's load rules (row filters,
 first-row-wins on the full key, load-time SOL floors) and lays the rows out for the Numba kernels.
@@ -201,11 +201,67 @@ def build_custom_allreduce(sources: list) -> Curves:
     return Curves(arrays=arrays, curves={int(k[0]): v for k, v in curves.items()})
 
 
-def build_nccl(sources: list) -> Curves:
-    """Curves keyed (dtype, op, num_gpus) over message_size; first row wins on exact duplicates."""
-    r = read_rows(sources, ["nccl_dtype", "op_name", "num_gpus", "message_size", "latency"])
-    first = first_wins([r["nccl_dtype"], r["op_name"], r["num_gpus"], r["message_size"]])
-    keys = [r["nccl_dtype"][first], r["op_name"][first], r["num_gpus"][first]]
-    curves, cid = slice_ids_of(keys)
-    arrays = build_curves(cid, r["message_size"][first], r["latency"][first], len(curves))
+_COLLECTIVE_COLUMNS = ["nccl_dtype", "op_name", "num_gpus", "message_size", "latency"]
+
+
+def build_nccl(libraries: list) -> Curves:
+    """Curves keyed (dtype, op, num_gpus) over message_size (elements).
+
+    `libraries` are the system-wide collective tables in priority order (NCCL, then the oneCCL
+    stand-in): each key's curve comes whole from the first library holding it, and within that
+    file the first row wins on exact duplicates."""
+    parts = [read_rows([lib], _COLLECTIVE_COLUMNS) for lib in libraries] or [read_rows([], _COLLECTIVE_COLUMNS)]
+    r = {c: np.concatenate([p[c] for p in parts]) for c in _COLLECTIVE_COLUMNS}
+    library = np.concatenate([np.full(len(p["latency"]), i) for i, p in enumerate(parts)])
+    curves, cid = slice_ids_of([r["nccl_dtype"], r["op_name"], r["num_gpus"]])
+    owner = np.full(len(curves), len(parts))
+    np.minimum.at(owner, cid, library)
+    own = np.flatnonzero(library == owner[cid])
+    first = own[first_wins([cid[own], r["message_size"][own]])]
+    arrays = build_curves(cid[first], r["message_size"][first], r["latency"][first], len(curves))
     return Curves(arrays=arrays, curves={(k[0], k[1], int(k[2])): v for k, v in curves.items()})
+
+
+MOE_DEFAULT = "default"  # MoE curve grid of the regular kernels
+MOE_MIN_LATENCY = "min_latency"  # MoE curve grid of trtllm's small-token nvfp4 kernel
+_MIN_LATENCY_KERNEL = "moe_torch_flow_min_latency"
+_MOE_REKEY = {  # (moe_dtype, kernel_source) -> quant: one dtype logged for two kernels, split by kernel
+    ("w4a16_mxfp4", "sglang_flashinfer_cutlass_moe"): "w4a16_mxfp4_cutlass",
+    ("w4a8_mxfp4_mxfp8", "sglang_mxfp4_flashinfer_trtllm_moe"): "w4a8_mxfp4_mxfp8_trtllm",
+}
+_MOE_SHAPE = ["topk", "num_experts", "hidden_size", "inter_size", "moe_tp_size", "moe_ep_size"]  # curve key columns after distribution
+MOE_FALLBACK_DISTRIBUTION = "uniform"  # tried when a quant never collected the requested distribution
+
+
+@dataclass(frozen=True)
+class MoeCurves:
+    """MoE token curves: one per (grid, quant, distribution, topk, experts, hidden, inter, moe_tp, moe_ep)."""
+
+    arrays: tuple  # (c_off, x, y): x in tokens, y in ms
+    curves: dict  # full key -> curve id
+    distributions: dict  # (grid, quant) -> frozenset of the distributions collected for that quant
+
+    def curve(self, grid: str, quant: str, distribution: str, shape: tuple) -> int:
+        """Curve id of a shape (topk, experts, hidden, inter, moe_tp, moe_ep); a distribution the quant
+        never collected falls back to "uniform"; -1 when nothing matches."""
+        collected = self.distributions.get((grid, quant), frozenset())
+        dist = distribution if distribution in collected else MOE_FALLBACK_DISTRIBUTION
+        return self.curves.get((grid, quant, dist, *shape), -1)
+
+
+def build_moe(sources: list) -> MoeCurves:
+    """Token curves of moe_perf: min-latency kernel rows form their own grid, re-keyed dtypes split by
+    kernel, first row wins on (grid, key, tokens) across sources in priority order."""
+    r = read_rows(sources, ["moe_dtype", "distribution", *_MOE_SHAPE, "num_tokens", "latency"], {"kernel_source": ""})
+    kernel, quant = r["kernel_source"], r["moe_dtype"].astype(object)
+    for (dtype, source), rekeyed in _MOE_REKEY.items():
+        quant[(quant == dtype) & (kernel == source)] = rekeyed
+    grid = np.where(kernel == _MIN_LATENCY_KERNEL, MOE_MIN_LATENCY, MOE_DEFAULT).astype(object)
+    curves, cid = slice_ids_of([grid, quant, r["distribution"], *(r[c] for c in _MOE_SHAPE)])
+    first = first_wins([cid, r["num_tokens"]])
+    arrays = build_curves(cid[first], r["num_tokens"][first], r["latency"][first], len(curves))
+    int_keys = _int_keys(curves, tuple(range(3, 9)))
+    distributions: dict = {}
+    for g, q, dist, *_ in int_keys:
+        distributions.setdefault((g, q), set()).add(dist)
+    return MoeCurves(arrays=arrays, curves=int_keys, distributions={k: frozenset(v) for k, v in distributions.items()})

@@ -18,13 +18,13 @@ from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
 from estimator.kernels.layout import pack
 from estimator.perf import families as F
-from estimator.perf.sources import nccl_source, table_sources
+from estimator.perf.sources import nccl_source, oneccl_source, table_sources
 from estimator.perf.paths import systems_root
 from estimator.perf.system_spec import QUANT_PROFILES, SystemSpec, load_system_spec
 from estimator.perf.tables import Curves, Grid2, Grid3
 from estimator.perf.versions import resolve_version
 
-CACHE_FORMAT = 2  # bump when the built layout changes
+CACHE_FORMAT = 3  # bump when the built layout changes
 
 # (attribute, family dir, table stem)
 _TABLES = (
@@ -34,6 +34,7 @@ _TABLES = (
     ("allreduce", "comm", "custom_allreduce_perf"),
     ("compute_scale", "quantize", "computescale_perf"),
     ("scale_matrix", "quantize", "scale_matrix_perf"),
+    ("moe", "moe", "moe_perf"),
 )
 
 
@@ -57,7 +58,8 @@ class StackTables:
     allreduce: Curves
     compute_scale: Grid2
     scale_matrix: Grid2
-    nccl: Curves
+    nccl: Curves  # keyed (dtype, operation, num_gpus); oneCCL curves stand in for keys NCCL lacks
+    moe: F.MoeCurves
     context_lanes: tuple[str, ...]  # every lane of the context table, alphabetical
     generation_lanes: tuple[str, ...]
 
@@ -76,6 +78,8 @@ class StackTables:
                 self.allreduce.arrays,
                 self.compute_scale.arrays,
                 self.scale_matrix.arrays,
+                self.nccl.arrays,
+                self.moe.arrays,
             )
         )
 
@@ -86,6 +90,11 @@ class StackTables:
     def generation_slice(self, key: tuple, lane_order: tuple[str, ...]) -> int:
         """Slice id of (kv, n_kv_lookup, head, window) by the lane walk; -1 when no lane has it."""
         return _lane_walk(self.generation_attention.slices, key, lane_order, self.generation_lanes)
+
+    def nccl_max_gpus(self, dtype: str, operation: str) -> int | None:
+        """Largest num_gpus collected for (dtype, operation), None when no curve has that pair."""
+        collected = [n for d, o, n in self.nccl.curves if (d, o) == (dtype, operation)]
+        return max(collected, default=None)
 
     def generation_sol_params(self, kv: str, n_kv_lookup: int, head: int, window: int) -> tuple:
         return F.generation_sol_params(self.sol_context, kv, n_kv_lookup, head, window)
@@ -119,8 +128,7 @@ def sol_context(spec: SystemSpec) -> F.SolContext:
 
 def _sources(system: str, backend: str, version: str) -> dict[str, list]:
     out = {attr: table_sources(system, backend, version, family, stem) for attr, family, stem in _TABLES}
-    nccl = nccl_source(system)
-    out["nccl"] = [nccl] if nccl is not None else []
+    out["nccl"] = [lib for lib in (nccl_source(system), oneccl_source(system)) if lib is not None]
     return out
 
 
@@ -146,6 +154,7 @@ def _build(system: str, backend: str, version: str, spec: SystemSpec, sources: d
         "compute_scale": F.build_scale_grid(sources["compute_scale"]),
         "scale_matrix": F.build_scale_grid(sources["scale_matrix"]),
         "nccl": F.build_nccl(sources["nccl"]),
+        "moe": F.build_moe(sources["moe"]),
     }
     built["context_lanes"] = tuple(sorted({k[0] for k in built["context_attention"].slices}))
     built["generation_lanes"] = tuple(sorted({k[0] for k in built["generation_attention"].slices}))

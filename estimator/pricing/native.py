@@ -8,8 +8,9 @@ import numpy as np
 from estimator.errors import PerfDataMissingError
 from estimator.kernels import ops as K
 from estimator.models import ops as O
+from estimator.perf.families import MOE_DEFAULT, MOE_MIN_LATENCY
 from estimator.perf.stack import StackTables
-from estimator.perf.system_spec import flops, p2p_bw, quant_profile
+from estimator.perf.system_spec import SystemSpec, flops, p2p_bw, quant_profile
 from estimator.pricing.base import OpPrice
 
 MEMO_ROWS = 200_000  # priced shapes kept per phase before the memo is reset
@@ -22,7 +23,11 @@ _SOURCE_TAG = {
     K.OP_GENERATION_ATTENTION: "silicon",
     K.OP_CUSTOM_ALLREDUCE: "silicon",
     K.OP_P2P: "silicon",
+    K.OP_NCCL: "silicon",
+    K.OP_MOE: "silicon",
 }
+_NCCL_SOL_PASSES = {"all_gather": 1.0, "alltoall": 1.0, "reduce_scatter": 1.0, "all_reduce": 2.0}  # ring passes per collective
+_RETIRED_MOE_BACKEND = ("sglang", "deepep_moe")  # (backend, moe_backend) whose MoE compute the reference retired
 
 
 def _source_tag(op: O.Op, kind: int) -> str:
@@ -32,6 +37,8 @@ def _source_tag(op: O.Op, kind: int) -> str:
     if isinstance(op, O.CustomAllReduce) and op.tp_size == 1:
         return "empirical"
     if isinstance(op, O.P2P) and op.pp_size > 1:
+        return "empirical"
+    if isinstance(op, O.Nccl) and op.num_gpus <= 1:
         return "empirical"
     return _SOURCE_TAG[kind]
 
@@ -100,6 +107,10 @@ class OpCompiler:
             f[K.F_C] = self.spec.p2p_latency
             f[K.F_D] = self.spec.inter_node_bw
             return K.OP_P2P, ""
+        if isinstance(op, O.Nccl):
+            return K.OP_NCCL, self._nccl(op, it, f)
+        if isinstance(op, O.Moe):
+            return K.OP_MOE, self._moe(op, it, f)
         raise PerfDataMissingError(f"op {op.name!r} of kind {op.kind} has no native kernel")
 
     def _mem_op(self, f: np.ndarray, bytes_per_token: float) -> None:
@@ -185,12 +196,54 @@ class OpCompiler:
         tp_eff = min(tp, per_node)
         f[K.F_A] = op.hidden_size
         f[K.F_C] = tp
-        f[K.F_B] = 1.0
-        if tp > per_node:
-            f[K.F_B] = (tp - 1) / tp * per_node / (per_node - 1) * p2p_bw(s, per_node) / p2p_bw(s, tp)
+        f[K.F_B] = _fanout_scale(s, tp, per_node) if tp > per_node else 1.0
         f[K.F_SOL] = 4.0 * (tp_eff - 1) / tp_eff / p2p_bw(s, tp_eff) * 1000.0 if tp_eff > 1 else 1.0
         it[K.I_TABLE] = self.t.allreduce.curves.get(tp_eff, -1)
         return f"custom allreduce num_gpus={tp_eff} ({self.t.label})"
+
+    def _nccl(self, op: O.Nccl, it: np.ndarray, f: np.ndarray) -> str:
+        """Curve of min(num_gpus, largest collected fan-out); beyond it, the fan-out overflow factor."""
+        n = op.num_gpus
+        cap = self.t.nccl_max_gpus(op.dtype, op.operation)
+        eff = n if cap is None else min(n, cap)
+        f[K.F_A] = op.hidden_size
+        f[K.F_B] = _fanout_scale(self.spec, n, eff) if n > eff else 1.0
+        f[K.F_C] = n
+        passes = _NCCL_SOL_PASSES.get(op.operation, 0.0)
+        nbytes = quant_profile("comm", op.dtype).bytes_per_element
+        f[K.F_SOL] = passes * nbytes * (eff - 1) / eff / p2p_bw(self.spec, eff) * 1000.0 if eff > 1 else 1.0
+        it[K.I_TABLE] = self.t.nccl.curves.get((op.dtype, op.operation, eff), -1)
+        return f"NCCL {op.operation} dtype={op.dtype} num_gpus={eff} ({self.t.label})"
+
+    def _moe(self, op: O.Moe, it: np.ndarray, f: np.ndarray) -> str:
+        """Default and min-latency token curves of the op's (quant, distribution, shape), EPLB flag, SOL vector."""
+        profile = quant_profile("moe", op.quant_mode)
+        it[K.I_TABLE] = it[K.I_LOW_LATENCY] = -1
+        try:
+            tc_flops = flops(self.spec, profile.flops_key)
+        except PerfDataMissingError as exc:
+            return str(exc)
+        shape = (op.topk, op.num_experts, op.hidden_size, op.inter_size, op.moe_tp_size, op.moe_ep_size)
+        f[K.F_A] = max(op.attention_dp_size, 1)
+        f[K.F_SOL : K.F_SOL + 10] = (
+            op.topk, max(op.moe_ep_size, 1), max(op.moe_tp_size, 1), op.hidden_size, op.inter_size,
+            3 if op.is_gated else 2, op.num_experts, profile.bytes_per_element, tc_flops, self.spec.mem_bw,
+        )
+        if self.t.backend == "sglang" and op.enable_eplb and op.is_context:
+            it[K.I_FLAGS] = K.FLAG_EPLB
+        if (self.t.backend, op.moe_backend) == _RETIRED_MOE_BACKEND:
+            return f"MoE compute of moe_backend={op.moe_backend!r} is retired on {self.t.backend} ({self.t.label})"
+        it[K.I_TABLE] = self.t.moe.curve(MOE_DEFAULT, op.quant_mode, op.workload_distribution, shape)
+        if op.quant_mode == "nvfp4" and op.is_gated:
+            it[K.I_LOW_LATENCY] = self.t.moe.curve(MOE_MIN_LATENCY, op.quant_mode, op.workload_distribution, shape)
+        return (f"MoE quant={op.quant_mode} distribution={op.workload_distribution} "
+                f"(topk, experts, hidden, inter, moe_tp, moe_ep)={shape} ({self.t.label})")
+
+
+def _fanout_scale(spec: SystemSpec, n: int, base: int) -> float:
+    """Latency factor of a collective over n ranks priced from the curve of base < n ranks: ring
+    traffic (n-1)/n over (base-1)/base, times the bandwidth drop from base to n ranks."""
+    return (n - 1) / n * base / max(base - 1, 1) * p2p_bw(spec, base) / p2p_bw(spec, n)
 
 
 def _attention_key(what: str, key: tuple, lanes: tuple[str, ...], label: str) -> str:

@@ -6,7 +6,8 @@ SOL % columns. Per op and call (ms, x scale_factor):
   GEMM: max(2mnk/flops, bytes*(mn+mk+nk)/mem_bw); context attention: its roofline plus 1.1 x the
   fused rope / KV-write / qk-norm bytes at mem_bw; generation attention: its roofline at s; element-wise,
   embedding and P2P: bytes / bandwidth (no constant latency; P2P is 0 and tagged "silicon" without
-  pipelining); all-reduce: its linear SOL curve. Imbalance corrections do not apply to a roofline.
+  pipelining); all-reduce and NCCL: their linear SOL curves; MoE: its integer roofline at the attention-dp
+  scaled tokens (no EPLB correction). Imbalance corrections do not apply to a roofline.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from numba import njit
 
 from estimator.deployment import Deployment
 from estimator.kernels import ops as K
-from estimator.kernels.sol import SOL_CONTEXT_ATTENTION, SOL_GEMM, SOL_GENERATION_ATTENTION, sol
+from estimator.kernels.sol import SOL_CONTEXT_ATTENTION, SOL_GEMM, SOL_GENERATION_ATTENTION, SOL_MOE, sol
 from estimator.models import ops as O
 from estimator.perf.stack import StackTables
 from estimator.perf.system_spec import quant_profile
@@ -53,7 +54,10 @@ def _sol_op(kind, it, f, batch, s, prefix, is_context):
         q[1] = batch
         q[2] = s
         return sol(SOL_GENERATION_ATTENTION, p, q)
-    if kind == K.OP_CUSTOM_ALLREDUCE:
+    if kind == K.OP_MOE:
+        q[0] = x * f[K.F_A]
+        return sol(SOL_MOE, p, q)
+    if kind == K.OP_CUSTOM_ALLREDUCE or kind == K.OP_NCCL:
         if f[K.F_C] <= 1.0:
             return 0.0
         return np.ceil(x / max(it[K.I_SEQ_SPLIT], 1)) * f[K.F_A] * p[0] * f[K.F_B]
