@@ -91,22 +91,125 @@ def _frontier_waiver(site_n, site_k, site_ln, site_lk, cand, n_cand, n, k, ln, l
 
 
 @njit(cache=True)
-def gemm_query(fdat, idat, hdr, base, d, m, n, k, p):
-    """Latency (ms) of an (m, n, k) GEMM of dtype id d from the site table at slot `base` (status, value)."""
+def _distance(site_ln, site_lk, i, ln, lk):
+    """log2 distance of site i from the query shape in (n, k)."""
+    a = site_ln[i] - ln
+    b = site_lk[i] - lk
+    return math.sqrt(a * a + b * b)
+
+
+@njit(cache=True)
+def _covers(cm, curve_off, i, m):
+    return cm[curve_off[i]] <= m <= cm[curve_off[i + 1] - 1]
+
+
+@njit(cache=True)
+def _idw(picks, n_picks, site_n, site_k, site_ln, site_lk, curve_off, cm, cl, m, n, k, p):
+    """Inverse-distance-squared util transfer from the picked neighbour sites (in pick order)."""
+    ln = math.log2(max(n, 1e-12))
+    lk = math.log2(max(k, 1e-12))
+    wsum = 0.0
+    u_acc = 0.0
+    qn = np.empty(3)
+    qn[0] = m
+    for t in range(n_picks):
+        i = picks[t]
+        st, lat_i = _eval_curve(cm, cl, curve_off[i], curve_off[i + 1], m, site_n[i], site_k[i], p)
+        if st != OK:
+            continue
+        qn[1] = site_n[i]
+        qn[2] = site_k[i]
+        sol_i = sol(SOL_GEMM, p, qn)
+        if not (math.isfinite(lat_i) and lat_i > 0.0 and math.isfinite(sol_i) and sol_i > 0.0):
+            continue
+        d = _distance(site_ln, site_lk, i, ln, lk)
+        w = 1.0 / (d * d + 1e-12)
+        u_acc += w * (sol_i / lat_i)
+        wsum += w
+    if wsum <= 0.0:
+        return MISS, 0.0
+    qn[1] = n
+    qn[2] = k
+    sol_q = sol(SOL_GEMM, p, qn)
+    if not (sol_q > 0.0):
+        return MISS, 0.0
+    return OK, sol_q / (u_acc / wsum)
+
+
+@njit(cache=True)
+def _exact_site(packed_key, packed_site, s0, s1, n, k):
+    """Site index of an exactly collected (n, k), else -1."""
+    if n >= 0 and k >= 0 and n == math.floor(n) and k == math.floor(k):
+        key = (np.int64(n) << 32) | np.int64(k)
+        j = s0 + np.searchsorted(packed_key[s0:s1], key)
+        if j < s1 and packed_key[j] == key:
+            return packed_site[j]
+    return -1
+
+
+@njit(cache=True)
+def gated_sites(fdat, idat, hdr, base, d, n, k):
+    """Sites of dtype d within the distance gate of (n, k), ordered by (distance, site index).
+
+    Computed once per op at compile time; gemm_query then picks the nearest covering ones."""
+    site_off = iv(idat, hdr, base)
+    site_ln, site_lk = fv(fdat, hdr, base + 3), fv(fdat, hdr, base + 4)
+    s0, s1 = site_off[d], site_off[d + 1]
+    ln = math.log2(max(n, 1e-12))
+    lk = math.log2(max(k, 1e-12))
+    dist = np.empty(s1 - s0)
+    for i in range(s0, s1):
+        dist[i - s0] = _distance(site_ln, site_lk, i, ln, lk)
+    order = np.argsort(dist, kind="mergesort")  # stable: ties keep site index order
+    gated = order[dist[order] <= MAX_SITE_DISTANCE]
+    return gated + s0
+
+
+@njit(cache=True)
+def gemm_query(fdat, idat, hdr, base, d, m, n, k, p, near, n_near):
+    """Latency (ms) of an (m, n, k) GEMM of dtype id d from the site table at slot `base` (status, value).
+
+    near[:n_near] are the sites gated_sites() precomputed for this (n, k) (n_near < 0: not
+    precomputed). They answer directly unless the frontier waiver is needed."""
     site_off, curve_off = iv(idat, hdr, base), iv(idat, hdr, base + 5)
-    packed_key, packed_site = iv(idat, hdr, base + 8), iv(idat, hdr, base + 9)
     site_n, site_k = fv(fdat, hdr, base + 1), fv(fdat, hdr, base + 2)
     site_ln, site_lk = fv(fdat, hdr, base + 3), fv(fdat, hdr, base + 4)
     cm, cl = fv(fdat, hdr, base + 6), fv(fdat, hdr, base + 7)
     s0, s1 = site_off[d], site_off[d + 1]
     if s1 <= s0:
         return MISS, 0.0
-    if n >= 0 and k >= 0 and n == math.floor(n) and k == math.floor(k):
-        key = (np.int64(n) << 32) | np.int64(k)
-        j = s0 + np.searchsorted(packed_key[s0:s1], key)
-        if j < s1 and packed_key[j] == key:
-            i = packed_site[j]
-            return _eval_curve(cm, cl, curve_off[i], curve_off[i + 1], m, n, k, p)
+    i = _exact_site(iv(idat, hdr, base + 8), iv(idat, hdr, base + 9), s0, s1, n, k)
+    if i >= 0:
+        return _eval_curve(cm, cl, curve_off[i], curve_off[i + 1], m, n, k, p)
+    if n_near > 0:
+        picks = np.empty(NN_SITES, dtype=np.int64)
+        n_picks = 0
+        for t in range(n_near):
+            if _covers(cm, curve_off, near[t], m):
+                picks[n_picks] = near[t]
+                n_picks += 1
+                if n_picks == NN_SITES:
+                    break
+        if n_picks == 0 and not _any_covers(cm, curve_off, s0, s1, m):
+            for t in range(min(n_near, NN_SITES)):
+                picks[t] = near[t]
+            n_picks = min(n_near, NN_SITES)
+        if n_picks > 0:
+            return _idw(picks, n_picks, site_n, site_k, site_ln, site_lk, curve_off, cm, cl, m, n, k, p)
+    return _scan_query(site_n, site_k, site_ln, site_lk, curve_off, cm, cl, s0, s1, m, n, k, p)
+
+
+@njit(cache=True)
+def _any_covers(cm, curve_off, s0, s1, m):
+    for i in range(s0, s1):
+        if _covers(cm, curve_off, i, m):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _scan_query(site_n, site_k, site_ln, site_lk, curve_off, cm, cl, s0, s1, m, n, k, p):
+    """The full unknown-site resolution: coverage filter, distance gate, frontier waiver, 4 nearest."""
     ln = math.log2(max(n, 1e-12))
     lk = math.log2(max(k, 1e-12))
     ns = s1 - s0
@@ -114,7 +217,7 @@ def gemm_query(fdat, idat, hdr, base, d, m, n, k, p):
     dist = np.empty(ns)
     nc = 0
     for i in range(s0, s1):
-        if cm[curve_off[i]] <= m <= cm[curve_off[i + 1] - 1]:
+        if _covers(cm, curve_off, i, m):
             cand[nc] = i
             nc += 1
     if nc == 0:
@@ -122,10 +225,7 @@ def gemm_query(fdat, idat, hdr, base, d, m, n, k, p):
             cand[nc] = i
             nc += 1
     for t in range(nc):
-        i = cand[t]
-        a = site_ln[i] - ln
-        b = site_lk[i] - lk
-        dist[t] = math.sqrt(a * a + b * b)
+        dist[t] = _distance(site_ln, site_lk, cand[t], ln, lk)
     gated = 0
     for t in range(nc):
         if dist[t] <= MAX_SITE_DISTANCE:
@@ -150,29 +250,8 @@ def gemm_query(fdat, idat, hdr, base, d, m, n, k, p):
                 order[a], order[b] = ib, ia
         if a + 1 >= NN_SITES:
             break
-    wsum = 0.0
-    u_acc = 0.0
-    qn = np.empty(3)
-    qn[0] = m
-    for t in range(min(NN_SITES, gated)):
-        i = cand[order[t]]
-        st, lat_i = _eval_curve(cm, cl, curve_off[i], curve_off[i + 1], m, site_n[i], site_k[i], p)
-        if st != OK:
-            continue
-        qn[1] = site_n[i]
-        qn[2] = site_k[i]
-        sol_i = sol(SOL_GEMM, p, qn)
-        if not (math.isfinite(lat_i) and lat_i > 0.0 and math.isfinite(sol_i) and sol_i > 0.0):
-            continue
-        d = dist[order[t]]
-        w = 1.0 / (d * d + 1e-12)
-        u_acc += w * (sol_i / lat_i)
-        wsum += w
-    if wsum <= 0.0:
-        return MISS, 0.0
-    qn[1] = n
-    qn[2] = k
-    sol_q = sol(SOL_GEMM, p, qn)
-    if not (sol_q > 0.0):
-        return MISS, 0.0
-    return OK, sol_q / (u_acc / wsum)
+    picks = np.empty(NN_SITES, dtype=np.int64)
+    n_picks = min(NN_SITES, gated)
+    for t in range(n_picks):
+        picks[t] = cand[order[t]]
+    return _idw(picks, n_picks, site_n, site_k, site_ln, site_lk, curve_off, cm, cl, m, n, k, p)

@@ -47,7 +47,10 @@ I_FLAGS = 3  # bit 0: logits GEMM (x = batch), bit 1: low-precision input, bit 2
 I_CP = 4  # context parallel size
 I_SCALE_ID = 5  # fp8_static: compute_scale / scale_matrix slice id
 I_LOW_LATENCY = 6  # MoE: min-latency curve id tried first at <= LOW_LATENCY_TOKENS tokens (-1: none)
-N_INT = 7
+I_NEAR_COUNT = 7  # GEMM off-site shape: how many gated neighbour sites follow (-1: not precomputed)
+I_NEAR = 8  # GEMM: the gated neighbour sites, nearest first (estimator.kernels.gemm.gated_sites)
+MAX_NEAR = 128  # more gated sites than this: resolve by the full scan instead
+N_INT = I_NEAR + MAX_NEAR
 
 # floats columns
 F_SCALE = 0  # scale_factor
@@ -121,7 +124,7 @@ def _gemm(ints, f, x, fdat, idat, hdr):
     if ints[I_TABLE] < 0:
         st, lat = MISS, 0.0
     else:
-        st, lat = gemm_query(fdat, idat, hdr, L.GEMM, ints[I_TABLE], m, n, k, p)
+        st, lat = gemm_query(fdat, idat, hdr, L.GEMM, ints[I_TABLE], m, n, k, p, ints[I_NEAR:], ints[I_NEAR_COUNT])
     if st != OK:
         if flags & FLAG_BELOW_GRID_SOL:
             st, lat = OK, sol(SOL_GEMM, p, q)

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimator.errors import PerfDataMissingError
+from estimator.kernels import layout as L
 from estimator.kernels import ops as K
+from estimator.kernels.gemm import gated_sites
 from estimator.models import ops as O
 from estimator.perf.families import MOE_DEFAULT, MOE_MIN_LATENCY
 from estimator.perf.stack import StackTables
@@ -145,9 +147,18 @@ class OpCompiler:
         it[K.I_TABLE] = dtype
         if dtype < 0:
             return f"GEMM perf data missing for quant {lookup!r} ({self.t.label})"
+        self._gemm_neighbours(dtype, op, it)
         if op.quant_mode == "fp8_static" and it[K.I_SCALE_ID] < 0:
             return f"compute_scale/scale_matrix data missing for quant 'fp8' ({self.t.label})"
         return f"GEMM quant={lookup} n={op.n} k={op.k} ({self.t.label})"
+
+    def _gemm_neighbours(self, dtype: int, op: O.Gemm, it: np.ndarray) -> None:
+        """Precompute the gated neighbour sites of an off-site (n, k), so queries skip the site scan."""
+        it[K.I_NEAR_COUNT] = -1
+        near = gated_sites(*self.t.kernel_tables, L.GEMM, dtype, float(op.n), float(op.k))
+        if len(near) <= K.MAX_NEAR:
+            it[K.I_NEAR_COUNT] = len(near)
+            it[K.I_NEAR : K.I_NEAR + len(near)] = near
 
     def _context_attention(self, op: O.ContextAttention, it: np.ndarray, f: np.ndarray) -> str:
         lookup = 0 if op.n == op.n_kv else op.n_kv

@@ -22,7 +22,8 @@ def _quiet_reference_logs() -> None:
 def _translate(exc: Exception) -> EstimatorError:
     """A reference engine error as one of ours, message kept."""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if "perf database error" in msg or "PerfData" in type(exc).__name__ or "perf_interp" in msg:
+    data_missing = ("perf database error", "perf_interp", "missing system flops")
+    if any(marker in msg for marker in data_missing) or "PerfData" in type(exc).__name__:
         return PerfDataMissingError(msg)
     return EstimatorError(msg)
 
