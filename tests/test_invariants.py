@@ -38,10 +38,22 @@ def _sol_ttft(deployment, semantics, isl, osl, batch, budget) -> float:
 
 
 @given(DEPLOYMENTS, st.integers(64, 16000), st.integers(1, 4000), st.integers(1, 64), st.integers(2, 1024),
-       st.sampled_from((2048, 8192, 16384)))
-def test_ttft_non_decreasing_in_isl(deployment, isl, extra, batch, osl, budget):
+       st.one_of(st.none(), st.floats(0.01, 1.0)))
+def test_ttft_non_decreasing_in_isl(deployment, isl, extra, batch, osl, budget_fraction):
+    """With a budget of at most one prompt (the default, or a chunking budget), a longer prompt never
+    gets its first token sooner. A budget packing several shorter prompts is a different step (more,
+    shorter requests) and is not ordered by isl: see test_packed_budget_orders_steps_not_prompts."""
+    budget = None if budget_fraction is None else max(1, int(isl * budget_fraction))
     first = _sol_ttft(deployment, Semantics.UNCACHED, isl, osl, batch, budget)
     assert _sol_ttft(deployment, Semantics.UNCACHED, isl + extra, osl, batch, budget) >= first
+
+
+def test_packed_budget_orders_steps_not_prompts():
+    """A 2048-token budget packs 2.3 prompts of 903 tokens but 2 of 1024: the first step of the
+    shorter prompts carries one more request, so its TTFT may be (slightly) larger."""
+    deployment = Deployment("Qwen/Qwen3-32B", "h200_sxm", "trtllm")
+    short, longer = (_sol_ttft(deployment, Semantics.UNCACHED, isl, 2, 3, 2048) for isl in (903, 1024))
+    assert longer < short < longer * (1 + 1e-4)
 
 
 def test_legacy_over_batch_budget_breaks_ttft_monotonicity():
