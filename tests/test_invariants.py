@@ -9,10 +9,11 @@ pins that fact so nobody "fixes" the invariant by smoothing data.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from estimator.cli import main as cli_main
@@ -40,12 +41,23 @@ def _sol_ttft(deployment, semantics, isl, osl, batch, budget) -> float:
 @given(DEPLOYMENTS, st.integers(64, 16000), st.integers(1, 4000), st.integers(1, 64), st.integers(2, 1024),
        st.one_of(st.none(), st.floats(0.01, 1.0)))
 def test_ttft_non_decreasing_in_isl(deployment, isl, extra, batch, osl, budget_fraction):
-    """With a budget of at most one prompt (the default, or a chunking budget), a longer prompt never
-    gets its first token sooner. A budget packing several shorter prompts is a different step (more,
-    shorter requests) and is not ordered by isl: see test_packed_budget_orders_steps_not_prompts."""
+    """With a budget of at most one prompt (the default, or a chunking budget) and decode outlasting
+    prefill (S < D), a longer prompt never gets its first token sooner. Outside that regime the
+    schedule itself is not ordered by isl: a budget packing several shorter prompts carries more
+    requests per step, and with S >= D the mixed step's decode share b*D/S shrinks as S grows (see
+    the two pinned counterexamples below)."""
     budget = None if budget_fraction is None else max(1, int(isl * budget_fraction))
+    steps = math.ceil((isl + extra) * batch / (budget or isl + extra))
+    assume(batch == 1 or steps < osl)
     first = _sol_ttft(deployment, Semantics.UNCACHED, isl, osl, batch, budget)
     assert _sol_ttft(deployment, Semantics.UNCACHED, isl + extra, osl, batch, budget) >= first
+
+
+def test_decode_share_shrinks_when_prefill_steps_outnumber_decode_iterations():
+    """S >= D: 64 -> 65 tokens makes S 43 -> 44, so the mixed step carries 25 -> 24 decode requests."""
+    deployment = Deployment("Qwen/Qwen3-32B", "h200_sxm", "trtllm")
+    short, longer = (_sol_ttft(deployment, Semantics.UNCACHED, isl, 34, 32, 48) for isl in (64, 65))
+    assert longer < short
 
 
 def test_packed_budget_orders_steps_not_prompts():
