@@ -7,12 +7,18 @@ import sys
 from estimator.cli import estimate as estimate_cmd
 from estimator.cli import models as models_cmd
 from estimator.cli import price_ops as price_ops_cmd
+from estimator.cli import refine as refine_cmd
+from estimator.cli import report as report_cmd
+from estimator.cli import sweep as sweep_cmd
 from estimator.errors import EstimatorError
 
 COMMANDS = {
     "price-ops": price_ops_cmd,
     "models": models_cmd,
     "estimate": estimate_cmd,
+    "refine": refine_cmd,
+    "report": report_cmd,
+    "sweep": sweep_cmd,
 }
 
 

@@ -1,21 +1,28 @@
-"""Estimate one operating point: agg (in-flight batching) or a static batch, like `aiconfigurator cli estimate`.
+"""Estimate one operating point: agg (in-flight batching), disagg or a static batch, like `aiconfigurator cli estimate`.
 
 --semantics legacy reproduces aiconfigurator 0.12.0; uncached (the default) counts only uncached
 prompt tokens against the --ctx-tokens budget. --json prints the full unrounded result row;
 --detail time adds the scheduling line and per-step per-op tables with SOL (roofline) columns.
+--estimate-mode disagg prices --prefill-num-workers prefill workers (static batches of
+--prefill-batch-size prompts) and --decode-num-workers decode workers; each --prefill-* /
+--decode-* size defaults to the shared one.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
 from estimator.cli.common import add_deployment_args, deployment_from_args
+from estimator.deployment import Deployment
+from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
 from estimator.scheduler import AggPoint, AggResult, StaticMode, StaticPoint, run_agg, run_static
 from estimator.steps import DEFAULT_STRIDE, Semantics, StepCost
 
-MODES = ("agg", *(m.value for m in StaticMode))
+MODES = ("agg", "disagg", *(m.value for m in StaticMode))
+ROLE_SIZES = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")  # per-role overrides of the shared sizes
 BAR_WIDTH = 12
 
 
@@ -35,6 +42,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     p.add_argument("--detail", choices=("time",), default=None, help="time: scheduling and per-op tables")
     p.add_argument("--json", action="store_true", help="print the full unrounded result row as one JSON object")
+    for role in ("prefill", "decode"):
+        for size in ROLE_SIZES:
+            p.add_argument(f"--{role}-{size.replace('_', '-')}-size", type=int, default=None, help=f"disagg: {role} {size} size (default: shared)")
+        p.add_argument(f"--{role}-batch-size", type=int, default=None, help=f"disagg: {role} batch size (required)")
+        p.add_argument(f"--{role}-num-workers", type=int, default=None, help=f"disagg: {role} workers (required)")
+    p.add_argument("--decode-system", default=None, help="disagg: decode workers' system (default --system)")
 
 
 def nextn_accepted(args: argparse.Namespace) -> float:
@@ -50,8 +63,11 @@ def nextn_accepted(args: argparse.Namespace) -> float:
 
 
 def estimate(args: argparse.Namespace, pricer: str):
-    """The AggResult or StaticResult of the command line, priced by `pricer`."""
+    """The AggResult, DisaggResult or StaticResult of the command line, priced by `pricer`."""
     deployment = deployment_from_args(args)
+    if args.mode == "disagg":
+        return run_disagg(role_deployment(args, deployment, "prefill"), role_deployment(args, deployment, "decode"),
+                          disagg_point(args), args.semantics, pricer)  # fmt: skip
     if args.mode == "agg":
         point = AggPoint(
             isl=args.isl, osl=args.osl, batch_size=args.batch_size, ctx_tokens=args.ctx_tokens, prefix=args.prefix,
@@ -66,6 +82,25 @@ def estimate(args: argparse.Namespace, pricer: str):
     return run_static(deployment, point, args.mode, pricer)
 
 
+def role_deployment(args: argparse.Namespace, shared: Deployment, role: str) -> Deployment:
+    """A disagg worker's deployment: the shared one with the role's sizes (and decode system)."""
+    sizes = {size: getattr(args, f"{role}_{size}_size") for size in ROLE_SIZES}
+    system = args.decode_system if role == "decode" and args.decode_system else shared.system
+    return dataclasses.replace(shared, system=system, **{k: v for k, v in sizes.items() if v is not None})
+
+
+def disagg_point(args: argparse.Namespace) -> DisaggPoint:
+    """The disagg worker shapes of the command line (the four of them are required)."""
+    for name in ("prefill_batch_size", "prefill_num_workers", "decode_batch_size", "decode_num_workers"):
+        if getattr(args, name) is None:
+            raise InvalidInputError(f"--{name.replace('_', '-')} is required for --estimate-mode disagg")
+    return DisaggPoint(
+        isl=args.isl, osl=args.osl, prefill_batch_size=args.prefill_batch_size, prefill_workers=args.prefill_num_workers,
+        decode_batch_size=args.decode_batch_size, decode_workers=args.decode_num_workers, prefix=args.prefix,
+        nextn_accepted=nextn_accepted(args), stride=args.stride, free_gpu_memory_fraction=args.free_gpu_memory_fraction,
+    )  # fmt: skip
+
+
 def step_sections(result) -> list[tuple[str, StepCost]]:
     """(title, step) per priced step of a result, in schedule order."""
     if isinstance(result, AggResult):
@@ -76,18 +111,31 @@ def step_sections(result) -> list[tuple[str, StepCost]]:
     return [(t, s) for t, s in (("Context phase", result.context), ("Generation phase", result.generation)) if s.ops]
 
 
+THROUGHPUT = (("tokens/s", "tokens/s", ""), ("tokens/s/gpu", "tokens/s/gpu", ""), ("tokens/s/user", "tokens/s/user", ""),
+              ("seq/s", "seq/s", ""), ("Concurrency", "concurrency", ""))  # fmt: skip
+LATENCY = (("TTFT", "ttft", " ms"), ("TPOT", "tpot", " ms"), ("Request Latency", "request_latency", " ms"))
+
+
+def metric_lines(row: dict, metrics) -> list[str]:
+    """One aligned line per (label, column, unit)."""
+    return [f"  {label + ':':<18}{row[key] if isinstance(row[key], int) else f'{row[key]:.3f}'}{unit}" for label, key, unit in metrics]
+
+
+def render_disagg_summary(row: dict) -> str:
+    """A short human-readable summary of a disagg row."""
+    lines = [f"{row['model']} disagg: {row['(p)workers']} x prefill {row['(p)parallel']} bs {row['(p)bs']} ({row['(p)system']}), "
+             f"{row['(d)workers']} x decode {row['(d)parallel']} bs {row['(d)bs']} ({row['(d)system']}), {row['(p)backend']} {row['(p)version']}",
+             f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  GPUs {row['num_total_gpus']}"]  # fmt: skip
+    memory = (("Prefill memory", "(p)memory", " GiB"), ("Decode memory", "(d)memory", " GiB"))
+    return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + memory))
+
+
 def render_summary(row: dict) -> str:
     """A short human-readable summary of a result row."""
     lines = [f"{row['model']} on {row['system']} ({row['backend']} {row['version']}), {row['parallel']}"]
     lines.append(f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  batch {row['bs']}"
                  + (f"  ctx_tokens {row['ctx_tokens']}" if "ctx_tokens" in row else ""))
-    for label, key, unit in (("TTFT", "ttft", " ms"), ("TPOT", "tpot", " ms"), ("Request Latency", "request_latency", " ms"),
-                             ("tokens/s", "tokens/s", ""), ("tokens/s/gpu", "tokens/s/gpu", ""),
-                             ("tokens/s/user", "tokens/s/user", ""), ("seq/s", "seq/s", ""),
-                             ("Concurrency", "concurrency", ""), ("Memory (GPU)", "memory", " GiB")):
-        value = row[key]
-        lines.append(f"  {label + ':':<18}{value if isinstance(value, int) else f'{value:.3f}'}{unit}")
-    return "\n".join(lines)
+    return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + (("Memory (GPU)", "memory", " GiB"),)))
 
 
 def render_time_detail(result, sol_result) -> str:
@@ -129,6 +177,9 @@ def _pct(part: float, whole: float) -> float:
 
 
 def warnings(result, batch_size: int) -> list[str]:
+    if isinstance(result, DisaggResult):
+        return [f"warning: OOM: the {w.role.value} worker ({w.row['memory']:.2f} GiB per GPU, batch {w.row['bs']}) does not fit"
+                for w in (result.prefill, result.decode) if not w.fits]  # fmt: skip
     if result.memory.oom:
         return [f"warning: OOM: {result.row['memory']:.2f} GiB per GPU does not fit in GPU memory"]
     if result.memory.kv_oom:
@@ -143,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(dict(result.row)))
         return 0
-    print(render_summary(dict(result.row)))
+    print((render_disagg_summary if isinstance(result, DisaggResult) else render_summary)(dict(result.row)))
     if args.detail == "time":
         print()
         print(render_time_detail(result, estimate(args, "sol")))

@@ -1,0 +1,75 @@
+"""Sweep speed, ours (legacy semantics) vs aiconfigurator 0.12.0, with identical results checked.
+
+Run: `python -m benchmarks.bench_sweep`. In one run: a full agg sweep of one parallel layout
+(every batch x prefill budget) and a full 8-GPU disagg sweep (tp 1/2/4/8 prefill and decode
+layouts, 1-32 workers per pool, at most 8 GPUs per replica), each under one (TTFT, TPOT) target
+and under aiconfigurator's Pareto TPOT list (its Task default). Both sides are warmed first on
+another workload (tables loaded, engines compiled); every timed sweep is a workload neither side
+has priced, so no result cache answers. Not a test: prints times and ratios, and fails loudly if
+the results differ.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+import warnings
+
+from estimator.sweep import Sla
+from parity.compare import explain, failures
+from parity.test_sweep_parity import SweepTask, compare_frames, our_sweep, reference_sweep
+
+MODEL, SYSTEM, BACKEND = "Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang"
+WORKLOADS = ((4096, 512), (2048, 1024), (8192, 256))  # timed, each (isl, osl) fresh to both sides
+WARMUP = (3000, 300)
+PARETO_TPOTS = tuple(range(1, 20)) + tuple(range(20, 300, 5))  # aiconfigurator task_v2._LEGACY_TPOT_SWEEP
+TARGETS = {"one target": Sla(2000.0, (50.0,)), "Pareto TPOT list": Sla(2000.0, tuple(float(t) for t in PARETO_TPOTS))}
+SWEEPS = {"agg, tp2": ("agg", (2,)), "disagg, 8 GPUs": ("disagg", (1, 2, 4, 8))}
+
+
+def task(mode: str, tps: tuple[int, ...], isl: int, osl: int, sla: Sla) -> SweepTask:
+    return SweepTask(mode, MODEL, SYSTEM, BACKEND, isl, osl, sla, tps)
+
+
+def timed(fn):
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def run_case(mode: str, tps: tuple[int, ...], sla: Sla, workloads) -> tuple[float, float, int]:
+    """(our seconds, reference seconds, best rows compared) over fresh workloads; raises if any result differs."""
+    ours_s = theirs_s = 0.0
+    rows = 0
+    for isl, osl in workloads:
+        t = task(mode, tps, isl, osl, sla)
+        ours, seconds = timed(lambda: our_sweep(t, sla).best)
+        ours_s += seconds
+        theirs, seconds = timed(lambda: reference_sweep(t, sla))
+        theirs_s += seconds
+        diffs = compare_frames(t.id, theirs, ours, ours.columns)
+        if failures(diffs):
+            raise AssertionError(explain(diffs))
+        rows += len(ours)
+    return ours_s, theirs_s, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", type=int, default=len(WORKLOADS), help="fresh workloads timed per case (1-3)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    workloads = WORKLOADS[: args.workloads]
+    for mode, tps in SWEEPS.values():
+        for sla in TARGETS.values():
+            run_case(mode, tps, sla, [WARMUP])  # tables, engines and kernels warm on both sides
+    print(f"{MODEL} {SYSTEM} {BACKEND}, legacy semantics; workloads (isl, osl) {list(workloads)}")
+    for (name, (mode, tps)), (targets, sla) in ((s, t) for s in SWEEPS.items() for t in TARGETS.items()):
+        shifted = [(isl + (7 if targets != "one target" else 0), osl) for isl, osl in workloads]  # fresh per case
+        ours, theirs, rows = run_case(mode, tps, dataclasses.replace(sla), shifted)
+        print(f"  {name:<16} {targets:<17} ours {ours * 1000 / len(shifted):8.1f} ms, aiconfigurator "
+              f"{theirs * 1000 / len(shifted):8.1f} ms per sweep -> {theirs / ours:5.1f}x  (identical: {rows} best rows)")
+
+
+if __name__ == "__main__":
+    main()

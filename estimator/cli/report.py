@@ -1,0 +1,76 @@
+"""Build the accuracy report: predict every measured row by every method, write the per-point CSV, render the HTML.
+
+The measured rows are aiconfigurator-core's silicon_sample.csv (or --measurements, a project
+measurement CSV). --from-points re-renders an existing per-point CSV without recomputing.
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from estimator.deployment import require_positive
+from estimator.errors import InvalidInputError
+from estimator.report import METHOD_NAMES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def register(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
+    p.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
+    p.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
+    p.add_argument("--measurements", default=None, metavar="CSV", help="a project measurement CSV instead of silicon_sample.csv")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
+    p.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
+
+
+def compute_points(args: argparse.Namespace):
+    """Load, map and predict; returns the per-point table and its provenance."""
+    from estimator.report import provenance
+    from estimator.report.batch import predict_all
+    from estimator.report.points import points_frame
+    from measurements.loaders import load_measurements, load_silicon_sample, silicon_sample_path
+    from measurements.mapping import map_all
+
+    data_path = Path(args.measurements) if args.measurements else silicon_sample_path()
+    measurements = readable(load_measurements if args.measurements else load_silicon_sample, data_path, "measurement file")
+    rows = map_all(measurements[: args.limit] if args.limit is not None else measurements)
+    results = predict_all(rows, args.methods, workers=args.workers)
+    command = shlex.join(["python", "-m", "estimator", "report", *(sys.argv[2:] if sys.argv[1:2] == ["report"] else [])])
+    return points_frame(rows, results), provenance.collect(data_path, len(rows), command, ROOT)
+
+
+def readable(load, path, what: str):
+    """load(path), with an unreadable or malformed file reported as bad input naming it."""
+    try:
+        return load(path)
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read {what} {path}: {exc}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute (or read) the per-point table, write it, render the report."""
+    from estimator.report.points import read_points, write_points
+    from estimator.report.render import render_report
+
+    require_positive("workers", args.workers)
+    if args.limit is not None:
+        require_positive("limit", args.limit)
+    start = time.monotonic()
+    if args.from_points:
+        points, record = readable(read_points, args.from_points, "per-point file")
+        methods = [m for m in args.methods if m in set(points["method"])]
+    else:
+        points, record = compute_points(args)
+        methods = args.methods
+        write_points(points, args.points, record)
+        print(f"wrote {args.points}", file=sys.stderr)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(points, record, methods), encoding="utf-8")
+    print(f"wrote {out} ({time.monotonic() - start:.1f}s)", file=sys.stderr)
+    return 0

@@ -1,0 +1,168 @@
+"""Engine price tables: one deployment's step components priced on node grids, once, in batches.
+
+A pass is priced as one step (estimator.closedloop.pricing): pass-1 shared ops at the pass's
+token count, context attention per prefill chunk, generation attention at the decode batch and
+mean KV, and the decode step's other ops at the decode batch. Each component is priced by the
+deployment's pricer at the nodes of a fixed lattice with batched ``context_many`` /
+``generation_many`` calls (no Python call per pass), and the replay interpolates multilinearly
+between nodes. This is the approximation of engine pricing:
+
+* the token-major parts (pass-1 shared ops over pass tokens, the decode step's other ops over
+  decode rows) are priced at every integer up to ``EXACT_UP_TO`` (16384 tokens, 2048 rows):
+  GEMM prices jump at the perf tables' tile boundaries (+24% from 2048 to 2049 tokens on
+  Qwen3-32B/H200), which no interpolation between sparser nodes reproduces; beyond that, and on
+  the attention axes, nodes are geometric (``PER_OCTAVE`` per doubling, powers of two
+  included). A query on a node is exact, one between nodes is the multilinear blend of its
+  neighbours; attention is smooth in its axes (passes within 0.5% of direct pricing, tested);
+* context attention is evaluated per chunk at the pass's chunk count and averaged (batched
+  attention, each chunk at its own new tokens and KV start), not at one mean chunk;
+* the pass-1 shared ops are priced with no cached context (only context attention reads the
+  prefix in the native op set), and decode ops other than generation attention at KV length 1
+  (only generation attention reads the KV length).
+
+Tables are cached per (model, extent); extents are rounded up to powers of two so that rows of
+similar shape share one table. A node whose shape has no perf data is NaN; a pass that lands on
+it prices as NaN and the replay reports the row unpriceable.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from estimator.closedloop.pricing import PassTables
+from estimator.deployment import Deployment
+from estimator.errors import PerfDataMissingError
+from estimator.pricing import native_model
+from estimator.pricing.base import Pricer
+from estimator.pricing.native import NativePricer
+from estimator.scheduler.facts import step_pricer
+from estimator.steps.fold import op_fold, sequential_sum
+from estimator.steps.mixed import CONTEXT_ATTENTION, GENERATION_ATTENTION
+
+OP_PRICERS = ("native", "reference", "sol")  # what estimator.scheduler.facts.step_pricer builds
+PER_OCTAVE = {"tokens": 64, "chunks": 4, "chunk": 4, "attention_rows": 8, "kv": 8, "rows": 64}  # geometric nodes per doubling
+EXACT_UP_TO = {"tokens": 16384, "chunks": 4, "chunk": 8, "attention_rows": 16, "kv": 16, "rows": 2048}  # every integer node up to here
+
+
+@dataclass(frozen=True)
+class PassModel:
+    """The deployment and pricer whose steps price the passes."""
+
+    deployment: Deployment  # one rank's deployment (its nextn sets the decode query multiplier)
+    pricer: str = "native"  # "native" | "reference" | "sol"
+    seq_scale: float = 1.0  # seq imbalance correction on context attention
+    gen_scale: float = 1.0  # gen seq imbalance correction on generation attention
+
+    @property
+    def query_multiplier(self) -> int:
+        return self.deployment.nextn + 1
+
+
+@dataclass(frozen=True)
+class TableExtent:
+    """The largest shapes a replay can price; every field >= 1."""
+
+    tokens: int  # pass tokens: prefill tokens + decode query tokens
+    chunks: int  # prefill chunks in one pass
+    chunk: int  # new tokens of one chunk
+    start: int  # KV tokens before a chunk
+    rows: int  # decode query rows (requests x query multiplier)
+    kv: int  # decode KV length
+
+    def rounded(self) -> TableExtent:
+        """Each extent up to the next power of two (>= 2), so that similar rows share tables."""
+        return TableExtent(*(1 << max(1, int(v - 1).bit_length()) for v in (self.tokens, self.chunks, self.chunk, self.start, self.rows, self.kv)))
+
+
+def lattice(top: int, exact: int, per_octave: int) -> np.ndarray:
+    """Nodes 1..exact, then exact*2**(j/per_octave) rounded, up to the first node >= top."""
+    nodes = list(range(1, min(exact, top) + 1))
+    j = 1
+    while nodes[-1] < top:
+        node = round(exact * 2.0 ** (j / per_octave))
+        if node > nodes[-1]:
+            nodes.append(node)
+        j += 1
+    return np.array(nodes, dtype=np.float64)
+
+
+def _axis(name: str, top: int) -> np.ndarray:
+    return lattice(top, EXACT_UP_TO[name], PER_OCTAVE[name])
+
+
+@functools.lru_cache(maxsize=64)
+def engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
+    """The price tables of a model covering an extent (cached; pass a rounded extent)."""
+    parts = _component_pricers(model)
+    tokens, chunks, chunk = _axis("tokens", extent.tokens), _axis("chunks", extent.chunks), _axis("chunk", extent.chunk)
+    starts = np.concatenate(([0.0], _axis("chunk", extent.start)))
+    attention_rows, kv, rows = _axis("attention_rows", extent.rows), _axis("kv", extent.kv), _axis("rows", extent.rows)
+    grid3 = np.stack(np.meshgrid(chunks, chunk, starts, indexing="ij"), axis=-1).reshape(-1, 3)
+    grid2 = np.stack(np.meshgrid(attention_rows, kv, indexing="ij"), axis=-1).reshape(-1, 2)
+    shared = parts.context(np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens))), exclude=CONTEXT_ATTENTION)
+    return PassTables(
+        token_axis=tokens,
+        shared=shared,
+        chunk_batch_axis=chunks,
+        chunk_new_axis=chunk,
+        chunk_start_axis=starts,
+        chunk_attention=parts.context(grid3, only=CONTEXT_ATTENTION, attention=True).reshape(len(chunks), len(chunk), len(starts)),
+        attention_rows_axis=attention_rows,
+        kv_axis=kv,
+        decode_attention=parts.generation(grid2, only=GENERATION_ATTENTION, attention=True).reshape(len(attention_rows), len(kv)),
+        decode_rows_axis=rows,
+        decode_other=parts.generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_ATTENTION),
+    )
+
+
+@dataclass(frozen=True)
+class _ComponentPricers:
+    """Prices one step component (a fold of the context or generation op list) at many shapes."""
+
+    full: Pricer  # the deployment's pricer
+    attention: Pricer  # a pricer of the attention ops only (the full pricer when it cannot be narrowed)
+    model: PassModel
+
+    def context(self, shapes: np.ndarray, only: str | None = None, exclude: str | None = None, attention: bool = False) -> np.ndarray:
+        pricer = self.attention if attention else self.full
+        lat = _price_tolerant(lambda s: pricer.context_many(s, self.model.seq_scale), shapes, len(pricer.context_names))
+        fold = op_fold(pricer.context_names, pricer.context_sources, only, exclude)
+        return sequential_sum(fold.apply(lat))
+
+    def generation(self, shapes: np.ndarray, only: str | None = None, exclude: str | None = None, attention: bool = False) -> np.ndarray:
+        pricer = self.attention if attention else self.full
+        lat = _price_tolerant(lambda s: pricer.generation_many(s, self.model.gen_scale), shapes, len(pricer.generation_names))
+        fold = op_fold(pricer.generation_names, pricer.generation_sources, only, exclude)
+        return sequential_sum(fold.apply(lat))
+
+
+@functools.lru_cache(maxsize=64)
+def _component_pricers(model: PassModel) -> _ComponentPricers:
+    """The full pricer, plus (native only) an attention-only pricer so that the large attention
+    grids do not price every op at every node."""
+    full = step_pricer(model.pricer, model.deployment)
+    if model.pricer != "native":
+        return _ComponentPricers(full, full, model)
+    ops = native_model(model.deployment)
+    attention = NativePricer(
+        ops.tables,
+        [op for op in ops.ops.context if op.name == CONTEXT_ATTENTION],
+        [op for op in ops.ops.generation if op.name == GENERATION_ATTENTION],
+    )
+    return _ComponentPricers(full, attention, model)
+
+
+def _price_tolerant(price, shapes: np.ndarray, n_ops: int) -> np.ndarray:
+    """price(shapes) -> float64[n, n_ops], with NaN rows for shapes that have no perf data
+    (a failing batch is bisected until the missing shapes are isolated)."""
+    if shapes.shape[0] == 0:
+        return np.zeros((0, n_ops))
+    try:
+        return np.asarray(price(shapes), dtype=np.float64)
+    except PerfDataMissingError:
+        if shapes.shape[0] == 1:
+            return np.full((1, n_ops), np.nan)
+    half = shapes.shape[0] // 2
+    return np.vstack((_price_tolerant(price, shapes[:half], n_ops), _price_tolerant(price, shapes[half:], n_ops)))

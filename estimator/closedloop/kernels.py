@@ -1,0 +1,839 @@
+"""Numba replays: the agg pass calendar and the P/D tandem on flat arrays, bit-identical to oracle.py.
+
+* Requests: client c owns row c of the request arrays (a closed loop keeps at most one request
+  per client in flight; a replacement reuses the row once the finished request has left every
+  list). Lists hold client ids; removal is by id with order-preserving compaction.
+* Gaps: counted inter-token gaps are (value, count) runs of equal consecutive gaps; quantiles over
+  the runs equal quantiles over the expanded list.
+* Cohorts: while every decoding request emits in every pass (k == 1, all fit the budget or
+  decode_max), the decoders are a heap keyed by (decode pass of their last token, admission
+  order); tokens, KV and last emission follow from the cohort's pass count, so a pass costs
+  O(prefill chunks + completions). Runs of decode-only passes (stretches) skip the per-pass
+  bookkeeping. Both fall back to the per-request walk wherever that would differ.
+* Every float operation happens in the oracle's order, so results are equal bit for bit (the
+  property tests check it). Passes are priced by pricing.affine_ms / pricing.engine_ms directly:
+  wrapping that choice in a function costs ~60 ns per pass in Numba's reference counting.
+* Numba's on-disk cache keys on this file only: after editing pricing.py or quantile.py, clear the
+  cache (the jitted callees are compiled into these kernels).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, engine_ms
+from estimator.closedloop.quantile import nearest_rank_index
+
+OK, STALLED, NONFINITE, LIMIT = 0, 1, 2, 3
+
+# request int columns
+ISL, OSL, NEW, TODO, MADE, ADMITTED, BASE_MADE, BASE_EPOCH = 0, 1, 2, 3, 4, 5, 6, 7
+N_INT = 8
+# request float columns
+BORN, VISIBLE, ADMIT_T, SERVICE, T_FIRST, T_LAST, PROGRESS = 0, 1, 2, 3, 4, 5, 6
+N_FLOAT = 7
+
+N_STATS = 14  # LatencyStats fields, in order
+
+
+# int64 counters and float64 scalars of a run (the oracle's _Run attributes)
+DISPATCHED, DONE, N_TTFT, N_TPOT, N_LAT, N_RUNS, N_GAPS, N_DONE = 0, 1, 2, 3, 4, 5, 6, 7
+N_COUNTERS = 8
+# float scalars
+T_STEADY, HAS_STEADY, T_END, WORST = 0, 1, 2, 3
+N_SCALARS = 4
+
+
+@njit(cache=True, inline="always")
+def _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible):
+    """Load the plan's next request into client row c; False once the dispatch cap is reached."""
+    if cap >= 0 and cnt[DISPATCHED] >= cap:
+        return False
+    i = cnt[DISPATCHED]
+    cnt[DISPATCHED] += 1
+    isl = isl_arr[i % isl_arr.shape[0]]
+    ri[c, ISL] = isl
+    ri[c, OSL] = osl_arr[i % osl_arr.shape[0]]
+    ri[c, NEW] = isl - prefix
+    ri[c, TODO] = isl - prefix
+    ri[c, MADE] = 0
+    ri[c, ADMITTED] = 0
+    rf[c, BORN] = born
+    rf[c, VISIBLE] = visible
+    rf[c, ADMIT_T] = 0.0
+    rf[c, SERVICE] = 0.0
+    rf[c, T_FIRST] = 0.0
+    rf[c, T_LAST] = 0.0
+    rf[c, PROGRESS] = 0.0
+    return True
+
+
+@njit(cache=True, inline="always")
+def _first_token(ri, rf, c, t, ttft, counting, cnt, sc, ttfts):
+    ri[c, MADE] += 1
+    rf[c, T_FIRST] = t
+    rf[c, T_LAST] = t
+    if counting:
+        ttfts[cnt[N_TTFT]] = ttft
+        cnt[N_TTFT] += 1
+    sc[WORST] = max(sc[WORST], ttft)
+
+
+@njit(cache=True)
+def _room(run_v, run_c, cnt, more):
+    """The gap-run buffers with room for `more` runs beyond the current ones (doubling)."""
+    needed = cnt[N_RUNS] + more
+    if needed <= run_v.shape[0]:
+        return run_v, run_c
+    size = max(2 * run_v.shape[0], needed)
+    bigger_v = np.empty(size)
+    bigger_c = np.zeros(size, dtype=np.int64)
+    bigger_v[: run_v.shape[0]] = run_v
+    bigger_c[: run_c.shape[0]] = run_c
+    return bigger_v, bigger_c
+
+
+@njit(cache=True, inline="always")
+def _add_gaps(gap, n, cnt, run_v, run_c):
+    """Count n equal consecutive gaps: merged into the last run when it holds the same value, else
+    a new (gap, n) run (the caller made room)."""
+    cnt[N_GAPS] += n
+    runs = cnt[N_RUNS]
+    if runs > 0 and run_v[runs - 1] == gap:
+        run_c[runs - 1] += n
+    else:
+        run_v[runs] = gap
+        run_c[runs] = n
+        cnt[N_RUNS] = runs + 1
+
+
+@njit(cache=True)
+def _add_gap_list(gaps, n, cnt, run_v, run_c):
+    """Count gaps[:n] in order, consecutive equal gaps grouped into one _add_gaps call."""
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and gaps[j] == gaps[i]:
+            j += 1
+        _add_gaps(gaps[i], j - i, cnt, run_v, run_c)
+        i = j
+
+
+@njit(cache=True, inline="always")
+def _decode(ri, rf, c, t, k):
+    """One decode emission (oracle._Run.decode): k more tokens committed, floor-differences
+    emitted (capped at osl); returns the gap since the request's previous emission."""
+    before = rf[c, PROGRESS]
+    rf[c, PROGRESS] = before + k
+    emitted = int(math.floor(rf[c, PROGRESS])) - int(math.floor(before))
+    ri[c, MADE] += min(emitted, ri[c, OSL] - ri[c, MADE])
+    gap = t - rf[c, T_LAST]
+    rf[c, T_LAST] = t
+    return gap
+
+
+@njit(cache=True, inline="always")
+def _complete(ri, rf, c, t, warm, cnt, sc, tpots, lats, done_born, done_t):
+    cnt[DONE] += 1
+    sc[T_END] = max(sc[T_END], t)
+    if cnt[DONE] == warm:
+        sc[T_STEADY] = t
+        sc[HAS_STEADY] = 1.0
+    if cnt[DONE] > warm:
+        lats[cnt[N_LAT]] = t - rf[c, BORN]
+        cnt[N_LAT] += 1
+        if ri[c, OSL] > 1:
+            tpots[cnt[N_TPOT]] = (rf[c, T_LAST] - rf[c, T_FIRST]) / (ri[c, OSL] - 1)
+            cnt[N_TPOT] += 1
+    done_born[cnt[N_DONE]] = rf[c, BORN]
+    done_t[cnt[N_DONE]] = t
+    cnt[N_DONE] += 1
+
+
+@njit(cache=True)
+def _mean(values, n):
+    if n == 0:
+        return np.nan
+    total = 0.0
+    for i in range(n):
+        total += values[i]
+    return total / n
+
+
+@njit(cache=True)
+def _quantile(values, n, q):
+    if n == 0:
+        return np.nan
+    return np.sort(values[:n])[nearest_rank_index(q, n)]
+
+
+@njit(cache=True)
+def _run_quantiles(run_v, run_c, n_runs, total):
+    """(p50, p99) of the list that expands each run value by its count (one sort)."""
+    if total == 0:
+        return np.nan, np.nan
+    order = np.argsort(run_v[:n_runs])
+    out = np.empty(2)
+    for slot, q in enumerate((0.5, 0.99)):
+        target = nearest_rank_index(q, total)
+        seen = 0
+        for o in order:
+            seen += run_c[o]
+            if seen > target:
+                out[slot] = run_v[o]
+                break
+    return out[0], out[1]
+
+
+@njit(cache=True)
+def _run_sum(run_v, run_c, n_runs):
+    """stats.run_length_sum over the runs."""
+    total = 0.0
+    for i in range(n_runs):
+        total += run_v[i] * run_c[i]
+    return total
+
+
+@njit(cache=True)
+def _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c):
+    """The LatencyStats record (stats.summarize, field order)."""
+    out = np.empty(N_STATS)
+    n_t, n_p, n_l, n_g = cnt[N_TTFT], cnt[N_TPOT], cnt[N_LAT], cnt[N_GAPS]
+    window = sc[T_END] - (sc[T_STEADY] if sc[HAS_STEADY] > 0.0 else 0.0)
+    out[0] = _mean(ttfts, n_t)
+    out[1] = _quantile(ttfts, n_t, 0.5)
+    out[2] = _quantile(ttfts, n_t, 0.99)
+    out[3] = sc[WORST]
+    out[4] = _mean(tpots, n_p) if n_p > 0 else 0.0
+    out[5] = _quantile(tpots, n_p, 0.5) if n_p > 0 else 0.0
+    out[6] = _quantile(tpots, n_p, 0.99) if n_p > 0 else 0.0
+    out[7] = _run_sum(run_v, run_c, cnt[N_RUNS]) / n_g if n_g > 0 else np.nan
+    out[8], out[9] = _run_quantiles(run_v, run_c, cnt[N_RUNS], n_g)
+    out[10] = _mean(lats, n_l)
+    out[11] = n_l / (window / 1000) if window > 0 else 0.0
+    out[12] = n_l
+    out[13] = window
+    return out
+
+
+@njit(cache=True)
+def _buffers(clients, requests):
+    ri = np.zeros((clients, N_INT), dtype=np.int64)
+    rf = np.zeros((clients, N_FLOAT))
+    cnt = np.zeros(N_COUNTERS, dtype=np.int64)
+    sc = np.zeros(N_SCALARS)
+    return ri, rf, cnt, sc, np.empty(requests), np.empty(requests), np.empty(requests), np.empty(requests), np.empty(requests)
+
+
+@njit(cache=True)
+def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decode_budget, running, starts, takes, firsts, decs, svc):
+    """Walk the active list spending the token budget (oracle.agg_calendar's pass formation).
+    Fills starts/takes (chunks), firsts (prompts completing), decs (decoders) and svc (admitted
+    requests still before their first token). Returns (nc, nf, nd, ns, new_starts, kv_sum, running)."""
+    left = budget
+    nc = nf = nd = ns = new_starts = kv_sum = 0
+    for p in range(n_act):
+        c = order[p]
+        if ri[c, TODO] > 0:
+            if left <= 0:
+                if ri[c, ADMITTED] == 1:
+                    svc[ns] = c
+                    ns += 1
+                continue
+            if ri[c, ADMITTED] == 0 and running >= max_seqs:
+                break
+            if not chunked and ri[c, TODO] > left:
+                break
+            take = min(ri[c, TODO], left)
+            starts[nc] = prefix + (ri[c, NEW] - ri[c, TODO])
+            takes[nc] = take
+            nc += 1
+            if ri[c, ADMITTED] == 0:
+                ri[c, ADMITTED] = 1
+                rf[c, ADMIT_T] = t
+                running += 1
+                new_starts += 1
+            ri[c, TODO] -= take
+            left -= take
+            svc[ns] = c
+            ns += 1
+            if ri[c, TODO] == 0:
+                firsts[nf] = c
+                nf += 1
+        elif ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
+            left -= decode_budget
+            decs[nd] = c
+            nd += 1
+            kv_sum += ri[c, ISL] + ri[c, MADE]
+    return nc, nf, nd, ns, new_starts, kv_sum, running
+
+
+# ---------------------------------------------------------------------------------------------
+# The decode cohort: while every decoder emits in every pass (all fit the budget, k == 1), the
+# decoders leave the active list and become a heap keyed by (decode pass of their last token,
+# admission order). Their tokens, KV and last emission time follow from the cohort's pass count,
+# so a pass costs O(prefill chunks + completions) instead of O(active requests).
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _before(hk, hj, a, b):
+    return hk[a] < hk[b] or (hk[a] == hk[b] and hj[a] < hj[b])
+
+
+@njit(cache=True)
+def _heap_push(hk, hj, hc, n, key, join, c):
+    """Push (key, join, c) onto the heap of size n; returns n + 1."""
+    i = n
+    hk[i], hj[i], hc[i] = key, join, c
+    while i > 0:
+        parent = (i - 1) // 2
+        if not _before(hk, hj, i, parent):
+            break
+        hk[i], hk[parent] = hk[parent], hk[i]
+        hj[i], hj[parent] = hj[parent], hj[i]
+        hc[i], hc[parent] = hc[parent], hc[i]
+        i = parent
+    return n + 1
+
+
+@njit(cache=True)
+def _heap_pop(hk, hj, hc, n):
+    """Remove the top of the heap of size n; returns n - 1."""
+    n -= 1
+    hk[0], hj[0], hc[0] = hk[n], hj[n], hc[n]
+    i = 0
+    while True:
+        smallest = i
+        for child in (2 * i + 1, 2 * i + 2):
+            if child < n and _before(hk, hj, child, smallest):
+                smallest = child
+        if smallest == i:
+            return n
+        hk[i], hk[smallest] = hk[smallest], hk[i]
+        hj[i], hj[smallest] = hj[smallest], hj[i]
+        hc[i], hc[smallest] = hc[smallest], hc[i]
+        i = smallest
+
+
+@njit(cache=True)
+def _join_cohort(ri, c, epoch, joins, hk, hj, hc, n_coh):
+    """Request c (tokens made so far in ri[c, MADE]) joins the cohort at decode pass `epoch`."""
+    ri[c, BASE_MADE] = ri[c, MADE]
+    ri[c, BASE_EPOCH] = epoch
+    return _heap_push(hk, hj, hc, n_coh, epoch + ri[c, OSL] - ri[c, MADE], joins, c)
+
+
+@njit(cache=True)
+def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
+    """Every cohort member back into the head of a request list (the agg active list, a decode
+    worker's run list) in admission order, its tokens, progress (k == 1: tokens - 1) and last
+    emission (t_last) materialized. Returns the new list length."""
+    members = hc[:n_coh][np.argsort(hj[:n_coh])]
+    order[n_coh : n_coh + n_act] = order[:n_act].copy()
+    for i in range(n_coh):
+        c = members[i]
+        ri[c, MADE] = ri[c, BASE_MADE] + (epoch - ri[c, BASE_EPOCH])
+        rf[c, PROGRESS] = ri[c, MADE] - 1.0
+        rf[c, T_LAST] = t_last
+        order[i] = c
+    return n_act + n_coh
+
+
+@njit(cache=True, nogil=True)
+def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, decode_budget, k,
+                 turnaround, encoder_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
+    """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
+    same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
+    them emit in every pass. Returns (status, stats, completed born, completed at)."""
+    ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
+    run_v = np.empty(1024)
+    run_c = np.zeros(1024, dtype=np.int64)
+    order = np.empty(clients, dtype=np.int64)  # active list (cohort mode: prefilling requests only)
+    wq = np.empty(clients, dtype=np.int64)  # waiting FIFO ring
+    starts = np.empty(clients, dtype=np.int64)
+    takes = np.empty(clients, dtype=np.int64)
+    firsts = np.empty(clients, dtype=np.int64)
+    decs = np.empty(clients, dtype=np.int64)
+    svc = np.empty(clients, dtype=np.int64)
+    gaps = np.empty(clients)
+    fin = np.empty(clients, dtype=np.int64)
+    hk = np.empty(clients, dtype=np.int64)  # cohort heap: decode pass of the last token
+    hj = np.empty(clients, dtype=np.int64)  # cohort heap: admission order (join counter)
+    hc = np.empty(clients, dtype=np.int64)  # cohort heap: client
+    n_act = head = n_wait = running = 0
+    cohort = k == 1.0  # decoders are a cohort (else: per request)
+    n_coh = epoch = joins = kv_coh = 0  # cohort size, decode passes so far, joins so far, summed KV
+    t = 0.0
+    for c in range(clients):
+        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0)
+        wq[(head + n_wait) % clients] = c
+        n_wait += 1
+    status = LIMIT
+    it = 0
+    while it < bound:
+        if cnt[DONE] >= stop:
+            status = OK
+            break
+        it += 1
+        while n_wait > 0 and rf[wq[head], VISIBLE] <= t:
+            order[n_act] = wq[head]
+            n_act += 1
+            head = (head + 1) % clients
+            n_wait -= 1
+        if cohort and n_coh * decode_budget > budget:  # some decoder would starve: walk per request
+            n_act = _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t)
+            cohort = False
+            n_coh = 0
+        nc = nf = nd = ns = new_starts = kv_sum = 0
+        if n_act > 0:
+            nc, nf, nd, ns, new_starts, kv_sum, running = _form_pass(
+                order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, running,
+                starts, takes, firsts, decs, svc,
+            )
+        if cohort:
+            nd, kv_sum = n_coh, kv_coh
+        if nc == 0 and nd == 0:
+            if n_wait == 0:
+                status = STALLED
+                break
+            t = max(t, rf[wq[head], VISIBLE])
+            continue
+        dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
+        dur = dur + encoder_ms * new_starts
+        if not (0.0 <= dur < np.inf):
+            status = NONFINITE
+            break
+        t_prev = t
+        t += dur
+        for i in range(ns):
+            rf[svc[i], SERVICE] += dur
+        counting = cnt[DONE] >= warm
+        n_fin = 0
+        for i in range(nf):
+            c = firsts[i]
+            _first_token(ri, rf, c, t, (rf[c, ADMIT_T] - rf[c, BORN]) + rf[c, SERVICE], counting, cnt, sc, ttfts)
+            if ri[c, MADE] >= ri[c, OSL]:
+                fin[n_fin] = c
+                n_fin += 1
+        if cohort:
+            if n_coh > 0:
+                epoch += 1
+                kv_coh += n_coh
+                if counting:
+                    run_v, run_c = _room(run_v, run_c, cnt, 1)
+                    _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
+            while n_coh > 0 and hk[0] == epoch:
+                c = hc[0]
+                n_coh = _heap_pop(hk, hj, hc, n_coh)
+                ri[c, MADE] = ri[c, OSL]
+                rf[c, T_LAST] = t
+                kv_coh -= ri[c, ISL] + ri[c, OSL]
+                fin[n_fin] = c
+                n_fin += 1
+        else:
+            for i in range(nd):
+                gaps[i] = _decode(ri, rf, decs[i], t, k)
+                if ri[decs[i], MADE] >= ri[decs[i], OSL]:
+                    fin[n_fin] = decs[i]
+                    n_fin += 1
+            if counting:
+                run_v, run_c = _room(run_v, run_c, cnt, nd)
+                _add_gap_list(gaps, nd, cnt, run_v, run_c)
+        for i in range(n_fin):
+            _complete(ri, rf, fin[i], t, warm, cnt, sc, tpots, lats, done_born, done_t)
+        running -= n_fin
+        if n_fin > 0 or (cohort and nf > 0):
+            kept = 0
+            for p in range(n_act):
+                c = order[p]
+                if ri[c, MADE] < ri[c, OSL] and not (cohort and ri[c, TODO] == 0):
+                    order[kept] = c
+                    kept += 1
+            n_act = kept
+        if cohort:
+            for i in range(nf):
+                c = firsts[i]
+                if ri[c, MADE] < ri[c, OSL]:
+                    n_coh = _join_cohort(ri, c, epoch, joins, hk, hj, hc, n_coh)
+                    joins += 1
+                    kv_coh += ri[c, ISL] + ri[c, MADE]
+        elif k == 1.0:
+            cohort, n_act, n_coh, epoch, kv_coh = _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, hk, hj, hc)
+            joins = n_coh
+        for i in range(n_fin):
+            c = fin[i]
+            if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround):
+                wq[(head + n_wait) % clients] = c
+                n_wait += 1
+        if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:
+            next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
+            t, epoch, kv_coh, it, status, run_v, run_c = _decode_stretch(
+                t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, cnt[DONE] >= warm, encoder_ms,
+                kind, params, data, hdr, starts, takes, cnt, run_v, run_c,
+            )
+            if status == NONFINITE:
+                break
+    if status == LIMIT and cnt[DONE] >= stop:
+        status = OK
+    return status, _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c), done_born[: cnt[N_DONE]].copy(), done_t[: cnt[N_DONE]].copy()
+
+
+@njit(cache=True)
+def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, encoder_ms, kind, params, data, hdr,
+                    starts, takes, cnt, run_v, run_c):  # fmt: skip
+    """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
+    that would start at or after next_due (a waiting request becomes visible). The same float
+    operations as the full pass loop, without its bookkeeping. Returns (t, epoch, kv, it, status, run_v, run_c)."""
+    status = LIMIT
+    if counting:
+        run_v, run_c = _room(run_v, run_c, cnt, passes)
+    flat = kind == AFFINE and params[DECODE_PER_KV] == 0.0  # the price ignores the KV: one evaluation serves every pass
+    flat_dur = affine_ms(params, 0, starts, takes, n_coh, kv) if flat else 0.0
+    for _ in range(passes):
+        if it >= bound or next_due <= t:
+            break
+        it += 1
+        if flat:
+            dur = flat_dur
+        else:
+            dur = affine_ms(params, 0, starts, takes, n_coh, kv) if kind == AFFINE else engine_ms(params, data, hdr, 0, starts, takes, n_coh, kv)
+        dur = dur + encoder_ms * 0
+        if not (0.0 <= dur < np.inf):
+            status = NONFINITE
+            break
+        t_prev = t
+        t += dur
+        epoch += 1
+        kv += n_coh
+        if counting:
+            _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
+    return t, epoch, kv, it, status, run_v, run_c
+
+
+@njit(cache=True)
+def _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, hk, hj, hc):
+    """After a per-request pass: if the decoders (the head of the active list) all emitted at t and
+    all fit the budget, move them into a fresh cohort (epoch 0). Returns (cohort, n_act, n_coh,
+    epoch, kv)."""
+    n_dec = 0
+    while n_dec < n_act and ri[order[n_dec], TODO] == 0:
+        if rf[order[n_dec], T_LAST] != t:
+            return False, n_act, 0, 0, 0
+        n_dec += 1
+    if n_dec * decode_budget > budget:
+        return False, n_act, 0, 0, 0
+    kv = _form_cohort(ri, order, n_dec, hk, hj, hc)
+    order[: n_act - n_dec] = order[n_dec:n_act].copy()
+    return True, n_act - n_dec, n_dec, 0, kv
+
+
+@njit(cache=True)
+def _form_cohort(ri, order, n, hk, hj, hc):
+    """A fresh cohort (decode pass 0) of order[:n], admission order = list order. Returns the
+    members' summed KV length."""
+    kv = 0
+    for i in range(n):
+        _join_cohort(ri, order[i], 0, i, hk, hj, hc, i)
+        kv += ri[order[i], ISL] + ri[order[i], MADE]
+    return kv
+
+
+@njit(cache=True)
+def _enqueue(queues, lens, mins, w, c, visible):
+    """Append client c to queue w, keeping the queue's earliest visible time."""
+    queues[w, lens[w]] = c
+    lens[w] += 1
+    mins[w] = min(mins[w], visible)
+
+
+@njit(cache=True)
+def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, plen, pmin, routed):
+    """Client c's next request into the prefill queues (static round robin); returns the new
+    round-robin counter (unchanged once the dispatch cap is reached)."""
+    if not _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible):
+        return routed
+    _enqueue(pq, plen, pmin, routed % pq.shape[0], c, visible)
+    return routed + 1
+
+
+@njit(cache=True)
+def _take_visible(queue, n, rf, t, limit, batch):
+    """Move the first `limit` entries with visible <= t into batch (queue order) and compact the
+    rest. Returns (batch size, new queue length, earliest visible of the rest)."""
+    nb = 0
+    kept = 0
+    earliest = np.inf
+    for i in range(n):
+        c = queue[i]
+        if nb < limit and rf[c, VISIBLE] <= t:
+            batch[nb] = c
+            nb += 1
+        else:
+            queue[kept] = c
+            kept += 1
+            earliest = min(earliest, rf[c, VISIBLE])
+    return nb, kept, earliest
+
+
+@njit(cache=True)
+def _next_event(free, lens, more, mins):
+    """min over workers w holding requests (lens[w] + more[w] > 0) of max(free[w], mins[w])."""
+    t = np.inf
+    for w in range(free.shape[0]):
+        if lens[w] + more[w] > 0:
+            t = min(t, max(free[w], mins[w]))
+    return t
+
+
+@njit(cache=True)
+def _earliest(rq, rlen, rf):
+    best = np.inf
+    for x in range(rlen):
+        best = min(best, rf[rq[x], VISIBLE])
+    return best
+
+
+@njit(cache=True)
+def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handoff, decode_max, counting, it, bound, kind,
+                    params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
+    """Decode-only events of the cohort workers (members[j] > 0), in time order (ties by worker
+    index, as the full loop serves them), while each launches before t_fixed (the next event of
+    anything else), no member completes and no hand-off joins: the full loop's float operations
+    without its bookkeeping. Updates d_free, epoch and kv in place; returns (it, status, run_v, run_c)."""
+    if counting:
+        steps = 0
+        for w in range(d_free.shape[0]):
+            steps += max(next_done[w] - epoch[w] - 1, 0) if members[w] > 0 else 0
+        run_v, run_c = _room(run_v, run_c, cnt, steps)
+    while it < bound:
+        j = -1
+        for w in range(d_free.shape[0]):
+            if members[w] > 0 and (j < 0 or d_free[w] < d_free[j]):
+                j = w
+        if j < 0:
+            break
+        t = d_free[j]
+        if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= t):
+            break
+        it += 1
+        dur = affine_ms(params, 0, starts, takes, members[j], kv[j]) if kind == AFFINE else engine_ms(params, data, hdr, 0, starts, takes, members[j], kv[j])
+        if not (0.0 <= dur < np.inf):
+            return it, NONFINITE, run_v, run_c
+        end = t + dur
+        if counting:
+            _add_gaps(end - t, members[j], cnt, run_v, run_c)
+        d_free[j] = end
+        epoch[j] += 1
+        kv[j] += members[j]
+    return it, LIMIT, run_v, run_c
+
+
+@njit(cache=True, nogil=True)
+def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_decode, prefill_batch, decode_max, k,
+           turnaround, handoff, encoder_ms, bound, requests, p_kind, p_params, p_data, p_hdr, d_kind, d_params, d_data, d_hdr):  # fmt: skip
+    """The P/D tandem (oracle.tandem). Each queue keeps its earliest visible time, so finding the
+    next event costs O(P + D). While a decode worker's hand-offs arrive in visible order (always
+    with row pricing; k == 1), its batch is a cohort that decodes in every iteration (as in the
+    agg calendar) plus the first eligible hand-offs up to decode_max, which then join it.
+    Returns (status, stats, completed born, completed at)."""
+    ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
+    run_v = np.empty(1024)
+    run_c = np.zeros(1024, dtype=np.int64)
+    pq = np.empty((n_prefill, clients), dtype=np.int64)  # prefill FIFO queues
+    plen = np.zeros(n_prefill, dtype=np.int64)
+    pmin = np.full(n_prefill, np.inf)
+    rq = np.empty((n_decode, clients), dtype=np.int64)  # decode run lists (cohort mode: the pending hand-offs)
+    rlen = np.zeros(n_decode, dtype=np.int64)
+    rmin = np.full(n_decode, np.inf)  # earliest visible in rq (-inf while the worker has a cohort)
+    p_free = np.zeros(n_prefill)
+    d_free = np.zeros(n_decode)
+    cohort = np.full(n_decode, k == 1.0)  # the worker's batch moves in step (see the docstring)
+    in_order = np.ones(n_decode, dtype=np.bool_)  # the worker's run list (cohort mode: hand-offs) is sorted by visible
+    hk = np.empty((n_decode, clients), dtype=np.int64)
+    hj = np.empty((n_decode, clients), dtype=np.int64)
+    hc = np.empty((n_decode, clients), dtype=np.int64)
+    n_coh = np.zeros(n_decode, dtype=np.int64)
+    no_cohort = np.zeros(n_prefill, dtype=np.int64)
+    in_step = np.zeros(n_decode, dtype=np.int64)  # stretch: cohort size of cohort workers, else 0
+    next_done = np.zeros(n_decode, dtype=np.int64)  # stretch: decode iteration of the cohort's next completion
+    next_handoff = np.full(n_decode, np.inf)  # stretch: visible time of the oldest pending hand-off
+    epoch = np.zeros(n_decode, dtype=np.int64)
+    joins = np.zeros(n_decode, dtype=np.int64)
+    kv_coh = np.zeros(n_decode, dtype=np.int64)
+    batch = np.empty(clients, dtype=np.int64)
+    gaps = np.empty(clients)
+    fin = np.empty(clients, dtype=np.int64)
+    starts = np.empty(clients, dtype=np.int64)
+    takes = np.empty(clients, dtype=np.int64)
+    routed_p = routed_d = 0
+    for c in range(clients):
+        routed_p = _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0, pq, plen, pmin, routed_p)
+    status = LIMIT
+    it = 0
+    while it < bound:
+        if cnt[DONE] >= stop:
+            status = OK
+            break
+        it += 1
+        t = min(_next_event(p_free, plen, no_cohort, pmin), _next_event(d_free, rlen, n_coh, rmin))
+        if t == np.inf:
+            status = STALLED
+            break
+        for i in range(n_prefill):
+            if plen[i] == 0 or p_free[i] > t:
+                continue
+            nb, plen[i], pmin[i] = _take_visible(pq[i], plen[i], rf, t, prefill_batch, batch)
+            if nb == 0:
+                continue
+            for b in range(nb):
+                starts[b] = prefix
+                takes[b] = ri[batch[b], NEW]
+            dur = affine_ms(p_params, nb, starts, takes, 0, 0) if p_kind == AFFINE else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, 0, 0)
+            dur = dur + encoder_ms
+            if not (0.0 <= dur < np.inf):
+                status = NONFINITE
+                break
+            end = t + dur
+            p_free[i] = end
+            counting = cnt[DONE] >= warm
+            for b in range(nb):
+                c = batch[b]
+                _first_token(ri, rf, c, end + handoff, ((t - rf[c, BORN]) + dur) + handoff, counting, cnt, sc, ttfts)
+                if ri[c, MADE] >= ri[c, OSL]:
+                    _complete(ri, rf, c, end + handoff, warm, cnt, sc, tpots, lats, done_born, done_t)
+                    t_next = end + handoff
+                    routed_p = _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t_next, t_next + turnaround, pq, plen, pmin, routed_p)
+                else:
+                    rf[c, VISIBLE] = end + handoff
+                    w = routed_d % n_decode
+                    in_order[w] = rlen[w] == 0 or (in_order[w] and rf[rq[w, rlen[w] - 1], VISIBLE] <= end + handoff)
+                    _enqueue(rq, rlen, rmin, w, c, end + handoff)
+                    if n_coh[w] > 0:
+                        rmin[w] = -np.inf
+                    routed_d += 1
+        if status == NONFINITE:
+            break
+        for j in range(n_decode):
+            if rlen[j] + n_coh[j] == 0 or d_free[j] > t:
+                continue
+            if cohort[j] and not in_order[j]:  # a younger hand-off may turn eligible first: walk per request
+                rlen[j] = _leave_cohort(ri, rf, hk[j], hj[j], hc[j], n_coh[j], rq[j], rlen[j], epoch[j], d_free[j])
+                rmin[j] = _earliest(rq[j], rlen[j], rf)
+                cohort[j] = False
+                n_coh[j] = 0
+            nj = 0  # cohort mode: the batch is the cohort, then the first eligible hand-offs up to decode_max
+            while cohort[j] and nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
+                nj += 1
+            # ---- the iteration's batch and its price ----
+            nb = 0
+            kv_sum = 0
+            if cohort[j]:
+                nb = n_coh[j] + nj
+                kv_sum = kv_coh[j]
+                for x in range(nj):
+                    kv_sum += ri[rq[j, x], ISL] + ri[rq[j, x], MADE]
+            else:
+                for x in range(rlen[j]):
+                    c = rq[j, x]
+                    if nb < decode_max and rf[c, VISIBLE] <= t:
+                        batch[nb] = c
+                        nb += 1
+                        kv_sum += ri[c, ISL] + ri[c, MADE]
+            if nb == 0:
+                continue
+            dur = affine_ms(d_params, 0, starts, takes, nb, kv_sum) if d_kind == AFFINE else engine_ms(d_params, d_data, d_hdr, 0, starts, takes, nb, kv_sum)
+            if not (0.0 <= dur < np.inf):
+                status = NONFINITE
+                break
+            end = t + dur
+            previous_end = d_free[j]
+            d_free[j] = end
+            counting = cnt[DONE] >= warm
+            n_fin = 0
+            if cohort[j]:
+                # members emit one token each, then the joiners (the eligible hand-offs) their first decode token
+                members = n_coh[j]
+                if members > 0:
+                    epoch[j] += 1
+                    kv_coh[j] += members
+                    if counting:
+                        run_v, run_c = _room(run_v, run_c, cnt, 1)
+                        _add_gaps(end - previous_end, members, cnt, run_v, run_c)
+                for x in range(nj):
+                    gaps[x] = _decode(ri, rf, rq[j, x], end, k)
+                if counting:
+                    run_v, run_c = _room(run_v, run_c, cnt, nj)
+                    _add_gap_list(gaps, nj, cnt, run_v, run_c)
+                while n_coh[j] > 0 and hk[j, 0] == epoch[j]:
+                    c = hc[j, 0]
+                    n_coh[j] = _heap_pop(hk[j], hj[j], hc[j], n_coh[j])
+                    ri[c, MADE] = ri[c, OSL]
+                    rf[c, T_LAST] = end
+                    kv_coh[j] -= ri[c, ISL] + ri[c, OSL]
+                    fin[n_fin] = c
+                    n_fin += 1
+                for x in range(nj):
+                    c = rq[j, x]
+                    if ri[c, MADE] >= ri[c, OSL]:
+                        fin[n_fin] = c
+                        n_fin += 1
+                    else:
+                        n_coh[j] = _join_cohort(ri, c, epoch[j], joins[j], hk[j], hj[j], hc[j], n_coh[j])
+                        joins[j] += 1
+                        kv_coh[j] += ri[c, ISL] + ri[c, MADE]
+                rq[j, : rlen[j] - nj] = rq[j, nj : rlen[j]].copy()
+                rlen[j] -= nj
+                rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq[j], rlen[j], rf)
+            else:
+                for b in range(nb):
+                    gaps[b] = _decode(ri, rf, batch[b], end, k)
+                    if ri[batch[b], MADE] >= ri[batch[b], OSL]:
+                        fin[n_fin] = batch[b]
+                        n_fin += 1
+                if counting:
+                    run_v, run_c = _room(run_v, run_c, cnt, nb)
+                    _add_gap_list(gaps, nb, cnt, run_v, run_c)
+                if n_fin > 0:
+                    kept = 0
+                    for x in range(rlen[j]):
+                        if ri[rq[j, x], MADE] < ri[rq[j, x], OSL]:
+                            rq[j, kept] = rq[j, x]
+                            kept += 1
+                    rlen[j] = kept
+                    rmin[j] = _earliest(rq[j], rlen[j], rf)
+                if k == 1.0 and nb == rlen[j] + n_fin:  # every request decoded: the worker moves in step again
+                    cohort[j] = True
+                    epoch[j] = 0
+                    kv_coh[j] = _form_cohort(ri, rq[j], rlen[j], hk[j], hj[j], hc[j])
+                    n_coh[j] = joins[j] = rlen[j]
+                    rlen[j] = 0
+                    rmin[j] = -np.inf if n_coh[j] > 0 else np.inf
+                    in_order[j] = True
+            for x in range(n_fin):
+                c = fin[x]
+                _complete(ri, rf, c, end, warm, cnt, sc, tpots, lats, done_born, done_t)
+                routed_p = _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, end, end + turnaround, pq, plen, pmin, routed_p)
+        if status == NONFINITE:
+            break
+        # ---- cohort decode iterations that are the next events: in a tight loop ----
+        if cnt[DONE] >= stop:
+            continue
+        t_fixed = _next_event(p_free, plen, no_cohort, pmin)
+        for w in range(n_decode):
+            in_step[w] = n_coh[w] if cohort[w] and in_order[w] else 0  # hand-offs in order: the oldest joins first
+            next_done[w] = hk[w, 0] if in_step[w] > 0 else 0
+            next_handoff[w] = rf[rq[w, 0], VISIBLE] if rlen[w] > 0 else np.inf
+            if in_step[w] == 0 and rlen[w] + n_coh[w] > 0:
+                t_fixed = min(t_fixed, max(d_free[w], rmin[w]))
+        it, status, run_v, run_c = _workers_stretch(
+            t_fixed, d_free, epoch, kv_coh, in_step, next_done, next_handoff, decode_max, cnt[DONE] >= warm, it, bound,
+            d_kind, d_params, d_data, d_hdr, starts, takes, cnt, run_v, run_c,
+        )
+        if status == NONFINITE:
+            break
+    if status == LIMIT and cnt[DONE] >= stop:
+        status = OK
+    return status, _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c), done_born[: cnt[N_DONE]].copy(), done_t[: cnt[N_DONE]].copy()

@@ -1,0 +1,260 @@
+"""The literal replays: the agg pass calendar and the P/D tandem in plain Python objects and lists.
+
+Readable first; the Numba kernels (estimator.closedloop.kernels) must agree with them bit for
+bit. The algorithms are closed-loop.md sections 1 and 2 with the corrections of section 6:
+requests are plain objects removed by identity, lengths come per request from the run plan,
+a decode pass advances k tokens through a fractional accumulator, the encoder time sits on the
+TTFT path, TTFT accumulates pass durations (stats.py) and osl == 1 decodes nothing.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from estimator.closedloop.protocol import NO_DISPATCH_CAP, RunPlan
+from estimator.closedloop.pricing import PassShape
+from estimator.closedloop.spec import (
+    LIMIT_MESSAGE,
+    NONFINITE_MESSAGE,
+    STALLED_MESSAGE,
+    AggSpec,
+    NoProgressError,
+    TandemSpec,
+    agg_pass_bound,
+    tandem_event_bound,
+)
+from estimator.closedloop.stats import Completions, ReplayResult, summarize
+
+import numpy as np
+
+
+@dataclass(eq=False)  # identity semantics: two requests with equal fields are still two requests
+class Request:
+    """One in-flight request."""
+
+    isl: int  # input tokens (text + visual)
+    osl: int  # output tokens
+    new: int  # tokens to compute: isl - prefix
+    born: float  # dispatch time, ms
+    visible: float  # earliest time the current stage may serve it, ms
+    todo: int  # prefill tokens left
+    made: int = 0  # tokens emitted
+    progress: float = 0.0  # speculative-decoding accumulator (tokens committed, fractional)
+    admitted_at: float | None = None  # start of the pass that scheduled its first chunk, ms
+    service: float = 0.0  # agg: pass durations from admission to the first token, ms
+    t_first: float | None = None  # first token, ms
+    t_last: float | None = None  # latest token, ms
+
+
+class _Run:
+    """Dispatch, counting and completion bookkeeping shared by both replays."""
+
+    def __init__(self, plan: RunPlan, prefix: int):
+        self.plan, self.prefix = plan, prefix
+        self.dispatched = self.done = 0
+        self.t_steady: float | None = None
+        self.t_end = 0.0
+        self.ttfts: list[float] = []
+        self.tpots: list[float] = []
+        self.gaps: list[float] = []
+        self.latencies: list[float] = []
+        self.born: list[float] = []
+        self.finished: list[float] = []
+        self.worst = 0.0
+
+    def new_request(self, born: float, visible: float) -> Request | None:
+        """The next request of the plan, or None once the plan's dispatch cap is reached."""
+        cap = self.plan.dispatch_cap
+        if cap != NO_DISPATCH_CAP and self.dispatched >= cap:
+            return None
+        i = self.dispatched
+        self.dispatched += 1
+        isl = int(self.plan.isl[i % len(self.plan.isl)])
+        osl = int(self.plan.osl[i % len(self.plan.osl)])
+        return Request(isl, osl, isl - self.prefix, born, visible, isl - self.prefix)
+
+    @property
+    def counting(self) -> bool:
+        return self.done >= self.plan.warm
+
+    def first_token(self, r: Request, t: float, ttft: float, counting: bool) -> None:
+        r.made += 1
+        r.t_first = r.t_last = t
+        if counting:
+            self.ttfts.append(ttft)
+        self.worst = max(self.worst, ttft)
+
+    def decode(self, r: Request, t: float, k: float, counting: bool) -> None:
+        """One decode emission: k more tokens committed, floor-differences emitted, capped at osl."""
+        before = r.progress
+        r.progress = before + k
+        r.made += min(math.floor(r.progress) - math.floor(before), r.osl - r.made)
+        if counting:
+            self.gaps.append(t - r.t_last)
+        r.t_last = t
+
+    def complete(self, r: Request, t: float) -> None:
+        self.done += 1
+        self.t_end = max(self.t_end, t)
+        if self.done == self.plan.warm:
+            self.t_steady = t
+        if self.done > self.plan.warm:
+            self.latencies.append(t - r.born)
+            if r.osl > 1:
+                self.tpots.append((r.t_last - r.t_first) / (r.osl - 1))
+        self.born.append(r.born)
+        self.finished.append(t)
+
+    def result(self) -> ReplayResult:
+        window = self.t_end - (self.t_steady if self.t_steady is not None else 0.0)
+        stats = summarize(self.ttfts, self.worst, self.tpots, self.gaps, self.latencies, window)
+        return ReplayResult(stats, Completions(np.array(self.born, dtype=np.float64), np.array(self.finished, dtype=np.float64)))
+
+
+def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
+    """The fused continuous-batching pass calendar of one rank (closed-loop.md section 1)."""
+    run = _Run(plan, spec.prefix)
+    budget, chunked = spec.settings.budget, spec.settings.chunked
+    max_seqs = spec.settings.max_num_seqs or plan.clients
+    t = 0.0
+    active: list[Request] = []
+    waiting: deque[Request] = deque()
+    for _ in range(plan.clients):
+        waiting.append(run.new_request(0.0, 0.0))
+    for _ in range(agg_pass_bound(plan, spec.prefix)):
+        if run.done >= plan.stop:
+            return run.result()
+        while waiting and waiting[0].visible <= t:
+            active.append(waiting.popleft())
+        # ---- form one pass: walk active in order, spending the token budget ----
+        left = budget
+        running = sum(1 for r in active if r.admitted_at is not None)
+        starts, takes, firsts, decs, new_starts = [], [], [], [], 0
+        for r in active:
+            if r.todo > 0:
+                if left <= 0:
+                    continue
+                if r.admitted_at is None and running >= max_seqs:
+                    break  # FIFO admission: no younger prompt jumps ahead
+                if not chunked and r.todo > left:
+                    break  # head-of-line block: a prompt is admitted only whole
+                take = min(r.todo, left)
+                starts.append(spec.prefix + (r.new - r.todo))
+                takes.append(take)
+                if r.admitted_at is None:
+                    r.admitted_at = t
+                    running += 1
+                    new_starts += 1
+                r.todo -= take
+                left -= take
+                if r.todo == 0:
+                    firsts.append(r)  # the prompt completes: its first token comes from this pass
+            elif r.made < r.osl and left >= spec.decode_budget_tokens:
+                left -= spec.decode_budget_tokens
+                decs.append(r)
+        if not takes and not decs:
+            if not waiting:
+                raise NoProgressError(STALLED_MESSAGE)
+            t = max(t, waiting[0].visible)  # idle jump to the next dispatch
+            continue
+        dur = pricer.pass_ms(PassShape(tuple(starts), tuple(takes), len(decs), sum(r.isl + r.made for r in decs)))
+        dur = dur + spec.encoder_ms * new_starts
+        if not (0.0 <= dur < math.inf):
+            raise NoProgressError(NONFINITE_MESSAGE)
+        t += dur
+        for r in active:
+            if r.admitted_at is not None and r.made == 0:
+                r.service += dur
+        # ---- emissions: completed prompts first, then decoders, each in list order ----
+        counting = run.counting
+        for r in firsts:
+            run.first_token(r, t, (r.admitted_at - r.born) + r.service, counting)
+        for r in decs:
+            run.decode(r, t, spec.tokens_per_decode, counting)
+        for r in firsts + decs:
+            if r.made >= r.osl:
+                run.complete(r, t)
+        active = [r for r in active if r.made < r.osl]
+        for r in firsts + decs:
+            if r.made >= r.osl:
+                replacement = run.new_request(t, t + spec.turnaround_ms)
+                if replacement is not None:
+                    waiting.append(replacement)
+    if run.done >= plan.stop:
+        return run.result()
+    raise NoProgressError(LIMIT_MESSAGE)
+
+
+def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> ReplayResult:
+    """The P/D tandem (closed-loop.md section 2): static round-robin routers, whole-prompt prefill
+    batches, continuous-batching decode iterations, events in time order, prefill before decode."""
+    run = _Run(plan, spec.prefix)
+    p, d = spec.prefill_workers, spec.decode_workers
+    pq: list[list[Request]] = [[] for _ in range(p)]
+    runs: list[list[Request]] = [[] for _ in range(d)]
+    p_free, d_free = [0.0] * p, [0.0] * d
+    routed = {"prefill": 0, "decode": 0}
+
+    def dispatch(born: float, visible: float) -> None:
+        r = run.new_request(born, visible)
+        if r is not None:
+            pq[routed["prefill"] % p].append(r)
+            routed["prefill"] += 1
+
+    def complete(r: Request, t_end: float) -> None:
+        run.complete(r, t_end)
+        dispatch(t_end, t_end + spec.turnaround_ms)
+
+    for _ in range(plan.clients):
+        dispatch(0.0, 0.0)
+    for _ in range(tandem_event_bound(plan)):
+        if run.done >= plan.stop:
+            return run.result()
+        t_p = min((max(p_free[i], min(r.visible for r in pq[i])) for i in range(p) if pq[i]), default=math.inf)
+        t_d = min((max(d_free[j], min(r.visible for r in runs[j])) for j in range(d) if runs[j]), default=math.inf)
+        t = min(t_p, t_d)
+        if t == math.inf:
+            raise NoProgressError(STALLED_MESSAGE)
+        for i in range(p):
+            if not pq[i] or p_free[i] > t:
+                continue
+            batch = [r for r in pq[i] if r.visible <= t][: spec.prefill_batch]
+            if not batch:
+                continue
+            dur = prefill_pricer.pass_ms(PassShape(tuple(spec.prefix for _ in batch), tuple(r.new for r in batch), 0, 0))
+            dur = dur + spec.encoder_ms
+            if not (0.0 <= dur < math.inf):
+                raise NoProgressError(NONFINITE_MESSAGE)
+            end = t + dur
+            p_free[i] = end
+            pq[i] = [r for r in pq[i] if not any(r is b for b in batch)]
+            counting = run.counting  # decided at batch launch
+            for r in batch:
+                run.first_token(r, end + spec.handoff_ms, ((t - r.born) + dur) + spec.handoff_ms, counting)
+                if r.made >= r.osl:
+                    complete(r, end + spec.handoff_ms)
+                else:
+                    r.visible = end + spec.handoff_ms
+                    runs[routed["decode"] % d].append(r)
+                    routed["decode"] += 1
+        for j in range(d):
+            if not runs[j] or d_free[j] > t:
+                continue
+            batch = [r for r in runs[j] if r.visible <= t][: spec.decode_max_seqs]
+            if not batch:
+                continue
+            dur = decode_pricer.pass_ms(PassShape((), (), len(batch), sum(r.isl + r.made for r in batch)))
+            if not (0.0 <= dur < math.inf):
+                raise NoProgressError(NONFINITE_MESSAGE)
+            end = t + dur
+            d_free[j] = end
+            counting = run.counting
+            for r in batch:
+                run.decode(r, end, spec.tokens_per_decode, counting)
+                if r.made >= r.osl:
+                    runs[j] = [x for x in runs[j] if x is not r]
+                    complete(r, end)
+    if run.done >= plan.stop:
+        return run.result()
+    raise NoProgressError(LIMIT_MESSAGE)

@@ -1,0 +1,269 @@
+"""Pass pricing: the duration (ms) of one scheduler pass from what it carries.
+
+A pass carries prefill chunks (each: new tokens computed and the KV tokens already in place before
+it) and decoding requests (their count and summed KV length). Three pricers exist:
+
+* ``CallablePricer``: the reference interface, two Python callables
+  ``price_prefill(n_prefilling, mean_ctx_end, mean_ctx_start)`` and
+  ``price_decode(n_decoding, mean_ctx)`` (integer floor means) whose sum is the pass. Only the
+  literal Python replay accepts it.
+* ``AFFINE`` ``PassPricer``: the same interface restricted to
+  ``prefill = base + slope*n*max(floor, end - start)/divisor`` and
+  ``decode = max(floor, base + per_request*n + per_kv*ctx)``, evaluated in that order. It covers
+  the reference's row-scalar wiring (``row`` pricing: prefill linear in new tokens, flat decode,
+  a mixed pass = prefill + decode) and the spec's test callables, bit for bit.
+* ``ENGINE_TABLES`` ``PassPricer``: the pass priced as ONE step from price tables of the deployment's
+  op lists (estimator.closedloop.engine): a pass with prefill is a mixed step, shared ops at
+  (prefill tokens + decode query tokens), context attention per chunk at the pass's chunk count,
+  generation attention at (decode query rows, mean KV); a pass without prefill is the decode step
+  at (decode query rows, mean KV).
+
+``affine_ms`` and ``engine_ms`` are jitted once: the Numba kernels call them directly and the
+Python replay through ``price_pass``, so the two cannot disagree on a price.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+from numba import njit
+
+AFFINE = 0
+ENGINE_TABLES = 1
+
+# AFFINE parameter slots
+PREFILL_BASE, PREFILL_SLOPE, PREFILL_FLOOR, PREFILL_DIVISOR = 0, 1, 2, 3
+DECODE_FLOOR, DECODE_BASE, DECODE_PER_REQUEST, DECODE_PER_KV = 4, 5, 6, 7
+# ENGINE_TABLES parameter slot
+QUERY_MULTIPLIER = 0  # decode query tokens per decoding request (nextn + 1)
+N_PARAMS = 8
+
+
+class PassTables(NamedTuple):
+    """Engine price tables (ms) on ascending node axes; interpolated multilinearly between nodes."""
+
+    token_axis: np.ndarray  # float64: pass tokens (prefill + decode queries)
+    shared: np.ndarray  # [tokens]: every context op but context_attention at (1, tokens, 0)
+    chunk_batch_axis: np.ndarray  # float64: prefill chunks in the pass
+    chunk_new_axis: np.ndarray  # float64: new tokens of a chunk
+    chunk_start_axis: np.ndarray  # float64: KV tokens before a chunk (starts at 0)
+    chunk_attention: np.ndarray  # [batch, new, start]: context_attention at (batch, new, start)
+    attention_rows_axis: np.ndarray  # float64: decode query rows (requests x query multiplier)
+    kv_axis: np.ndarray  # float64: mean decode KV length
+    decode_attention: np.ndarray  # [rows, kv]: generation_attention at (rows, kv)
+    decode_rows_axis: np.ndarray  # float64: decode query rows, every integer (GEMM prices jump between rows)
+    decode_other: np.ndarray  # [rows]: every generation op but generation_attention at (rows, 1)
+
+    def pack(self) -> tuple[np.ndarray, np.ndarray]:
+        """(data, hdr): every table flattened (row-major) into one float64 array; slot i spans
+        data[hdr[2i]:hdr[2i+1]] in field order (kernels pass 2 arrays instead of 11)."""
+        hdr = np.zeros(2 * len(self), dtype=np.int64)
+        end = 0
+        for slot, table in enumerate(self):
+            hdr[2 * slot], end = end, end + table.size
+            hdr[2 * slot + 1] = end
+        return np.concatenate([np.asarray(t, dtype=np.float64).ravel() for t in self]), hdr
+
+
+(TOKEN_AXIS, SHARED, CHUNK_BATCH_AXIS, CHUNK_NEW_AXIS, CHUNK_START_AXIS, CHUNK_ATTENTION,
+ ATTENTION_ROWS_AXIS, KV_AXIS, DECODE_ATTENTION, DECODE_ROWS_AXIS, DECODE_OTHER) = range(11)  # fmt: skip
+
+
+def _unit_axis() -> np.ndarray:
+    return np.array([1.0, 2.0])
+
+
+NO_TABLES = PassTables(
+    _unit_axis(), np.zeros(2), _unit_axis(), _unit_axis(), _unit_axis(), np.zeros((2, 2, 2)),
+    _unit_axis(), _unit_axis(), np.zeros((2, 2)), _unit_axis(), np.zeros(2),
+).pack()  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PassShape:
+    """What one pass carries (the literal replay's view)."""
+
+    chunk_starts: tuple[int, ...]  # per prefill chunk: KV tokens before it (cached prefix + earlier chunks)
+    chunk_takes: tuple[int, ...]  # per prefill chunk: new tokens computed (>= 1)
+    decode_requests: int  # decoding requests in the pass (>= 0)
+    decode_kv_sum: int  # summed KV length (input + tokens made) of the decoding requests
+
+
+@dataclass(frozen=True, eq=False)
+class PassPricer:
+    """A pass pricer the Numba kernels accept: a kind, its parameters and (ENGINE_TABLES) its packed tables."""
+
+    kind: int  # AFFINE | ENGINE_TABLES
+    params: np.ndarray  # float64[N_PARAMS]
+    data: np.ndarray  # float64: packed PassTables (placeholder tables for AFFINE)
+    hdr: np.ndarray  # int64: slot extents in data
+
+    def pass_ms(self, shape: PassShape) -> float:
+        starts = np.array(shape.chunk_starts, dtype=np.int64)
+        takes = np.array(shape.chunk_takes, dtype=np.int64)
+        return price_pass(self.kind, self.params, self.data, self.hdr, len(takes), starts, takes, shape.decode_requests, shape.decode_kv_sum)
+
+
+@dataclass(frozen=True)
+class CallablePricer:
+    """The reference's timing interface: prefill part + decode part from two callables."""
+
+    price_prefill: Callable[[int, int, int], float]  # (n prefilling, mean ctx end, mean ctx start) -> ms
+    price_decode: Callable[[int, int], float]  # (n decoding, mean ctx) -> ms
+
+    def pass_ms(self, shape: PassShape) -> float:
+        n = len(shape.chunk_takes)
+        prefill = 0.0
+        if n:
+            ends = sum(s + t for s, t in zip(shape.chunk_starts, shape.chunk_takes))
+            prefill = self.price_prefill(n, ends // n, sum(shape.chunk_starts) // n)
+        decode = 0.0
+        if shape.decode_requests:
+            decode = self.price_decode(shape.decode_requests, shape.decode_kv_sum // shape.decode_requests)
+        return prefill + decode
+
+
+def affine_pricer(
+    prefill_base: float, prefill_slope: float, prefill_floor: float, prefill_divisor: float,
+    decode_floor: float, decode_base: float, decode_per_request: float = 0.0, decode_per_kv: float = 0.0,
+) -> PassPricer:  # fmt: skip
+    """prefill(n, e, s) = base + slope*n*max(floor, e - s)/divisor; decode(n, c) = max(floor, base + a*n + b*c)."""
+    params = np.zeros(N_PARAMS)
+    params[:] = (prefill_base, prefill_slope, prefill_floor, prefill_divisor, decode_floor, decode_base, decode_per_request, decode_per_kv)
+    return PassPricer(AFFINE, params, *NO_TABLES)
+
+
+def row_pricer(prefill_step_ms: float, chunk_ref: int, genonly_step_ms: float) -> PassPricer:
+    """The reference's row-scalar wiring: prefill_step_ms*n*max(1, e - s)/chunk_ref + genonly_step_ms."""
+    return affine_pricer(0.0, prefill_step_ms, 1.0, float(chunk_ref), -math.inf, genonly_step_ms)
+
+
+def flat_pricer(prefill_ms: float, decode_ms: float) -> PassPricer:
+    """Flat prices: prefill_ms per prefill batch and decode_ms per decode iteration (the tandem's row wiring)."""
+    return affine_pricer(prefill_ms, 0.0, 0.0, 1.0, -math.inf, decode_ms)
+
+
+def engine_pricer(tables: PassTables, query_multiplier: int) -> PassPricer:
+    """Passes priced from a deployment's tables; decoding requests send query_multiplier (nextn + 1) rows each."""
+    params = np.zeros(N_PARAMS)
+    params[QUERY_MULTIPLIER] = query_multiplier
+    return PassPricer(ENGINE_TABLES, params, *tables.pack())
+
+
+# ---------------------------------------------------------------------------------------------
+# Jitted pricing (shared by the kernels and the literal replay)
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _slot(data, hdr, slot):
+    return data[hdr[2 * slot] : hdr[2 * slot + 1]]
+
+
+@njit(cache=True)
+def _locate(axis, x):
+    """(i, w): x = axis[i] + w*(axis[i+1] - axis[i]), clamped to the axis; w == 0.0 at a node."""
+    n = axis.shape[0]
+    if x <= axis[0]:
+        return 0, 0.0
+    if x >= axis[n - 1]:
+        return n - 1, 0.0
+    lo, hi = 0, n - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if axis[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return lo, (x - axis[lo]) / (axis[lo + 1] - axis[lo])
+
+
+@njit(cache=True)
+def _lerp(a, b, w):
+    """a + w*(b - a), exactly a at w == 0 (a missing neighbour b never leaks in)."""
+    if w == 0.0:
+        return a
+    return a + w * (b - a)
+
+
+@njit(cache=True)
+def interp1(axis, values, x):
+    """values over axis, linear between nodes, clamped at the ends."""
+    i, w = _locate(axis, x)
+    return values[i] if w == 0.0 else _lerp(values[i], values[i + 1], w)
+
+
+@njit(cache=True)
+def interp2(axis0, axis1, values, x0, x1):
+    """values: row-major [len(axis0), len(axis1)], flattened."""
+    n1 = axis1.shape[0]
+    i, wi = _locate(axis0, x0)
+    j, wj = _locate(axis1, x1)
+    low = values[i * n1 + j] if wj == 0.0 else _lerp(values[i * n1 + j], values[i * n1 + j + 1], wj)
+    if wi == 0.0:
+        return low
+    r = (i + 1) * n1 + j
+    high = values[r] if wj == 0.0 else _lerp(values[r], values[r + 1], wj)
+    return _lerp(low, high, wi)
+
+
+@njit(cache=True)
+def interp3(axis0, axis1, axis2, values, x0, x1, x2):
+    """values: row-major [len(axis0), len(axis1), len(axis2)], flattened."""
+    plane = axis1.shape[0] * axis2.shape[0]
+    i, wi = _locate(axis0, x0)
+    low = interp2(axis1, axis2, values[i * plane : (i + 1) * plane], x1, x2)
+    if wi == 0.0:
+        return low
+    return _lerp(low, interp2(axis1, axis2, values[(i + 1) * plane : (i + 2) * plane], x1, x2), wi)
+
+
+@njit(cache=True)
+def affine_ms(params, n_chunks, starts, takes, n_dec, kv_sum):
+    """AFFINE: the prefill part at the chunks' floor-mean end and start, plus the decode part at the floor-mean KV."""
+    prefill = 0.0
+    if n_chunks > 0:
+        end_sum = 0
+        start_sum = 0
+        for i in range(n_chunks):
+            start_sum += starts[i]
+            end_sum += starts[i] + takes[i]
+        span = float(end_sum // n_chunks - start_sum // n_chunks)
+        prefill = params[PREFILL_BASE] + params[PREFILL_SLOPE] * n_chunks * max(params[PREFILL_FLOOR], span) / params[PREFILL_DIVISOR]
+    decode = 0.0
+    if n_dec > 0:
+        ctx = float(kv_sum // n_dec)
+        decode = max(params[DECODE_FLOOR], params[DECODE_BASE] + params[DECODE_PER_REQUEST] * n_dec + params[DECODE_PER_KV] * ctx)
+    return prefill + decode
+
+
+@njit(cache=True)
+def engine_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
+    """ENGINE_TABLES: a mixed (or prefill-only) step = shared ops + mean per-chunk context attention
+    + decode attention, summed in that order; a decode-only step = other decode ops + decode attention."""
+    rows = n_dec * params[QUERY_MULTIPLIER]
+    attention = 0.0
+    if n_dec > 0:
+        attention = interp2(_slot(data, hdr, ATTENTION_ROWS_AXIS), _slot(data, hdr, KV_AXIS), _slot(data, hdr, DECODE_ATTENTION),
+                            rows, kv_sum / n_dec)  # fmt: skip
+    if n_chunks == 0:
+        return interp1(_slot(data, hdr, DECODE_ROWS_AXIS), _slot(data, hdr, DECODE_OTHER), rows) + attention
+    batch_axis, new_axis = _slot(data, hdr, CHUNK_BATCH_AXIS), _slot(data, hdr, CHUNK_NEW_AXIS)
+    start_axis, chunk_table = _slot(data, hdr, CHUNK_START_AXIS), _slot(data, hdr, CHUNK_ATTENTION)
+    tokens = 0
+    context = 0.0
+    for i in range(n_chunks):
+        tokens += takes[i]
+        context += interp3(batch_axis, new_axis, start_axis, chunk_table, float(n_chunks), float(takes[i]), float(starts[i]))
+    shared = interp1(_slot(data, hdr, TOKEN_AXIS), _slot(data, hdr, SHARED), tokens + rows)
+    return shared + context / n_chunks + attention
+
+
+@njit(cache=True)
+def price_pass(kind, params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
+    """Duration (ms) of a pass with n_chunks prefill chunks (starts[i], takes[i]) and n_dec decoders."""
+    if kind == AFFINE:
+        return affine_ms(params, n_chunks, starts, takes, n_dec, kv_sum)
+    return engine_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum)

@@ -1,0 +1,63 @@
+"""Engine scheduler settings the agg replay follows, with each backend's documented defaults.
+
+* vLLM (V1 engine, ``vllm serve``): ``max_num_batched_tokens`` 8192 and ``max_num_seqs`` 1024 on
+  GPUs with at least 70 GiB that are not A100s, else 2048 and 256
+  (``EngineArgs.get_batch_defaults``, usage context OPENAI_API_SERVER); chunked prefill is on by
+  default for generative models.
+* SGLang: ``--chunked-prefill-size`` by GPU memory (``ServerArgs``): 2048 below 35 GiB, 4096 below
+  60 GiB, 8192 below 160 GiB (H100, H200), 16384 above (B200, B300); chunking is on whenever the
+  size is positive. ``--max-running-requests`` defaults to a KV-capacity-derived value, so the
+  replay sets no cap.
+* TensorRT-LLM (``trtllm-serve`` / LLM API): ``max_num_tokens`` 8192, ``max_batch_size`` 2048,
+  ``enable_chunked_prefill`` False (aiconfigurator models the same 8192 token budget).
+
+The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
+``ctx_tokens`` as the budget, chunking on and no sequence cap.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.deployment import Backend
+from estimator.errors import InvalidInputError
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """One rank's scheduler settings."""
+
+    budget: int  # tokens per step: prefill tokens plus decode query tokens (>= 1)
+    chunked: bool  # chunked prefill: a prompt may be split across steps
+    max_num_seqs: int | None = None  # running requests per rank (>= 1); None: no cap
+
+    def __post_init__(self) -> None:
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
+            raise InvalidInputError(f"token budget must be a positive integer, got {self.budget!r}")
+        if self.max_num_seqs is not None and self.max_num_seqs < 1:
+            raise InvalidInputError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
+
+
+def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
+    """The serving engine's default scheduler settings on a GPU with gpu_memory_bytes of memory."""
+    backend = Backend.parse(backend)
+    large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
+    if backend is Backend.VLLM:
+        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256)
+    if backend is Backend.SGLANG:
+        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None)
+    return EngineSettings(8192, False, 2048)
+
+
+def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
+    """SGLang's default --chunked-prefill-size for a GPU of that memory."""
+    for limit_gib, size in ((35, 2048), (60, 4096), (160, 8192)):
+        if gpu_memory_bytes < limit_gib * GIB:
+            return size
+    return 16384
+
+
+def reference_settings(ctx_tokens: int) -> EngineSettings:
+    """The reference wiring: the row's ctx_tokens as the budget, chunking on, no sequence cap."""
+    return EngineSettings(int(ctx_tokens), True, None)

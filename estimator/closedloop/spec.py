@@ -1,0 +1,112 @@
+"""The facts a replay runs on besides its run plan and pass pricer, and how a replay can fail."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from estimator.closedloop.protocol import RunPlan
+from estimator.closedloop.settings import EngineSettings
+from estimator.errors import EstimatorError, InvalidInputError
+
+
+class NoProgressError(EstimatorError):
+    """The configuration cannot make progress (for example a prompt larger than the token budget
+    with chunked prefill off); detected and reported, never looped on."""
+
+
+STALLED_MESSAGE = "stalled: no schedulable work"
+NONFINITE_MESSAGE = "a pass price is not finite (a step without perf data, or a non-finite step time)"
+LIMIT_MESSAGE = "did not converge within the pass bound"
+
+
+@dataclass(frozen=True)
+class AggSpec:
+    """One rank's continuous-batching engine and the requests' fixed facts."""
+
+    settings: EngineSettings  # token budget, chunked prefill, max_num_seqs
+    prefix: int = 0  # cached prefix tokens per request, part of every input (0 <= prefix < isl)
+    decode_budget_tokens: int = 1  # budget tokens a decoding request takes per pass (nextn + 1, >= 1)
+    tokens_per_decode: float = 1.0  # k: output tokens per decode pass per request (1 + accepted drafts, >= 1)
+    turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
+    encoder_ms: float = 0.0  # encoder GPU time per request, charged in its first chunk's pass, ms (>= 0)
+
+    def __post_init__(self) -> None:
+        _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
+        _require(self.decode_budget_tokens >= 1, f"decode_budget_tokens must be >= 1, got {self.decode_budget_tokens}")
+        _require_progress(self.tokens_per_decode)
+        _require_time("turnaround_ms", self.turnaround_ms)
+        _require_time("encoder_ms", self.encoder_ms)
+
+    def check(self, plan: RunPlan) -> None:
+        """Raise InvalidInputError for a prefix not below every input, NoProgressError for a
+        configuration that can never schedule some request."""
+        _require_prefix(self.prefix, plan)
+        budget = self.settings.budget
+        largest = int(plan.isl.max()) - self.prefix
+        if not self.settings.chunked and largest > budget:
+            raise NoProgressError(
+                f"stalled: a prompt of {largest} uncached tokens exceeds the token budget {budget} and chunked prefill is off"
+            )
+        if self.decode_budget_tokens > budget:
+            raise NoProgressError(f"stalled: a decode step needs {self.decode_budget_tokens} budget tokens, the budget is {budget}")
+
+
+@dataclass(frozen=True)
+class TandemSpec:
+    """A P/D deployment: prefill and decode workers and the hand-off between them."""
+
+    prefill_workers: int  # P (>= 1)
+    decode_workers: int  # D (>= 1)
+    prefill_batch: int = 1  # prompts per prefill batch, whole prompts only (>= 1)
+    decode_max_seqs: int = 256  # requests per decode iteration per worker (>= 1)
+    prefix: int = 0  # cached prefix tokens per request (0 <= prefix < isl)
+    tokens_per_decode: float = 1.0  # k: output tokens per decode iteration per request (>= 1)
+    turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
+    handoff_ms: float = 0.0  # KV transfer: first token visible and decode eligible at prefill end + handoff, ms (>= 0)
+    encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
+            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
+        _require_progress(self.tokens_per_decode)
+        for name in ("turnaround_ms", "handoff_ms", "encoder_ms"):
+            _require_time(name, getattr(self, name))
+
+    def check(self, plan: RunPlan) -> None:
+        _require_prefix(self.prefix, plan)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise InvalidInputError(message)
+
+
+def _require_progress(k: float) -> None:
+    _require(math.isfinite(k) and k >= 1.0, f"tokens_per_decode must be a finite number >= 1, got {k}")
+
+
+def _require_time(name: str, value: float) -> None:
+    _require(math.isfinite(value) and value >= 0.0, f"{name} must be a finite number >= 0, got {value}")
+
+
+def _require_prefix(prefix: int, plan: RunPlan) -> None:
+    shortest = int(plan.isl.min())
+    _require(prefix < shortest, f"prefix ({prefix}) must be smaller than every input length (shortest {shortest})")
+
+
+def request_bound(plan: RunPlan) -> int:
+    """Requests a run can dispatch: the cap, or stop + 2C for a replacing (steady) run."""
+    return plan.dispatch_cap if plan.dispatch_cap >= 0 else plan.stop + 2 * plan.clients
+
+
+def agg_pass_bound(plan: RunPlan, prefix: int) -> int:
+    """Passes a run cannot exceed: each pass computes >= 1 prompt or output token of some request,
+    and each idle jump releases >= 1 waiting request."""
+    work = int(plan.isl.max()) - prefix + int(plan.osl.max()) + 1
+    return request_bound(plan) * work + 1
+
+
+def tandem_event_bound(plan: RunPlan) -> int:
+    """Events a run cannot exceed: each event launches >= 1 prefill batch or decode iteration."""
+    return request_bound(plan) * (int(plan.osl.max()) + 1) + 1

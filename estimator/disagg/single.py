@@ -1,0 +1,79 @@
+"""Single-point disagg: fixed prefill and decode workers (aiconfigurator ``DisaggInferenceSession.run_disagg``
+as the estimate CLI calls it, legacy-semantics.md 3.2)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from estimator.deployment import Deployment, require_positive
+from estimator.disagg.combine import disagg_row
+from estimator.disagg.workers import Calibration, Role, WorkerRow, round_row, worker_row
+from estimator.errors import InvalidInputError
+from estimator.scheduler import StaticPoint
+from estimator.steps import DEFAULT_STRIDE, Semantics, StepCost
+
+
+@dataclass(frozen=True)
+class DisaggPoint:
+    """A disagg deployment's workload and worker shape."""
+
+    isl: int  # input length per request, tokens (>= 1)
+    osl: int  # output length per request, tokens (>= 1)
+    prefill_batch_size: int  # prompts per prefill batch (>= 1)
+    prefill_workers: int  # prefill worker replicas (>= 1)
+    decode_batch_size: int  # sequences per decode batch (>= 1)
+    decode_workers: int  # decode worker replicas (>= 1)
+    prefix: int = 0  # cached prefix tokens per request, part of isl (0 <= prefix < isl)
+    nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= A <= nextn)
+    stride: int = DEFAULT_STRIDE  # static decode sampling stride
+    free_gpu_memory_fraction: float | None = None  # KV budget fraction of both workers; None: backend's
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_batch_size", "prefill_workers", "decode_batch_size", "decode_workers"):
+            require_positive(name, getattr(self, name))
+
+    def worker_point(self, role: Role) -> StaticPoint:
+        """The static batch one worker of `role` runs."""
+        batch = self.prefill_batch_size if role is Role.PREFILL else self.decode_batch_size
+        return StaticPoint(self.isl, self.osl, batch, self.prefix, self.nextn_accepted, self.stride, self.free_gpu_memory_fraction)
+
+
+@dataclass(frozen=True)
+class DisaggResult:
+    """A disagg estimate: the combined row and the two worker rows behind it."""
+
+    row: Mapping[str, object]  # DISAGG_COLUMNS -> value (3-decimal rounded in legacy mode)
+    prefill: WorkerRow
+    decode: WorkerRow
+
+    @property
+    def oom(self) -> bool:
+        """Either worker OOMs or exceeds its KV budget (the reference marks both as OOM)."""
+        return not (self.prefill.fits and self.decode.fits)
+
+    @property
+    def context(self) -> StepCost:
+        """The prefill worker's context phase, before the latency correction."""
+        return self.prefill.phase
+
+    @property
+    def generation(self) -> StepCost:
+        """The decode worker's generation phase, before the latency correction."""
+        return self.decode.phase
+
+
+def run_disagg(
+    prefill: Deployment,
+    decode: Deployment,
+    point: DisaggPoint,
+    semantics: Semantics | str = Semantics.UNCACHED,
+    pricer: str = "native",
+    calibration: Calibration = Calibration(),
+) -> DisaggResult:
+    """Estimate one disagg deployment: price both workers, then combine them by rate."""
+    if prefill.model != decode.model:
+        raise InvalidInputError(f"prefill and decode serve different models ({prefill.model!r} vs {decode.model!r})")
+    semantics = Semantics.parse(semantics)
+    workers = [worker_row(d, point.worker_point(r), r, semantics, calibration, pricer) for d, r in ((prefill, Role.PREFILL), (decode, Role.DECODE))]
+    row = disagg_row(workers[0].row, point.prefill_workers, workers[1].row, point.decode_workers, calibration)
+    return DisaggResult(round_row(row) if semantics is Semantics.LEGACY else row, *workers)

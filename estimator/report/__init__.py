@@ -1,0 +1,6 @@
+"""The accuracy report: prediction methods, batch predictions, metrics and the HTML renderer.
+
+Kept import-light: the CLI registers the report command without loading the estimator.
+"""
+
+METHOD_NAMES = ("legacy", "uncached", "closed_loop_steady", "closed_loop")  # the keys of methods.METHODS, in order

@@ -1,0 +1,135 @@
+"""Predictions for every (row, method), in a pool of worker processes, with a progress bar on stderr.
+
+A method that cannot predict a row, or fails on it, yields an uncovered result carrying the
+reason; the batch never aborts. Output order is deterministic: rows in input order, methods in
+the order given, whatever order the workers finish in.
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Iterable, TextIO
+
+from estimator.report.methods import METHODS, Uncovered, first_line
+from measurements.mapping import MappedRow
+
+CHUNK_ROWS = 64  # rows per task: small enough for a live progress bar, large enough to amortise pickling
+BAR_WIDTH = 30
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """One method's outcome on one row."""
+
+    id: str  # the measurement id
+    method: str  # a METHODS key
+    covered: bool  # the method produced a prediction
+    reason: str  # why not covered ("" when covered)
+    ttft_pred_ms: float  # predicted TTFT, ms (NaN when not covered)
+    tpot_pred_ms: float  # predicted TPOT, ms (NaN when not covered)
+    note: str  # a caveat on a covered prediction ("" when none)
+    prefill_step_ms: float  # the prefill step price behind TTFT, ms (NaN when unknown)
+    decode_step_ms: float  # the decode step price behind TPOT, ms (NaN when unknown)
+
+
+def predict(row: MappedRow, method: str) -> PointResult:
+    """One method on one row; every failure becomes an uncovered result with its reason."""
+    mid = row.measurement.id
+    try:
+        p = METHODS[method](row)
+    except Uncovered as exc:
+        return uncovered(mid, method, str(exc))
+    except Exception as exc:  # a failing row is reported, never fatal
+        return uncovered(mid, method, f"{type(exc).__name__}: {first_line(exc)}")
+    return PointResult(mid, method, True, "", p.ttft_ms, p.tpot_ms, p.note, p.prefill_step_ms, p.decode_step_ms)
+
+
+def uncovered(mid: str, method: str, reason: str) -> PointResult:
+    nan = math.nan
+    return PointResult(mid, method, False, reason, nan, nan, "", nan, nan)
+
+
+def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...]) -> list[tuple[int, list[PointResult]]]:
+    """Every method on every (index, row), serially; results keyed by the row index."""
+    return [(index, [predict(row, method) for method in methods]) for index, row in rows]
+
+
+def predict_all(
+    rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = sys.stderr
+) -> list[PointResult]:
+    """Every method on every row, row-major in input order, over `workers` processes (1: in process).
+
+    Each worker owns whole perf-data stacks (system x backend), so each loads only its own tables."""
+    methods = tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown} (known: {', '.join(METHODS)})")
+    bar = Progress(len(rows), progress)
+    results: dict[int, list[PointResult]] = {}
+    if workers <= 1:
+        for task in tasks(list(enumerate(rows))):
+            results.update(predict_rows(task, methods))
+            bar.advance(len(task))
+    else:
+        context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
+        pools = [ProcessPoolExecutor(1, mp_context=context) for _ in range(workers)]
+        try:
+            futures = [pools[w].submit(predict_rows, task, methods) for w, share in enumerate(shares(rows, workers)) for task in tasks(share)]
+            for future in as_completed(futures):
+                done = future.result()
+                results.update(done)
+                bar.advance(len(done))
+        finally:
+            for pool in pools:
+                pool.shutdown(cancel_futures=True)
+    bar.close()
+    return [r for index in range(len(rows)) for r in results[index]]
+
+
+def shares(rows: list[MappedRow], workers: int) -> list[list[tuple[int, MappedRow]]]:
+    """(index, row) lists, one per worker: whole stacks, the largest first onto the lightest share;
+    rows without inputs (no pricing work) go to the first share."""
+    stacks: dict[tuple[str, str], list[tuple[int, MappedRow]]] = {}
+    idle = [(index, row) for index, row in enumerate(rows) if row.inputs is None]
+    for index, row in enumerate(rows):
+        if row.inputs is not None:
+            stacks.setdefault((row.measurement.system, row.measurement.engine), []).append((index, row))
+    out: list[list[tuple[int, MappedRow]]] = [[] for _ in range(workers)]
+    for stack in sorted(stacks.values(), key=lambda s: (-len(s), s[0][0])):
+        min(out, key=len).extend(stack)
+    out[0].extend(idle)
+    return out
+
+
+def tasks(indexed: list[tuple[int, MappedRow]]) -> list[list[tuple[int, MappedRow]]]:
+    """(index, row) tasks of at most CHUNK_ROWS rows of one deployment each, deployments in order of
+    first appearance, so that a worker reuses the tables and pricers it loaded."""
+    groups: dict[object, list[tuple[int, MappedRow]]] = {}
+    for index, row in indexed:
+        groups.setdefault(row.inputs.deployments if row.inputs else None, []).append((index, row))
+    return [group[i : i + CHUNK_ROWS] for group in groups.values() for i in range(0, len(group), CHUNK_ROWS)]
+
+
+class Progress:
+    """A one-line progress bar (rows done, rate, elapsed) redrawn on a text stream; silent without one."""
+
+    def __init__(self, total: int, stream: TextIO | None):
+        self.total, self.stream, self.done, self.start = total, stream, 0, time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self.stream is None:
+            return
+        filled = BAR_WIDTH * self.done // max(self.total, 1)
+        elapsed = time.monotonic() - self.start
+        self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} rows {elapsed:.1f}s")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\n")
+            self.stream.flush()

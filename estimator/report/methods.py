@@ -1,0 +1,200 @@
+"""Prediction methods, keyed by name. A method maps a mapped measurement to a Prediction or raises Uncovered.
+
+* legacy / uncached: the closed-form estimate in that semantics: agg rows through AggEstimator
+  with the baseline's budget ctx_tokens = isl; disagg rows through estimator.disagg.run_disagg.
+* closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
+  engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
+  row's engine scheduler settings. It replays the uncached closed-form row of the row's deployment
+  (agg: at ctx_tokens = the engine's step token budget).
+
+The disagg estimator and the replay are looked up lazily: when one is not importable or raises
+NotImplementedError, the rows that need it are uncovered with that reason.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from dataclasses import dataclass
+from types import MappingProxyType, ModuleType
+from typing import Callable, Mapping
+
+from estimator.errors import PerfDataMissingError
+from estimator.report import METHOD_NAMES
+from estimator.scheduler import AggEstimator, AggPoint, AggResult
+from estimator.steps import Semantics
+from measurements.mapping import AggInputs, DisaggInputs, MappedRow
+from measurements.schema import Measurement
+
+DISAGG_MODULE = "estimator.disagg"
+SILICON_MISS = "perf data missing in SILICON mode (the baseline retried these in HYBRID; there is no HYBRID here)"
+CLOSED_LOOP_MODULE = "estimator.closedloop"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A method's prediction for one row."""
+
+    ttft_ms: float  # predicted time to first token, ms (finite, >= 0)
+    tpot_ms: float  # predicted time per output token, ms (finite, >= 0)
+    note: str = ""  # a caveat that does not void the prediction
+    prefill_step_ms: float = math.nan  # the step price behind TTFT: one prefill chunk (agg) or batch (disagg), ms
+    decode_step_ms: float = math.nan  # the step price behind TPOT: one decode-only step (agg) or iteration (disagg), ms
+
+
+class Uncovered(Exception):
+    """The method cannot predict the row; the message is the reason."""
+
+
+Method = Callable[[MappedRow], Prediction]
+
+
+def first_line(exc: Exception) -> str:
+    """The first line of an exception's message (its class name when empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
+    if row.inputs is None:
+        raise Uncovered(row.reason)
+    return row.inputs
+
+
+@functools.cache
+def optional_module(name: str) -> ModuleType | str:
+    """An estimator module that may not exist yet, or why it is unavailable (looked up once per process)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        return f"{name} not available ({exc})"
+
+
+def _module(name: str) -> ModuleType:
+    module = optional_module(name)
+    if isinstance(module, str):
+        raise Uncovered(module)
+    return module
+
+
+def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = None):
+    """The closed-form estimate of a row: an AggResult (ctx_tokens defaults to the row's isl, as the
+    baseline) or a DisaggResult. A perf-data miss is Uncovered with SILICON_MISS."""
+    outcome = _closed_form_outcome(_inputs(row), semantics, ctx_tokens)
+    if isinstance(outcome, PerfDataMissingError):
+        raise Uncovered(f"{SILICON_MISS}: {first_line(outcome)}")
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+@functools.lru_cache(maxsize=4096)
+def _closed_form_outcome(inputs: AggInputs | DisaggInputs, semantics: Semantics, ctx_tokens: int | None):
+    """The estimate, or the exception it raised (memoized either way: the closed-loop methods reuse it)."""
+    try:
+        return _closed_form(inputs, semantics, ctx_tokens)
+    except Exception as exc:  # re-raised by closed_form
+        return exc
+
+
+def _closed_form(inputs: AggInputs | DisaggInputs, semantics: Semantics, ctx_tokens: int | None):
+    if isinstance(inputs, DisaggInputs):
+        disagg = _module(DISAGG_MODULE)
+        point = disagg.DisaggPoint(
+            isl=inputs.isl, osl=inputs.osl, prefill_batch_size=inputs.prefill_batch_size, prefill_workers=inputs.prefill_workers,
+            decode_batch_size=inputs.decode_batch_size, decode_workers=inputs.decode_workers,
+        )  # fmt: skip
+        return disagg.run_disagg(inputs.prefill, inputs.decode, point, semantics, inputs.pricer)
+    point = AggPoint(isl=inputs.isl, osl=inputs.osl, batch_size=inputs.batch_size, ctx_tokens=ctx_tokens or inputs.isl)
+    return AggEstimator(inputs.deployment, semantics, inputs.pricer).estimate(point)
+
+
+def memory_note(result) -> str:
+    """The memory verdict as a caveat: the row ran on hardware, so a rejection is the model's error."""
+    if not isinstance(result, AggResult):
+        return "memory model says a worker does not fit; the reference CLI would reject the row" if result.oom else ""
+    if result.memory.oom:
+        return f"memory model says OOM ({result.memory.use.total:.1f} GiB/GPU); the reference CLI would reject the row"
+    if result.memory.kv_oom:
+        return "memory model says the KV cache does not fit; the reference CLI would reject the row"
+    return ""
+
+
+def step_prices(result) -> tuple[float, float]:
+    """(prefill step, decode step) in ms of a closed-form result; NaN where the schedule has none."""
+    row = result.row
+    if isinstance(result, AggResult):
+        decode = float(row["genonly_step_ms"])
+        return float(row["prefill_step_ms"]), decode if decode > 0 else math.nan
+    return float(row["(p)prefill_step_ms"]), float(row["tpot"])
+
+
+def _closed_form_method(semantics: Semantics) -> Method:
+    def method(row: MappedRow) -> Prediction:
+        result = closed_form(row, semantics)
+        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), memory_note(result), *step_prices(result))
+
+    method.__doc__ = f"The closed-form estimate, {semantics.value} semantics."
+    return method
+
+
+def replay_protocol(closedloop: ModuleType, m: Measurement, protocol: str):
+    """The replay's protocol object: steady, or the row's benchmark client (Uncovered when undocumented)."""
+    if protocol == "steady":
+        return closedloop.Steady()
+    p = m.protocol
+    if p.num_prompts is None or p.random_range_ratio is None or not m.concurrency:
+        raise Uncovered(f"benchmark protocol not documented by the source ({m.source})")
+    if p.num_prompts % m.concurrency:
+        raise Uncovered(f"num_prompts {p.num_prompts} is not a multiple of the concurrency {m.concurrency}")
+    return closedloop.Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio)
+
+
+def replay(row: MappedRow, protocol: str) -> dict:
+    """The replay's figures (ttft, tpot, ... in ms) for a row under a protocol, engine-priced."""
+    closedloop, inputs, m = _module(CLOSED_LOOP_MODULE), _inputs(row), row.measurement
+    run_protocol = replay_protocol(closedloop, m, protocol)
+    p = m.protocol
+    try:
+        if isinstance(inputs, DisaggInputs):
+            result_row = dict(closed_form(row, Semantics.UNCACHED).row) | ({"concurrency": m.concurrency} if m.concurrency else {})
+            return closedloop.closed_loop_for_disagg_row(
+                result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
+            )
+        settings = closedloop.EngineSettings(p.step_token_budget, p.chunked_prefill, p.max_num_seqs)
+        result_row = closed_form(row, Semantics.UNCACHED, ctx_tokens=p.step_token_budget).row
+        return closedloop.closed_loop_for_agg_row(
+            result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer
+        )
+    except NotImplementedError as exc:
+        raise Uncovered(f"closed-loop replay not implemented: {exc}") from None
+    except PerfDataMissingError as exc:
+        raise Uncovered(f"{SILICON_MISS}: {first_line(exc)}") from None
+
+
+def _closed_loop_method(protocol: str) -> Method:
+    def method(row: MappedRow) -> Prediction:
+        figures = replay(row, protocol)
+        ttft, tpot = float(figures["ttft"]), float(figures["tpot"])
+        if not (math.isfinite(ttft) and math.isfinite(tpot)):
+            raise Uncovered("closed-loop replay returned no finite figures")
+        return Prediction(ttft, tpot)
+
+    method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
+    return method
+
+
+METHODS: Mapping[str, Method] = MappingProxyType(
+    dict(
+        zip(
+            METHOD_NAMES,
+            (
+                _closed_form_method(Semantics.LEGACY),
+                _closed_form_method(Semantics.UNCACHED),
+                _closed_loop_method("steady"),
+                _closed_loop_method("benchmark"),
+            ),
+            strict=True,
+        )
+    )
+)

@@ -1,0 +1,103 @@
+"""The long-form per-point table: one line per (row id, method), predictions beside measurements and
+the row's partition and provenance columns. Written to CSV; the report renders from it alone.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from estimator.report.batch import PointResult
+from measurements.mapping import MappedRow
+
+POINT_COLUMNS = (
+    "id", "method", "covered", "reason", "ttft_pred_ms", "tpot_pred_ms", "ttft_meas_ms", "tpot_meas_ms", "note",
+    "prefill_step_ms", "decode_step_ms",
+    "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
+    "source", "engine_version", "image", "model_used", "model_note", "data_version", "version_note", "pricer",
+    "step_token_budget", "chunked_prefill",
+)  # fmt: skip
+# upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
+BUCKET_EDGES = (1, 4, 16, 64, 256)
+
+
+def bucket_order() -> list[str]:
+    """Every bucket label, in ascending concurrency ("unknown" last)."""
+    labels, low = [], 1
+    for high in BUCKET_EDGES:
+        labels.append(f"{low}-{high}" if low < high else str(high))
+        low = high + 1
+    return labels + [f">{BUCKET_EDGES[-1]}", "unknown"]
+
+
+def concurrency_bucket(c: int | None) -> str:
+    """The bucket label of a client concurrency, e.g. "2-4"; "unknown" when not recorded."""
+    if c is None:
+        return "unknown"
+    for high, label in zip(BUCKET_EDGES, bucket_order()):
+        if c <= high:
+            return label
+    return f">{BUCKET_EDGES[-1]}"
+
+
+def row_columns(row: MappedRow) -> dict:
+    """The measurement and mapping columns of one row."""
+    m, layout = row.measurement, row.measurement.agg
+    return {
+        "ttft_meas_ms": m.ttft_ms,
+        "tpot_meas_ms": m.tpot_ms,
+        "system": m.system,
+        "backend": m.engine,
+        "mode": m.mode,
+        "model": m.model,
+        "concurrency": m.concurrency,
+        "concurrency_bucket": concurrency_bucket(m.concurrency),
+        "isl": m.isl,
+        "osl": m.osl,
+        "attention_dp": (layout.attention_dp or 1) if layout else None,
+        "source": m.source,
+        "engine_version": m.engine_version,
+        "image": m.image,
+        "model_used": row.model_used,
+        "model_note": row.model_note,
+        "data_version": row.data_version,
+        "version_note": row.version_note,
+        "pricer": row.inputs.pricer if row.inputs else None,
+        "step_token_budget": m.protocol.step_token_budget,
+        "chunked_prefill": m.protocol.chunked_prefill,
+    }
+
+
+def points_frame(rows: list[MappedRow], results: list[PointResult]) -> pd.DataFrame:
+    """The long-form table of results (row-major, as predict_all returns them)."""
+    by_id = {row.measurement.id: row_columns(row) for row in rows}
+    records = [{**vars(r), **by_id[r.id]} for r in results]
+    return pd.DataFrame.from_records(records, columns=list(POINT_COLUMNS))
+
+
+def write_points(points: pd.DataFrame, path: str | Path, provenance: dict) -> None:
+    """Write the table as CSV and the provenance beside it (`<name>.provenance.json`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    points.to_csv(path, index=False)
+    provenance_path(path).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
+
+
+def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """The table and its provenance (empty when the sidecar is missing); a missing column raises ValueError."""
+    path = Path(path)
+    points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str},
+                         keep_default_na=True)  # fmt: skip
+    missing = [c for c in POINT_COLUMNS if c not in points.columns]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing}")
+    points["covered"] = points["covered"].astype(str).str.lower() == "true"
+    for column in ("reason", "note", "model_note", "version_note"):
+        points[column] = points[column].fillna("")
+    sidecar = provenance_path(path)
+    return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})
+
+
+def provenance_path(points_path: Path) -> Path:
+    return points_path.with_name(points_path.stem + ".provenance.json")

@@ -1,0 +1,352 @@
+"""Render the accuracy report: one self-contained HTML file (inline CSS, JS and SVG; opens offline)
+from the long-form per-point table and its provenance.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import numpy as np
+import pandas as pd
+
+from estimator.report import metrics
+from estimator.report.metrics import GroupStats
+from estimator.report.points import bucket_order
+
+TEMPLATES = Path(__file__).parent / "templates"
+PARTITIONS = (
+    ("system x backend x mode", ("system", "backend", "mode")),
+    ("model", ("model",)),
+    ("concurrency bucket", ("concurrency_bucket",)),
+)
+PLOT = 300  # scatter plot side, px
+HIST_BINS = np.arange(-1.0, 2.01, 0.1)  # signed relative error bins; larger errors fall in an overflow bar
+CONTRIBUTION_KEYS = ["system", "backend", "mode", "model"]
+PRIMARY_ORDER = ("closed_loop", "closed_loop_steady", "uncached", "legacy")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Published figures of the reference, for the headline (percent; None: not published)."""
+
+    label: str  # what and where from
+    covered: int  # rows predicted
+    ttft: tuple[float | None, ...]  # MAPE, median APE, within 10/20/50, bias
+    tpot: tuple[float | None, ...]
+
+
+REFERENCES = (
+    Reference("AIConfigurator 0.12.0, all modes (accuracy-baseline.md)", 3611, (53.3, 46.1, None, 19.9, None, -32.7), (32.3, 18.3, None, 53.1, None, 2.4)),
+    Reference("AIConfigurator 0.12.0, agg rows (accuracy-baseline.md)", 3456, (52.8, 45.1, None, 20.2, None, -31.1), (32.4, 18.1, None, 53.5, None, 1.3)),
+)
+
+
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment: autoescape on, undefined names are errors."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True,
+    )  # fmt: skip
+    env.filters["pct"] = pct
+    env.filters["spct"] = signed_pct
+    env.filters["ms"] = ms
+    return env
+
+
+def _missing(x: float | None) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def pct(x: float | None) -> str:
+    """A fraction as a percentage, e.g. "53.3%"."""
+    return "n/a" if _missing(x) else f"{100 * x:.1f}%"
+
+
+def signed_pct(x: float | None) -> str:
+    """A signed fraction as a percentage, e.g. "+2.4%"."""
+    return "n/a" if _missing(x) else f"{100 * x:+.1f}%"
+
+
+def ms(x: float | None) -> str:
+    """A latency in ms, 4 significant digits ("" when missing)."""
+    return "" if _missing(x) else f"{x:.4g}"
+
+
+def render_report(points: pd.DataFrame, provenance: dict, methods: list[str]) -> str:
+    """The report HTML for the given methods (in headline order)."""
+    return environment().get_template("report.html.j2").render(**report_context(points, provenance, methods))
+
+
+def report_context(points: pd.DataFrame, provenance: dict, methods: list[str]) -> dict:
+    """Everything the template shows, computed from the per-point table."""
+    points = points[points["method"].isin(methods)].copy()
+    points["concurrency_bucket"] = pd.Categorical(points["concurrency_bucket"], categories=bucket_order(), ordered=True)
+    headline = metrics.by_method(points, methods)
+    shown = [m for m in methods if headline[m].covered > 0]
+    return {
+        "rows": int(points["id"].nunique()),
+        "methods": methods,
+        "shown": shown,
+        "headline": headline,
+        "references": REFERENCES,
+        "common": common_headline(points, shown),
+        "coverage": coverage_breakdown(points, methods),
+        "partitions": [(title, list(keys), metrics.partition_stats(points, list(keys), shown)) for title, keys in PARTITIONS],
+        "scatters": scatter_plots(points, shown),
+        "histograms": histograms(points, shown),
+        "closing": closing_note(points, shown),
+        "mapping": mapping_decisions(points),
+        "table": point_table(points, shown),
+        "provenance": provenance,
+    }
+
+
+def common_headline(points: pd.DataFrame, shown: list[str]) -> dict[str, GroupStats] | None:
+    """Per-method stats over the rows every shown method covered (None with fewer than two methods)."""
+    if len(shown) < 2:
+        return None
+    return metrics.by_method(metrics.common_rows(points, shown), shown)
+
+
+def coverage_breakdown(points: pd.DataFrame, methods: list[str]) -> list[tuple[str, int, list[tuple[str, int]]]]:
+    """Per method: uncovered rows and (reason group, rows) sorted by count, then reason."""
+    out = []
+    for method in methods:
+        missed = points[(points["method"] == method) & ~points["covered"]]
+        counts = missed["reason"].map(reason_group).value_counts()
+        reasons = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        out.append((method, len(missed), [(str(r), int(n)) for r, n in reasons]))
+    return out
+
+
+def reason_group(reason: str) -> str:
+    """A reason without its row-specific detail: table paths and braced lookup keys are elided."""
+    reason = re.sub(r" at /[^;\s]+", "", str(reason))
+    return re.sub(r"\{[^{}]*\}", "{...}", reason)
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """Predicted vs measured on log axes; coordinates in px inside a PLOT x PLOT box."""
+
+    method: str
+    metric: str
+    n: int  # points drawn
+    dots: str  # SVG path data, one zero-length segment per point
+    ticks: list[tuple[float, str]]  # (px, label) on both axes
+    band: list[str]  # SVG path data of y = x and the +-20% lines
+
+
+def scatter_plots(points: pd.DataFrame, shown: list[str]) -> list[Scatter]:
+    """One scatter per shown method and metric; both axes share the metric's range over all methods."""
+    hit = points[points["covered"]]
+    plots = []
+    for metric in metrics.METRICS:
+        pred, meas = hit[f"{metric}_pred_ms"], hit[f"{metric}_meas_ms"]
+        positive = pd.concat([pred[pred > 0], meas[meas > 0]])
+        if positive.empty:
+            continue
+        lo, hi = math.floor(math.log10(positive.min())), math.ceil(math.log10(positive.max()))
+        hi = max(hi, lo + 1)
+        scale = _log_scale(lo, hi)
+        for method in shown:
+            part = hit[(hit["method"] == method) & (hit[f"{metric}_pred_ms"] > 0)]
+            xs, ys = scale(part[f"{metric}_meas_ms"]), PLOT - scale(part[f"{metric}_pred_ms"])
+            dots = "".join(f"M{x:.1f} {y:.1f}h0" for x, y in zip(xs, ys))
+            ticks = [(float(scale(10.0**e)), _tick_label(e)) for e in range(lo, hi + 1)]
+            band = [_line(scale, lo, hi, f) for f in (1.0, 0.8, 1.2)]
+            plots.append(Scatter(method, metric, len(part), dots, ticks, band))
+    return plots
+
+
+def _log_scale(lo: int, hi: int):
+    def scale(v):
+        return (np.log10(np.asarray(v, dtype=float)) - lo) / (hi - lo) * PLOT
+
+    return scale
+
+
+def _line(scale, lo: int, hi: int, factor: float) -> str:
+    """Path data of predicted = factor x measured across the plot."""
+    a, b = 10.0**lo, 10.0**hi
+    return f"M{float(scale(a)):.1f} {PLOT - float(scale(a * factor)):.1f}L{float(scale(b)):.1f} {PLOT - float(scale(b * factor)):.1f}"
+
+
+def _tick_label(exponent: int) -> str:
+    """A power-of-ten latency tick: "100 ms", "10 s"."""
+    value = 10.0**exponent
+    return f"{value:g} ms" if value < 1000 else f"{value / 1000:g} s"
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Signed relative error counts in HIST_BINS plus underflow/overflow, as bar heights."""
+
+    method: str
+    metric: str
+    n: int
+    bars: list[tuple[float, float, str]]  # (x px, height px, tooltip)
+    labels: list[tuple[float, str]]  # (x px, label)
+
+
+def histograms(points: pd.DataFrame, shown: list[str]) -> list[Histogram]:
+    """One signed-error histogram per shown method and metric."""
+    hit = points[points["covered"]]
+    out = []
+    width = PLOT / (len(HIST_BINS) + 1)
+    for metric in metrics.METRICS:
+        for method in shown:
+            part = hit[hit["method"] == method]
+            err = metrics.signed_error(part[f"{metric}_pred_ms"], part[f"{metric}_meas_ms"])
+            counts = np.histogram(np.clip(err, HIST_BINS[0], HIST_BINS[-1] + 1.0), bins=[*HIST_BINS, np.inf])[0]
+            top = max(int(counts.max()), 1) if counts.size else 1
+            bars = [(i * width, c / top * (PLOT - 20), _bin_label(i, c)) for i, c in enumerate(counts)]
+            labels = [(i * width, f"{100 * HIST_BINS[i]:+.0f}%") for i in range(0, len(HIST_BINS), 5)]
+            out.append(Histogram(method, metric, len(part), bars, labels))
+    return out
+
+
+def _bin_label(i: int, count: int) -> str:
+    if i >= len(HIST_BINS) - 1:
+        return f"> {100 * HIST_BINS[-1]:+.0f}%: {count}"
+    return f"{100 * HIST_BINS[i]:+.0f}% to {100 * HIST_BINS[i + 1]:+.0f}%: {count}"
+
+
+def closing_note(points: pd.DataFrame, shown: list[str]) -> dict | None:
+    """The largest remaining error sources of the primary method, with the evidence behind them."""
+    primary = next((m for m in PRIMARY_ORDER if m in shown), None)
+    if primary is None:
+        return None
+    hit = points[(points["method"] == primary) & points["covered"]]
+    contributions = {metric: metrics.error_contributions(points, primary, metric, CONTRIBUTION_KEYS, 6) for metric in metrics.METRICS}
+    return {
+        "method": primary,
+        "contributions": {k: v.to_dict("records") for k, v in contributions.items()},
+        "keys": CONTRIBUTION_KEYS,
+        "attention_dp": _split_stats(hit, hit["attention_dp"].fillna(1) > 1, "attention-DP rows", "other rows"),
+        "steps": step_evidence(points),
+        "protocol_facts": protocol_facts(points),
+    }
+
+
+STEP_KEYS = ["system", "backend", "mode"]
+
+
+def step_evidence(points: pd.DataFrame) -> dict | None:
+    """Measured and predicted latencies in units of a closed-form method's own step prices, per
+    system x backend x mode (medians): how many prefill steps a measured TTFT spans, and how a
+    measured TPOT compares with one decode step."""
+    steps = points[points["covered"] & (points["prefill_step_ms"] > 0)]
+    method = next((m for m in ("legacy", "uncached") if (steps["method"] == m).any()), None)
+    if method is None:
+        return None
+    part = steps[steps["method"] == method]
+    frame = part.assign(
+        meas_ttft_steps=part["ttft_meas_ms"] / part["prefill_step_ms"],
+        pred_ttft_steps=part["ttft_pred_ms"] / part["prefill_step_ms"],
+        meas_tpot_steps=part["tpot_meas_ms"] / part["decode_step_ms"],
+        pred_tpot_steps=part["tpot_pred_ms"] / part["decode_step_ms"],
+    )
+    grouped = frame.groupby(STEP_KEYS).agg(
+        n=("id", "size"), meas_ttft_steps=("meas_ttft_steps", "median"), pred_ttft_steps=("pred_ttft_steps", "median"),
+        meas_tpot_steps=("meas_tpot_steps", "median"), pred_tpot_steps=("pred_tpot_steps", "median"),
+    )  # fmt: skip
+    return {"method": method, "keys": STEP_KEYS, "rows": grouped.reset_index().to_dict("records")}
+
+
+def _split_stats(hit: pd.DataFrame, mask: pd.Series, yes: str, no: str) -> list[tuple[str, int, metrics.ErrorStats, metrics.ErrorStats]]:
+    out = []
+    for label, part in ((yes, hit[mask]), (no, hit[~mask])):
+        out.append((label, len(part), metrics.error_stats(part["ttft_pred_ms"], part["ttft_meas_ms"]),
+                    metrics.error_stats(part["tpot_pred_ms"], part["tpot_meas_ms"])))  # fmt: skip
+    return out
+
+
+def protocol_facts(points: pd.DataFrame) -> list[str]:
+    """Counted facts about the protocols and versions the predictions rest on."""
+    rows = points.drop_duplicates("id")
+    newer = rows["version_note"].str.contains("older than every data version", regex=False).sum()
+    undocumented = (rows["source"] != "inferencex").sum()
+    unchunked = rows[(rows["chunked_prefill"].astype(str).str.lower() == "false") & (rows["mode"] == "agg")]
+    blocked = (unchunked["isl"] + unchunked["concurrency"].fillna(1) > unchunked["step_token_budget"]).sum()
+    return [
+        f"{len(rows)} rows: engine scheduler settings (step token budget, chunked prefill, max_num_seqs) are the engines' "
+        "documented defaults, not the launch scripts' values (the sample does not record them per row).",
+        f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
+        f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
+        f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off (the TRT-LLM default) and a prompt plus the running "
+        "decodes larger than the default step token budget, so the replay admits such a prompt only once the decodes free the "
+        "budget. The InferenceX TRT-LLM recipes size max_num_tokens per run so that this never happens (e.g. "
+        "benchmarks/dsr1_fp8_b200_trt.sh: max(8192, C + ISL + 64 rounded up to 64); the Llama-3.1-70B recipes: max_model_len); "
+        "resolving each row's recipe would replace the default.",
+    ]
+
+
+def mapping_decisions(points: pd.DataFrame) -> dict:
+    """Counts of the model-alias, version and pricer decisions."""
+    rows = points.drop_duplicates("id")
+    aliased = rows[rows["model_note"] != ""]
+    versions = rows.fillna({"engine_version": "not recorded", "data_version": "none"})
+    return {
+        "aliases": _counts(aliased, ["model", "model_used"]),
+        "versions": _counts(versions, ["backend", "engine_version", "data_version"]),
+        "pricers": _counts(rows.fillna({"pricer": "not estimated"}), ["pricer"]),
+    }
+
+
+def _counts(frame: pd.DataFrame, keys: list[str]) -> list[tuple]:
+    counts = frame.groupby(keys, dropna=False).size()
+    return [(*(k if isinstance(k, tuple) else (k,)), int(n)) for k, n in counts.items()]
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One measurement in the per-point table, with each shown method's outcome."""
+
+    base: list[tuple[str, str]]  # (sort value, text) per base column
+    cells: list[tuple[str, str, str]]  # (sort value, text, title) per method column
+
+
+TABLE_BASE = (("id", "id"), ("system", "system"), ("backend", "backend"), ("mode", "mode"), ("model", "model"),
+              ("C", "concurrency"), ("isl", "isl"), ("osl", "osl"), ("TTFT meas ms", "ttft_meas_ms"),
+              ("TPOT meas ms", "tpot_meas_ms"))  # fmt: skip
+
+
+def point_table(points: pd.DataFrame, shown: list[str]) -> dict:
+    """Header and rows of the sortable per-point table (one row per measurement, in input order)."""
+    header = [label for label, _ in TABLE_BASE]
+    for method in shown:
+        header += [f"{method} TTFT ms", f"{method} TTFT err", f"{method} TPOT ms", f"{method} TPOT err"]
+    outcome = {(r.id, r.method): r for r in points[points["method"].isin(shown)].itertuples(index=False)}
+    rows = []
+    for base in points.drop_duplicates("id").to_dict("records"):
+        cells = [_base_cell(base[column]) for _, column in TABLE_BASE[1:]]
+        mid = str(base["id"])
+        rows.append(TableRow([("", mid), *cells], [c for m in shown for c in _method_cells(outcome.get((mid, m)))]))
+    return {"header": header, "rows": rows}
+
+
+def _base_cell(value) -> tuple[str, str]:
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return (_key(value), ms(float(value)))
+    return ("", "" if pd.isna(value) else str(value))
+
+
+def _key(value: float) -> str:
+    """A compact numeric sort key."""
+    return f"{float(value):.6g}"
+
+
+def _method_cells(r) -> list[tuple[str, str, str]]:
+    """TTFT pred, TTFT err, TPOT pred, TPOT err; an uncovered method shows dashes, its reason on the first."""
+    if r is None or not r.covered:
+        reason = "" if r is None else reason_group(r.reason)
+        return [("nan", "-", reason)] + [("nan", "-", "")] * 3
+    cells = []
+    for metric in metrics.METRICS:
+        pred, meas = getattr(r, f"{metric}_pred_ms"), getattr(r, f"{metric}_meas_ms")
+        cells += [(_key(pred), ms(pred), r.note), (_key((pred - meas) / meas), signed_pct((pred - meas) / meas), "")]
+    return cells

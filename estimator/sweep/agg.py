@@ -1,0 +1,165 @@
+"""The agg sweep: every deployment x batch x prefill budget, then the best rows under each target.
+
+Mirrors aiconfigurator 0.12.0 ``sweep.sweep_agg`` / ``_sweep_one_parallel_agg`` (legacy-semantics.md
+1.12): grid points are walked in the reference's order and a batch stops at its first OOM or
+KV-OOM budget. Memory needs no pricing, so the walk runs first and every surviving point of a
+deployment is then priced in one batched pass. The full table holds every priced point, unrounded;
+the best rows are the reference's: per deployment and target the top-k by seq/s (legacy: ranked on
+3-decimal values), merged, deduplicated and ranked by tokens/s/gpu.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from estimator.deployment import Deployment, require_positive
+from estimator.disagg.ranking import merge_ranked, quicksort_desc
+from estimator.disagg.workers import LEGACY_DECIMALS
+from estimator.errors import InvalidInputError, PerfDataMissingError
+from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlan, AggPoint, plan_agg
+from estimator.scheduler.agg import _row, agg_memory, decode_tokens_per_iteration
+from estimator.scheduler.facts import deployment_facts, step_pricer
+from estimator.scheduler.memory import MemoryVerdict
+from estimator.steps import Semantics, StepModel, decode_step, mixed_steps
+from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
+from estimator.sweep.sla import Workload
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOP_K = 10  # best rows kept per deployment and target
+
+
+@dataclass(frozen=True)
+class AggOptions:
+    """How the agg sweep walks each deployment."""
+
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE  # largest batch tried
+    ctx_stride: int = DEFAULT_CTX_STRIDE  # small prefill-budget stride, tokens
+    chunked_prefill: bool = False  # False: budgets are multiples of the per-request budget tokens
+    top_k: int = DEFAULT_TOP_K  # best rows per deployment and target (0: all)
+
+    def __post_init__(self) -> None:
+        require_positive("max_batch_size", self.max_batch_size)
+        require_positive("ctx_stride", self.ctx_stride)
+        if self.top_k < 0:
+            raise InvalidInputError(f"top_k must be >= 0, got {self.top_k}")
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """A grid point that fits in memory, planned but not priced."""
+
+    point: AggPoint
+    plan: AggPlan
+    memory: MemoryVerdict
+
+
+def agg_grid(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> AggGrid:
+    """The grid of one deployment, on isl (legacy) or isl - prefix (uncached) tokens per request."""
+    budget_isl = workload.isl if semantics is Semantics.LEGACY else workload.isl - workload.prefix
+    progress = decode_tokens_per_iteration(deployment.nextn, workload.nextn_accepted)
+    return AggGrid(budget_isl, workload.osl, options.max_batch_size, options.ctx_stride, options.chunked_prefill, dedup=progress == 1.0)
+
+
+def grid_points(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> list[GridPoint]:
+    """The walk: guards and dedup from the grid, each batch stopped at its first OOM / KV-OOM budget."""
+    policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
+    dtpi = decode_tokens_per_iteration(deployment.nextn, workload.nextn_accepted)
+    out = []
+    for b, budgets in agg_grid(deployment, workload, options, semantics).rows():
+        for ctx in budgets:
+            point = AggPoint(workload.isl, workload.osl, b, ctx, workload.prefix, workload.nextn_accepted,
+                             free_gpu_memory_fraction=workload.free_gpu_memory_fraction, max_seq_len=workload.max_seq_len)  # fmt: skip
+            plan = plan_agg(policy, point, semantics, dtpi)
+            memory = agg_memory(facts, deployment, policy, point, plan)
+            if memory.oom or memory.kv_oom:
+                break
+            out.append(GridPoint(point, plan, memory))
+    return out
+
+
+def price_points(deployment: Deployment, points: Sequence[GridPoint], semantics: Semantics, pricer: str = "native") -> list[dict]:
+    """Result rows (AGG_COLUMNS, unrounded) of planned points: one batched pass; on a perf-data
+    miss, point by point, skipping the points without data."""
+    model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
+    try:
+        return _priced_rows(deployment, model, points, semantics)
+    except PerfDataMissingError:
+        rows = []
+        for p in points:
+            try:
+                rows += _priced_rows(deployment, model, [p], semantics)
+            except PerfDataMissingError as exc:
+                log.debug("agg point b=%d ctx=%d skipped: %s", p.point.batch_size, p.point.ctx_tokens, exc)
+        return rows
+
+
+def _priced_rows(deployment: Deployment, model: StepModel, points: Sequence[GridPoint], semantics: Semantics) -> list[dict]:
+    """run_agg's pricing and row for many points: all mixed steps in one call, decode steps once per size."""
+    policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
+    mix = iter(mixed_steps(model, [g.shape for p in points for g in p.plan.mix], semantics))
+    decode = {}
+    rows = []
+    for p in points:
+        steps = [next(mix) for _ in p.plan.mix]
+        n = p.plan.genonly_requests
+        if n not in decode:
+            decode[n] = decode_step(model, n, p.point.isl, p.point.osl)
+        dtpi = decode_tokens_per_iteration(deployment.nextn, p.point.nextn_accepted)
+        rows.append(_row(facts, deployment, policy, p.point, p.plan, steps, decode[n], p.memory, dtpi))
+    return rows
+
+
+def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = "native") -> list[dict]:
+    """Every priced point of one deployment, in grid order (warns when no point passes the guards)."""
+    points = grid_points(deployment, workload, options, semantics)
+    if not points:
+        log.warning("agg sweep: no grid point of %s passes the batch/budget guards and fits in memory", parallel_name(deployment))
+    return price_points(deployment, points, semantics, pricer)
+
+
+def parallel_name(deployment: Deployment) -> str:
+    """The row's `parallel` label of a deployment."""
+    d = deployment
+    return f"tp{d.tp}pp{d.pp}dp{d.attention_dp}etp{d.moe_tp}ep{d.moe_ep}"
+
+
+Accept = Callable[[float, float], np.ndarray]  # (ttft target, tpot target) -> mask of the table rows that pass
+
+
+def within_targets(table: pd.DataFrame) -> Accept:
+    """The legacy filter: tpot <= target and ttft <= target, on the unrounded values."""
+    ttft, tpot = table["ttft"].to_numpy(np.float64), table["tpot"].to_numpy(np.float64)
+    return lambda ttft_target, tpot_target: (tpot <= tpot_target) & (ttft <= ttft_target)
+
+
+def best_agg(table: pd.DataFrame, pairs: Sequence[tuple[float, float]], top_k: int, semantics: Semantics,
+             accept: Accept | None = None) -> pd.DataFrame:  # fmt: skip
+    """The best rows: per deployment (table order) and target, the accepted rows (default:
+    within_targets) ranked by seq/s, top_k of them (0 keeps all); then merged without repeats and
+    ranked by tokens/s/gpu. Legacy mode ranks 3-decimal values and rounds the rows, as the
+    reference's DataFrames do."""
+    legacy = semantics is Semantics.LEGACY
+    accept = accept or within_targets(table)
+    seq_s, tps_gpu = (table[c].to_numpy(np.float64) for c in ("seq/s", "tokens/s/gpu"))
+    if legacy:
+        seq_s, tps_gpu = np.round(seq_s, LEGACY_DECIMALS), np.round(tps_gpu, LEGACY_DECIMALS)
+    labels = table["parallel"].to_numpy()
+    selections = []
+    for label in dict.fromkeys(labels):
+        rows = np.flatnonzero(labels == label)
+        for ttft_target, tpot_target in pairs:
+            passing = rows[accept(ttft_target, tpot_target)[rows]]
+            ranked = passing[quicksort_desc(seq_s[passing])]
+            selections.append((ranked[:top_k] if top_k > 0 else ranked).tolist())
+    best = table.iloc[merge_ranked(selections, key=lambda i: tps_gpu[i])].reset_index(drop=True)
+    return best.round(LEGACY_DECIMALS) if legacy else best
+
+
+def agg_table(rows: Sequence[dict]) -> pd.DataFrame:
+    """Rows as a DataFrame with the AGG_COLUMNS (built column-wise: several times faster than from records)."""
+    return pd.DataFrame({c: [r[c] for r in rows] for c in AGG_COLUMNS}, columns=list(AGG_COLUMNS))

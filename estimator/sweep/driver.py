@@ -1,0 +1,170 @@
+"""Sweep drivers: enumerate every deployment, keep the full table, pick the best rows."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from estimator.closedloop import ReplayOptions
+from estimator.deployment import Deployment, require_positive
+from estimator.disagg import DISAGG_COLUMNS, Calibration, Role
+from estimator.disagg.ranking import merge_ranked
+from estimator.disagg.search import (
+    DEFAULT_DECODE_MAX_NUM_TOKENS,
+    DEFAULT_PREFILL_MAX_NUM_TOKENS,
+    DEFAULT_TOP_N,
+    Combos,
+    WorkerLimits,
+    best_under_constraint,
+    decode_batch_sizes,
+    prefill_batch_sizes,
+    rank_value,
+    worker_candidates,
+)
+from estimator.disagg.workers import LEGACY_DECIMALS
+from estimator.errors import EstimatorError
+from estimator.scheduler import StaticPoint
+from estimator.steps import Semantics
+from estimator.sweep.agg import AggOptions, agg_rows, agg_table, best_agg
+from estimator.sweep.refined import KneeSearch, refine_agg
+from estimator.sweep.sla import Sla, Workload
+
+log = logging.getLogger(__name__)
+
+Report = Callable[[list, int, int], None]  # (table rows computed in this unit, units done, units total)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A finished sweep."""
+
+    table: pd.DataFrame  # every evaluated operating point, unrounded, in evaluation order
+    best: pd.DataFrame  # the best rows, ranked by tokens/s/gpu (3-decimal rounded in legacy mode)
+
+
+def sweep_agg(
+    deployments: Sequence[Deployment],
+    workload: Workload,
+    sla: Sla,
+    options: AggOptions = AggOptions(),
+    semantics: Semantics | str = Semantics.UNCACHED,
+    pricer: str = "native",
+    report: Report | None = None,
+    refined: ReplayOptions | None = None,
+) -> SweepResult:
+    """Agg sweep over deployments (parallel layouts of one model, system and backend); with
+    `refined`, points are judged and repriced by the closed-loop replay."""
+    semantics = Semantics.parse(semantics)
+    workload.require_prefix_below_isl("agg run")
+    pairs = sla.pairs(workload.osl)
+    tick = _Ticker(report, len(deployments))
+    table = agg_table(_per_deployment(deployments, lambda d: agg_rows(d, workload, options, semantics, pricer), tick))
+    if refined is None:
+        best = best_agg(table, pairs, options.top_k, semantics)
+    else:
+        judged = refine_agg(table, pairs, refined)
+        table, best = judged.table, best_agg(judged.repriced, pairs, options.top_k, semantics, judged.accept)
+    if best.empty:
+        log.warning("agg sweep: no operating point meets the targets")
+    return SweepResult(table, best)
+
+
+@dataclass(frozen=True)
+class DisaggOptions:
+    """How the disagg sweep enumerates workers and matches them."""
+
+    prefill_max_num_tokens: int = DEFAULT_PREFILL_MAX_NUM_TOKENS  # prompt tokens per prefill batch
+    decode_max_num_tokens: int = DEFAULT_DECODE_MAX_NUM_TOKENS  # largest decode batch
+    limits: WorkerLimits = WorkerLimits()  # worker counts and GPU limits of the rate matching
+    calibration: Calibration = Calibration()  # corrections, TTFT factor, degradations
+    top_n: int = DEFAULT_TOP_N  # best rows per target
+
+    def __post_init__(self) -> None:
+        for name in ("prefill_max_num_tokens", "decode_max_num_tokens", "top_n"):
+            require_positive(name, getattr(self, name))
+
+
+def sweep_disagg(
+    prefill: Sequence[Deployment],
+    decode: Sequence[Deployment],
+    workload: Workload,
+    sla: Sla,
+    options: DisaggOptions = DisaggOptions(),
+    semantics: Semantics | str = Semantics.UNCACHED,
+    pricer: str = "native",
+    report: Report | None = None,
+    refined: ReplayOptions | None = None,
+) -> SweepResult:
+    """Disagg sweep: worker candidates of every prefill and decode layout, then for each target the
+    best rate-matched row per decode layout, top-N, merged. With `refined`, prefill is gated on its
+    raw TTFT and each layout's row is knee-tuned by the closed-loop replay."""
+    semantics = Semantics.parse(semantics)
+    workload.require_prefix_below_isl("disagg run")
+    pairs = sla.pairs(workload.osl)
+    tick = _Ticker(report, len(prefill) + len(decode) + len(pairs))
+    point = StaticPoint(workload.isl, workload.osl, 1, workload.prefix, workload.nextn_accepted,
+                        free_gpu_memory_fraction=workload.free_gpu_memory_fraction)  # fmt: skip
+    budget_isl = workload.isl if semantics is Semantics.LEGACY else workload.isl - workload.prefix
+    batches = {Role.PREFILL: prefill_batch_sizes(options.prefill_max_num_tokens, budget_isl),
+               Role.DECODE: decode_batch_sizes(options.decode_max_num_tokens)}  # fmt: skip
+    workers = {
+        role: _per_deployment(deployments, lambda d, r=role: worker_candidates(
+            d, batches[r], point, r, semantics, options.calibration, pricer), lambda _: tick([]))
+        for role, deployments in ((Role.PREFILL, prefill), (Role.DECODE, decode))
+    }  # fmt: skip
+    combos = Combos(workers[Role.PREFILL], workers[Role.DECODE], options.limits, options.calibration)
+    selections = []
+    for ttft, tpot in pairs:
+        known = len(combos.matched)
+        picks = {} if refined is None else {"gate_factor": 1.0, "pick": KneeSearch(ttft, tpot, refined)}
+        selections.append([row_key(r) for r in best_under_constraint(combos, ttft, tpot, semantics, options.top_n, **picks)])
+        tick([c.row for c in combos.matched[known:]])
+    # The reference concatenates onto an empty frame, so the final ranking sorts an object column.
+    merged = merge_ranked(selections, lambda k: rank_value(dict(zip(DISAGG_COLUMNS, k)), "tokens/s/gpu", semantics), dtype=object)
+    best = disagg_frame([dict(zip(DISAGG_COLUMNS, k)) for k in merged], rounded=semantics is Semantics.LEGACY)
+    if best.empty:
+        log.warning("disagg sweep: no worker combination meets the targets")
+    return SweepResult(disagg_frame([c.row for c in combos.matched], rounded=False), best)
+
+
+def row_key(row: dict) -> tuple:
+    """A disagg row as a hashable value (for dropping repeated best rows)."""
+    return tuple(row[c] for c in DISAGG_COLUMNS)
+
+
+def disagg_frame(rows: Sequence[dict], rounded: bool) -> pd.DataFrame:
+    """Disagg rows as a DataFrame, optionally 3-decimal rounded (legacy best rows)."""
+    frame = pd.DataFrame(list(rows), columns=list(DISAGG_COLUMNS))
+    return frame.round(LEGACY_DECIMALS) if rounded else frame
+
+
+class _Ticker:
+    """Counts finished units and forwards each unit's rows to the caller's report."""
+
+    def __init__(self, report: Report | None, total: int):
+        self.report, self.total, self.done = report, total, 0
+
+    def __call__(self, rows: list) -> None:
+        self.done += 1
+        if self.report:
+            self.report(rows, self.done, self.total)
+
+
+def _per_deployment(deployments: Sequence[Deployment], compute: Callable[[Deployment], list], tick: Callable[[list], None]) -> list:
+    """Every deployment's rows; a deployment that cannot be priced is skipped with a warning, and
+    its error is raised when no deployment could be priced."""
+    rows, errors = [], []
+    for deployment in deployments:
+        try:
+            chunk = compute(deployment)
+        except EstimatorError as exc:
+            log.warning("sweep: skipping %s tp%d pp%d dp%d: %s", deployment.system, deployment.tp, deployment.pp, deployment.attention_dp, exc)
+            errors.append(exc)
+            chunk = []
+        rows += chunk
+        tick(chunk)
+    if errors and len(errors) == len(deployments):
+        raise errors[0]
+    return rows

@@ -1,0 +1,167 @@
+"""Loaders: aiconfigurator-core's shipped `systems/silicon_sample.csv`, and the project's own measurement CSVs.
+
+Both yield `Measurement`s. The project's files use the flat columns of `schema.CSV_COLUMNS`
+(empty cell = not recorded); `write_measurements` writes that format and `load_measurements`
+reads it back unchanged.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from estimator.perf.system_spec import load_system_spec
+from measurements import protocols
+from measurements.schema import CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
+
+_LAYOUT_FIELDS = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+_IMAGE = re.compile(r"^[\w.\-#]+(/[\w.\-]+)+:[\w.\-]+$")  # registry/repo:tag
+
+
+def silicon_sample_path() -> Path:
+    """aiconfigurator-core's shipped silicon_sample.csv (read in place, never copied)."""
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("aiconfigurator-core is not installed: no silicon_sample.csv")
+    return Path(spec.origin).parent / "systems" / "silicon_sample.csv"
+
+
+def load_silicon_sample(path: str | Path | None = None) -> list[Measurement]:
+    """Every row of silicon_sample.csv as a Measurement, in file order."""
+    frame = pd.read_csv(path or silicon_sample_path(), dtype={"backend_version": str})
+    return [silicon_measurement(row) for row in frame.to_dict("records")]
+
+
+def silicon_measurement(row: dict) -> Measurement:
+    """One silicon_sample.csv row in the schema."""
+    fields = provenance_fields(row["silicon_data_source"])
+    source = source_of(row["silicon_data_source"])
+    concurrency = _int(fields.get("silicon_concurrency"))
+    engine = protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity)
+    client = protocols.CLIENTS[source]
+    return Measurement(
+        id=str(row["id"]),
+        source=source,
+        provenance=row["silicon_data_source"],
+        engine=row["backend"],
+        engine_version=_str(row["backend_version"]),
+        image=fields.get("image"),
+        system=row["system"],
+        model=row["model_path"],
+        precision=_str(row["precision"]),
+        gemm_quant=_str(row["gemm_quant_mode"]),
+        moe_quant=_str(row["moe_quant_mode"]),
+        mode=row["mode"],
+        isl=int(row["isl"]),
+        osl=int(row["osl"]),
+        concurrency=concurrency,
+        agg=_layout(row, "", workers=1) if row["mode"] == "agg" else None,
+        prefill=_layout(row, "prefill_") if row["mode"] == "disagg" else None,
+        decode=_layout(row, "decode_") if row["mode"] == "disagg" else None,
+        ttft_ms=float(row["silicon_ttft_ms"]),
+        tpot_ms=float(row["silicon_tpot_ms"]),
+        ttft_statistic=client.ttft_statistic,
+        tpot_definition=client.tpot_definition,
+        measured_date=_date(fields.get("measured")),
+        protocol=protocols.protocol_for(source, concurrency, engine),
+    )
+
+
+def provenance_fields(text: str) -> dict[str, str]:
+    """`key=value` parts of a provenance string, plus `image` for a bare registry/repo:tag part."""
+    fields: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(";")):
+        key, sep, value = part.partition("=")
+        if sep:
+            fields[key.strip()] = value.strip()
+        elif _IMAGE.match(part):
+            fields.setdefault("image", part)
+    return fields
+
+
+def source_of(provenance: str) -> str:
+    """The source key a provenance string names (see README: how rows are attributed)."""
+    if provenance.startswith("db-dump/") or re.match(r"source_file=\d{4}-\d{2}-\d{2}\.csv", provenance):
+        return protocols.INFERENCEX
+    if "gap-analysis" in provenance:
+        return protocols.AIC_GAP_ANALYSIS
+    return protocols.UNKNOWN_SOURCE
+
+
+def _layout(row: dict, prefix: str, workers: int | None = None) -> Layout:
+    sizes = [_int(row.get(prefix + name)) for name in _LAYOUT_FIELDS]
+    if workers is None:
+        workers = _int(row.get(prefix + "num_workers"))
+    batch, tp, pp, dp, moe_tp, moe_ep = sizes
+    return Layout(batch_size=batch, workers=workers, tp=tp, pp=pp, attention_dp=dp, moe_tp=moe_tp, moe_ep=moe_ep)
+
+
+def _int(value: Any) -> int | None:
+    return None if is_missing(value) else int(float(value))
+
+
+def _str(value: Any) -> str | None:
+    return None if is_missing(value) else str(value)
+
+
+def _date(value: str | None) -> str | None:
+    """The ISO date of an ISO timestamp."""
+    return None if value is None else value[:10]
+
+
+# ---- the project's own measurement files ------------------------------------------------------
+
+
+def write_measurements(measurements: Iterable[Measurement], path: str | Path) -> None:
+    """Write measurements as a flat CSV (columns CSV_COLUMNS, empty cell = not recorded)."""
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer.writeheader()
+        for m in measurements:
+            writer.writerow({k: _cell(v) for k, v in flatten(m).items()})
+
+
+def load_measurements(path: str | Path) -> list[Measurement]:
+    """Read a project measurement CSV; a missing or unknown column raises ValueError naming it."""
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        header = tuple(reader.fieldnames or ())
+        if set(header) != set(CSV_COLUMNS):
+            missing, extra = sorted(set(CSV_COLUMNS) - set(header)), sorted(set(header) - set(CSV_COLUMNS))
+            raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")
+        types = column_types()
+        return [unflatten({k: _parse(v, types[k]) for k, v in record.items()}) for record in reader]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _parse(text: str, kind: type) -> Any:
+    if text == "":
+        return None
+    if kind is bool:
+        if text not in ("true", "false"):
+            raise ValueError(f"expected true/false, got {text!r}")
+        return text == "true"
+    return math.inf if kind is float and text == "inf" else kind(text)
+
+
+__all__ = [
+    "load_measurements",
+    "load_silicon_sample",
+    "provenance_fields",
+    "silicon_measurement",
+    "silicon_sample_path",
+    "source_of",
+    "write_measurements",
+]

@@ -1,0 +1,210 @@
+"""Measured rows -> estimator inputs, with every mapping decision recorded on the row.
+
+Decisions (the accuracy baseline's, see accuracy-baseline.md):
+* a model id without a bundled config is mapped to a bundled config of the same architecture
+  (`MODEL_ALIASES`), keeping the row's quant modes;
+* the engine version is mapped to the nearest queryable data version: the newest slot not newer
+  than the engine, else the oldest slot (every sample row is older than every slot, so every row
+  lands on the current slot, as in the baseline);
+* an empty or zero attention-DP size means no attention DP (1); MoE sizes are passed for MoE models only;
+* the pricer is native for the natively modelled (dense) architectures, else the reference engine.
+A row that cannot be estimated keeps its reason instead of inputs.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+
+from estimator.deployment import Deployment, QuantOverrides
+from estimator.errors import EstimatorError
+from estimator.models import native_families
+from estimator.models.config import bundled_model_configs_dir
+from estimator.perf.versions import slot_sort_key, version_slots
+from measurements.schema import Layout, Measurement
+
+
+
+@dataclass(frozen=True)
+class ModelAlias:
+    """A measured model id without a bundled config, priced as a bundled config of the same architecture."""
+
+    measured: str  # model id as measured
+    bundled: str  # bundled config priced instead
+    architecture: str  # the HF architecture both share (checked against the bundled config)
+    gemm_quant: str | None = None  # applies only to rows with this GEMM quant mode; None: any row
+
+
+MODEL_ALIASES = (
+    ModelAlias("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B", "LlamaForCausalLM"),
+    ModelAlias("nvidia/Llama-3.1-8B-Instruct-FP8", "meta-llama/Meta-Llama-3.1-8B", "LlamaForCausalLM"),
+    ModelAlias("meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B", "LlamaForCausalLM"),
+    ModelAlias("nvidia/Qwen3-32B-NVFP4", "Qwen/Qwen3-32B", "Qwen3ForCausalLM"),
+    ModelAlias("nvidia/DeepSeek-R1-NVFP4", "nvidia/DeepSeek-V3.1-NVFP4", "DeepseekV3ForCausalLM"),
+    ModelAlias("zhipuai/GLM-5", "nvidia/GLM-5-NVFP4", "GlmMoeDsaForCausalLM", gemm_quant="nvfp4"),
+    ModelAlias("zhipuai/GLM-5", "zai-org/GLM-5-FP8", "GlmMoeDsaForCausalLM"),
+)  # first match wins
+
+DISAGG_INCOMPLETE = "disagg row lacks prefill/decode batch size and worker count"
+
+
+@dataclass(frozen=True)
+class AggInputs:
+    """An agg row's estimator inputs: one deployment at one operating point."""
+
+    deployment: Deployment  # model (bundled id), system, backend, data version, layout, quant
+    pricer: str  # "native" | "reference"
+    isl: int  # input tokens per request (the row's nominal isl)
+    osl: int  # output tokens per request (the row's nominal osl)
+    batch_size: int  # concurrent requests per attention-DP rank (>= 1)
+
+    @property
+    def deployments(self) -> tuple[Deployment, ...]:
+        return (self.deployment,)
+
+
+@dataclass(frozen=True)
+class DisaggInputs:
+    """A disagg row's estimator inputs: prefill and decode workers and their batches."""
+
+    prefill: Deployment  # one prefill worker
+    decode: Deployment  # one decode worker
+    pricer: str  # "native" | "reference"
+    isl: int  # input tokens per request
+    osl: int  # output tokens per request
+    prefill_batch_size: int  # prompts per prefill batch (>= 1)
+    prefill_workers: int  # prefill workers (>= 1)
+    decode_batch_size: int  # sequences per decode batch (>= 1)
+    decode_workers: int  # decode workers (>= 1)
+
+    @property
+    def deployments(self) -> tuple[Deployment, ...]:
+        return (self.prefill, self.decode)
+
+
+@dataclass(frozen=True)
+class MappedRow:
+    """A measurement, its estimator inputs (None when it cannot be estimated) and the mapping decisions."""
+
+    measurement: Measurement
+    inputs: AggInputs | DisaggInputs | None  # None iff reason is set
+    reason: str | None  # why the row cannot be estimated
+    model_used: str  # the bundled config priced (== measurement.model unless aliased)
+    model_note: str  # "" or how the model was aliased
+    data_version: str | None  # the perf-data version priced
+    version_note: str  # how the engine version was mapped
+
+
+def map_measurement(m: Measurement) -> MappedRow:
+    """Map one measurement; every failure becomes the row's reason."""
+    model_used, model_note = resolve_model(m)
+    try:
+        data_version, version_note = nearest_data_version(m.system, m.engine, m.engine_version)
+    except EstimatorError as exc:
+        return MappedRow(m, None, str(exc), model_used, model_note, None, "")
+    reason = unestimable_reason(m, model_used)
+    inputs = None if reason else _inputs(m, model_used, data_version)
+    return MappedRow(m, inputs, reason, model_used, model_note, data_version, version_note)
+
+
+def resolve_model(m: Measurement) -> tuple[str, str]:
+    """(bundled model id, note) for a measured model id; an alias target's architecture is checked."""
+    for alias in MODEL_ALIASES:
+        if alias.measured == m.model and alias.gemm_quant in (None, m.gemm_quant):
+            actual = bundled_architecture(alias.bundled)
+            if actual != alias.architecture:
+                raise ValueError(f"alias {m.model} -> {alias.bundled}: bundled architecture is {actual}, not {alias.architecture}")
+            return alias.bundled, f"priced as {alias.bundled} (no bundled config; same architecture {alias.architecture}; row quant modes kept)"
+    return m.model, ""
+
+
+@functools.cache
+def bundled_architecture(model: str) -> str | None:
+    """The first architecture of a bundled config (None when the model has no bundled config)."""
+    path = bundled_model_configs_dir() / f"{model.replace('/', '--')}_config.json"
+    if not path.is_file():
+        return None
+    return (json.loads(path.read_text()).get("architectures") or [None])[0]
+
+
+def nearest_data_version(system: str, engine: str, engine_version: str | None) -> tuple[str, str]:
+    """(data version, note): the newest queryable slot not newer than the engine version, else the oldest slot."""
+    slots = version_slots(system, engine).versions()
+    if engine_version is None or not re.match(r"v?\d+\.\d+", engine_version):
+        return slots[0], f"engine version {engine_version or 'not recorded'}: oldest data version {slots[0]} (slots {', '.join(slots)})"
+    not_newer = [v for v in slots if slot_sort_key(v) <= slot_sort_key(engine_version)]
+    if not_newer:
+        chosen = not_newer[-1]
+        exact = "exact" if chosen == engine_version else "nearest older"
+        return chosen, f"measured {engine_version}: {exact} data version {chosen}"
+    return slots[0], f"measured {engine_version} is older than every data version ({', '.join(slots)}): nearest {slots[0]}"
+
+
+def is_native(model: str) -> bool:
+    """True when the model's architecture has a native (dense) op builder."""
+    return bundled_architecture(model) in native_families()
+
+
+def unestimable_reason(m: Measurement, model_used: str) -> str | None:
+    """Why a mapped row cannot be estimated, or None."""
+    if bundled_architecture(model_used) is None:
+        return f"no bundled config for model {model_used}"
+    moe = not is_native(model_used)
+    layouts = [m.agg] if m.mode == "agg" else [m.prefill, m.decode]
+    if m.mode == "disagg" and any(x.batch_size is None or x.workers is None for x in layouts):
+        return DISAGG_INCOMPLETE
+    for layout in layouts:
+        reason = _layout_reason(layout, moe)
+        if reason:
+            return reason
+    return None
+
+
+def _layout_reason(layout: Layout, moe: bool) -> str | None:
+    """Why a worker layout cannot be priced, or None."""
+    sizes = [layout.batch_size, layout.workers, layout.tp, layout.pp, _dp(layout)]
+    if moe:
+        sizes += [layout.moe_tp, layout.moe_ep]
+    if any(s is None or s < 1 for s in sizes):
+        return "zero or missing parallel sizes"
+    if moe and layout.tp * _dp(layout) != layout.moe_tp * layout.moe_ep:
+        return "tp*dp != moe_tp*moe_ep in the row"
+    return None
+
+
+def _dp(layout: Layout) -> int:
+    """The attention-DP size; an empty or zero cell means 1 (no attention DP)."""
+    return layout.attention_dp or 1
+
+
+def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: str) -> Deployment:
+    native = is_native(model_used)
+    return Deployment(
+        model=model_used,
+        system=m.system,
+        backend=m.engine,
+        version=data_version,
+        tp=layout.tp,
+        pp=layout.pp,
+        attention_dp=_dp(layout),
+        moe_tp=None if native else layout.moe_tp,
+        moe_ep=None if native else layout.moe_ep,
+        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant),
+    )
+
+
+def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | DisaggInputs:
+    pricer = "native" if is_native(model_used) else "reference"
+    if m.mode == "agg":
+        return AggInputs(_deployment(m, m.agg, model_used, data_version), pricer, m.isl, m.osl, m.agg.batch_size)
+    p, d = m.prefill, m.decode
+    return DisaggInputs(
+        _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,
+        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers,
+    )  # fmt: skip
+
+
+def map_all(measurements: list[Measurement]) -> list[MappedRow]:
+    """Map every measurement, in order."""
+    return [map_measurement(m) for m in measurements]

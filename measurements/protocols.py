@@ -1,0 +1,133 @@
+"""Benchmark protocols per measurement source, and engine scheduler defaults, each with its citation.
+
+A source's client protocol is taken from its own public documentation. Engine scheduler settings
+(step token budget, chunked prefill, max_num_seqs) vary per launch script; where a source does not
+document them per row, the engine's documented default is used and the row says so
+(`Protocol.engine_settings == "engine default"`). No value here is chosen to fit the measurements.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from measurements.schema import Protocol
+
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class ClientProtocol:
+    """What a source documents about its benchmark client (None: undocumented)."""
+
+    client: str  # benchmark client and dataset
+    prompts_per_concurrency: int | None  # num_prompts = this x C (>= 1)
+    request_rate: float | None  # offered requests/s; inf: all dispatched at t = 0
+    random_range_ratio: float | None  # r: lengths uniform on [r*L, L]
+    ignore_eos: bool | None  # outputs always run to osl tokens
+    citation: str  # the public document, or why there is none
+    ttft_statistic: str  # which TTFT statistic the source reports
+    tpot_definition: str  # how the source defines TPOT
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """An engine's scheduler settings and where they are documented."""
+
+    step_token_budget: int  # tokens per step (prefill chunks plus one per running decode), >= 1
+    chunked_prefill: bool  # a prompt may be split across steps
+    max_num_seqs: int | None  # running-request cap; None: derived by the engine from KV capacity
+    citation: str  # the public document
+
+
+INFERENCEX = "inferencex"
+AIC_GAP_ANALYSIS = "aic-gap-analysis"
+UNKNOWN_SOURCE = "unknown"
+
+_VLLM_CLIENT_TPOT = "(e2e - ttft)/(output_len - 1) per request, mean over requests"
+
+CLIENTS: Mapping[str, ClientProtocol] = MappingProxyType(
+    {
+        INFERENCEX: ClientProtocol(
+            client="vLLM benchmark_serving.py, random dataset",
+            prompts_per_concurrency=10,
+            request_rate=math.inf,
+            random_range_ratio=0.8,
+            ignore_eos=True,
+            citation=(
+                "SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh run_benchmark_serving "
+                "(--dataset-name random --random-range-ratio $RANDOM_RANGE_RATIO --request-rate inf --ignore-eos) "
+                "with the per-recipe --num-prompts $((CONC * 10)) --max-concurrency $CONC and RANDOM_RANGE_RATIO=0.8"
+            ),
+            ttft_statistic="mean over requests",
+            tpot_definition=_VLLM_CLIENT_TPOT,
+        ),
+        AIC_GAP_ANALYSIS: ClientProtocol(
+            client="undocumented (AIConfigurator gap-analysis runs)",
+            prompts_per_concurrency=None,
+            request_rate=None,
+            random_range_ratio=None,
+            ignore_eos=None,
+            citation="undocumented: the gap-analysis benchmark protocol is not published",
+            ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
+            tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
+        ),
+        UNKNOWN_SOURCE: ClientProtocol(
+            client="undocumented",
+            prompts_per_concurrency=None,
+            request_rate=None,
+            random_range_ratio=None,
+            ignore_eos=None,
+            citation="undocumented: provenance names no known source",
+            ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
+            tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
+        ),
+    }
+)
+
+
+def engine_defaults(engine: str, gpu_memory_bytes: int) -> EngineSettings:
+    """The engine's documented scheduler defaults on a GPU with that much memory."""
+    if engine == "vllm":
+        big = gpu_memory_bytes >= 70 * GIB  # none of the measured systems is an A100
+        return EngineSettings(
+            step_token_budget=8192 if big else 2048,
+            chunked_prefill=True,
+            max_num_seqs=1024 if big else 256,
+            citation="vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default)",
+        )
+    if engine == "sglang":
+        return EngineSettings(
+            step_token_budget=8192 if gpu_memory_bytes < 160 * GIB else 16384,
+            chunked_prefill=True,
+            max_num_seqs=None,
+            citation="sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV pool",
+        )
+    if engine == "trtllm":
+        return EngineSettings(
+            step_token_budget=8192,
+            chunked_prefill=False,
+            max_num_seqs=2048,
+            citation="tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8192, max_batch_size 2048, enable_chunked_prefill False",
+        )
+    raise ValueError(f"no documented defaults for engine {engine!r}")
+
+
+def protocol_for(source: str, concurrency: int | None, engine: EngineSettings) -> Protocol:
+    """A row's protocol: its source's client protocol at concurrency C, with the engine's defaults."""
+    client = CLIENTS[source]
+    per_c = client.prompts_per_concurrency
+    return Protocol(
+        client=client.client,
+        num_prompts=per_c * concurrency if per_c is not None and concurrency is not None else None,
+        request_rate=client.request_rate,
+        random_range_ratio=client.random_range_ratio,
+        ignore_eos=client.ignore_eos,
+        client_citation=client.citation,
+        step_token_budget=engine.step_token_budget,
+        chunked_prefill=engine.chunked_prefill,
+        max_num_seqs=engine.max_num_seqs,
+        engine_settings="engine default",
+        engine_citation=engine.citation,
+    )

@@ -1,0 +1,183 @@
+"""The one schema of a measured serving run, whatever its source, and its flat CSV columns.
+
+A `Measurement` is one benchmark run of one deployment at one concurrency: what ran (engine,
+image, system, model, layout), what the client did (its `Protocol`) and what it measured (TTFT,
+TPOT and how they are defined). Missing facts stay None; nothing is filled in to look complete.
+The project's own measurement files use the flat columns of `CSV_COLUMNS` (documented in
+`COLUMN_DOCS`); `flatten` / `unflatten` convert between the two.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import typing
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The parallel layout of one kind of worker, as recorded (None: not recorded; 0 is kept as recorded)."""
+
+    batch_size: int | None  # max concurrent requests per attention-DP rank of one worker
+    workers: int | None  # workers of this kind (agg: 1)
+    tp: int | None  # tensor parallel size
+    pp: int | None  # pipeline parallel size
+    attention_dp: int | None  # attention data-parallel size
+    moe_tp: int | None  # MoE tensor parallel size
+    moe_ep: int | None  # MoE expert parallel size
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How the benchmark client drove the engine, and the engine's scheduler settings (None: undocumented)."""
+
+    client: str  # benchmark client and dataset, e.g. "vLLM benchmark_serving.py, random dataset"
+    num_prompts: int | None  # requests per run (>= 1)
+    request_rate: float | None  # requests/s offered; inf: every request dispatched at t = 0
+    random_range_ratio: float | None  # r in (0, 1]: input/output lengths uniform on [r*L, L]; 1.0: fixed
+    ignore_eos: bool | None  # outputs always run to osl tokens
+    client_citation: str  # public document the client fields come from, or why there is none
+    step_token_budget: int | None  # engine tokens per step: max_num_batched_tokens / chunked_prefill_size / max_num_tokens
+    chunked_prefill: bool | None  # a prompt may be split across steps
+    max_num_seqs: int | None  # engine cap on running requests; None: derived by the engine from KV capacity
+    engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
+    engine_citation: str  # public document the engine settings come from
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured serving run. Lengths in tokens, latencies in ms; isl, osl >= 1; ttft_ms, tpot_ms > 0."""
+
+    id: str  # unique within the loaded set
+    source: str  # source key, e.g. "inferencex", "aic-gap-analysis", "project"
+    provenance: str  # the source's own provenance text, verbatim
+    engine: str  # "trtllm" | "vllm" | "sglang"
+    engine_version: str | None  # version as recorded (may be a serving framework's, see image)
+    image: str | None  # container image as recorded
+    system: str  # GPU system id, e.g. "h200_sxm"
+    model: str  # model id as measured, e.g. "deepseek-ai/DeepSeek-R1"
+    precision: str | None  # checkpoint precision label, e.g. "fp8"
+    gemm_quant: str | None  # GEMM quant mode as recorded; None: inferred from the checkpoint
+    moe_quant: str | None  # MoE quant mode as recorded; None: inferred from the checkpoint
+    mode: str  # "agg" | "disagg"
+    isl: int  # nominal input length per request (the maximum when the protocol varies lengths)
+    osl: int  # nominal output length per request (the maximum when the protocol varies lengths)
+    concurrency: int | None  # client max concurrency C over the whole deployment (requests in flight at most)
+    agg: Layout | None  # agg deployment (None for disagg rows)
+    prefill: Layout | None  # disagg prefill workers (None for agg rows)
+    decode: Layout | None  # disagg decode workers (None for agg rows)
+    ttft_ms: float  # measured time to first token, ms
+    tpot_ms: float  # measured time per output token, ms
+    ttft_statistic: str  # which statistic ttft_ms is, e.g. "mean over requests"
+    tpot_definition: str  # how tpot_ms is defined, e.g. "(e2e - ttft)/(osl - 1), mean over requests"
+    measured_date: str | None  # ISO date the run was measured
+    protocol: Protocol  # the benchmark protocol
+
+
+_NESTED = {"agg": Layout, "prefill": Layout, "decode": Layout, "protocol": Protocol}
+_PREFIX = {"agg": "agg_", "prefill": "prefill_", "decode": "decode_", "protocol": ""}
+
+
+@functools.cache
+def column_types() -> dict[str, type]:
+    """Every flat CSV column, in order, with its value type (str, int, float or bool)."""
+    types: dict[str, type] = {}
+    for name, hint in typing.get_type_hints(Measurement).items():
+        inner = _NESTED.get(name)
+        if inner is None:
+            types[name] = _base_type(hint)
+        else:
+            types.update({_PREFIX[name] + n: _base_type(h) for n, h in typing.get_type_hints(inner).items()})
+    return types
+
+
+def _base_type(hint: Any) -> type:
+    """T of `T` or `T | None`."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+CSV_COLUMNS = tuple(column_types())
+
+_LAYOUT_DOCS = {
+    "batch_size": "max concurrent requests per attention-DP rank of one worker",
+    "workers": "number of workers of this kind (agg: 1)",
+    "tp": "tensor parallel size",
+    "pp": "pipeline parallel size",
+    "attention_dp": "attention data-parallel size",
+    "moe_tp": "MoE tensor parallel size",
+    "moe_ep": "MoE expert parallel size",
+}
+_WORKER_KINDS = {"agg": "agg deployment", "prefill": "disagg prefill workers", "decode": "disagg decode workers"}
+
+COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
+    {
+        "id": "row id, unique within a file",
+        "source": "source key (e.g. inferencex, aic-gap-analysis, project)",
+        "provenance": "the source's own provenance text, verbatim",
+        "engine": "trtllm | vllm | sglang",
+        "engine_version": "engine version as recorded; empty if not recorded",
+        "image": "container image as recorded; empty if not recorded",
+        "system": "GPU system id, e.g. h200_sxm",
+        "model": "model id as measured (HF id)",
+        "precision": "checkpoint precision label, e.g. fp8; empty if not recorded",
+        "gemm_quant": "GEMM quant mode; empty: inferred from the checkpoint",
+        "moe_quant": "MoE quant mode; empty: inferred from the checkpoint",
+        "mode": "agg | disagg",
+        "isl": "nominal input tokens per request (the maximum when lengths vary), >= 1",
+        "osl": "nominal output tokens per request (the maximum when lengths vary), >= 1",
+        "concurrency": "client max concurrency over the whole deployment",
+        **{f"{k}_{f}": f"{_WORKER_KINDS[k]}: {doc}; empty if not recorded or not applicable" for k in _WORKER_KINDS for f, doc in _LAYOUT_DOCS.items()},
+        "ttft_ms": "measured time to first token, ms, > 0",
+        "tpot_ms": "measured time per output token, ms, > 0",
+        "ttft_statistic": "which statistic ttft_ms is, e.g. 'mean over requests'",
+        "tpot_definition": "how tpot_ms is defined, e.g. '(e2e - ttft)/(osl - 1), mean over requests'",
+        "measured_date": "ISO date of the run; empty if not recorded",
+        "client": "benchmark client and dataset",
+        "num_prompts": "requests per run; empty if undocumented",
+        "request_rate": "offered requests/s; inf: all dispatched at t = 0; empty if undocumented",
+        "random_range_ratio": "r: input/output lengths uniform on [r*L, L]; 1.0 fixed; empty if undocumented",
+        "ignore_eos": "true: outputs always run to osl tokens; empty if undocumented",
+        "client_citation": "public document the client fields come from, or why there is none",
+        "step_token_budget": "engine tokens per step (max_num_batched_tokens / chunked_prefill_size / max_num_tokens)",
+        "chunked_prefill": "true: prompts may be split across steps",
+        "max_num_seqs": "engine cap on running requests; empty: derived by the engine from KV capacity",
+        "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
+        "engine_citation": "public document the engine settings come from",
+    }
+)
+
+
+def flatten(m: Measurement) -> dict[str, Any]:
+    """The flat CSV record of a measurement (nested layouts and protocol spread into prefixed columns)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(Measurement):
+        value = getattr(m, f.name)
+        inner = _NESTED.get(f.name)
+        if inner is None:
+            out[f.name] = value
+            continue
+        for g in dataclasses.fields(inner):
+            out[_PREFIX[f.name] + g.name] = None if value is None else getattr(value, g.name)
+    return out
+
+
+def unflatten(record: Mapping[str, Any]) -> Measurement:
+    """The measurement of a flat record (values already typed; a layout with no recorded field is None)."""
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(Measurement):
+        inner = _NESTED.get(f.name)
+        if inner is None:
+            kwargs[f.name] = record[f.name]
+            continue
+        values = {g.name: record[_PREFIX[f.name] + g.name] for g in dataclasses.fields(inner)}
+        kwargs[f.name] = inner(**values) if inner is Protocol or any(v is not None for v in values.values()) else None
+    return Measurement(**kwargs)
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN and the empty string: a value the source did not record."""
+    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))

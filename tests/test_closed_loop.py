@@ -1,0 +1,517 @@
+"""Closed-loop replay: the reference cases of closed-loop.md section 5 (row pricing, steady protocol),
+the section 6 corrections, engine pricing against the step composition, the DataFrame API and the
+refine command."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from estimator.cli import main
+from estimator.closedloop import (
+    AggSpec,
+    Benchmark,
+    EngineSettings,
+    NoProgressError,
+    ReplayOptions,
+    Steady,
+    TandemSpec,
+    closed_loop_for_agg_row,
+    engine_defaults,
+    filter_closed_loop_sla,
+    pick_under_closed_loop_sla,
+    refine_closed_loop_latency,
+    replay_agg,
+    replay_tandem,
+    reprice_closed_loop_row,
+    run_plan,
+    solo_prefill_ms,
+)
+from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
+from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
+from estimator.closedloop.oracle import Request
+from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
+from estimator.closedloop.quantile import nearest_rank, round_half_even
+from estimator.closedloop.rows import agg_case, case_of, replay_case
+from estimator.deployment import Deployment
+from estimator.errors import InvalidInputError
+from estimator.scheduler import AggPoint, run_agg
+from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
+from estimator.pricing import make_pricer
+
+IMPLS = ("numba", "python")
+ROW = ReplayOptions("row")
+
+
+# The spec's test callables and their AFFINE encoding (the Numba replay's form of the same functions).
+def pf(b, e, s):
+    return 10 + 0.02 * b * max(0, e - s)
+
+
+def dm(b, ctx):
+    return max(1, 2 + 0.05 * b + 0.001 * ctx)
+
+
+SPEC_CALLABLES = CallablePricer(pf, dm)
+SPEC_AFFINE = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+
+
+def matches(value: float, reference: str) -> bool:
+    """value equals a reference figure to the digits it is given with (and to 1e-9 relative)."""
+    decimals = len(reference.split(".")[1]) if "." in reference else 0
+    return abs(value - float(reference)) <= 0.5 * 10.0**-decimals + 1e-9 * abs(float(reference))
+
+
+def agg(clients, isl, osl, impl="numba", budget=8192, chunked=True, **facts):
+    pricer = SPEC_CALLABLES if impl == "python" else SPEC_AFFINE
+    return replay_agg(run_plan(Steady(), clients, isl, osl), AggSpec(EngineSettings(budget, chunked), **facts), pricer, impl)
+
+
+def tandem(clients, isl, osl, prefill_ms, decode_ms, impl="numba", **spec):
+    spec = {"prefill_workers": 1, "decode_workers": 1} | spec
+    pricers = flat_pricer(prefill_ms, 0.0), flat_pricer(0.0, decode_ms)
+    return replay_tandem(run_plan(Steady(), clients, isl, osl), TandemSpec(**spec), *pricers, impl)
+
+
+def reference_throughput(stats, decode_ms) -> float:
+    """The reference tandem's throughput: its window ends at the launch of the last decode
+    iteration instead of its end (one decode step short); ours ends at the last completion."""
+    return stats.requests / ((stats.window_ms - decode_ms) / 1000)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference cases 1-10: the estimators with the cases' timing functions (both implementations)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_01_agg_solo_request(impl):
+    s = agg(1, 2048, 16, impl).stats
+    assert s.ttft_mean == pf(1, 2048, 0)
+    assert matches(s.ttft_mean, "50.96") and matches(s.tpot_mean, "4.106") and matches(s.throughput_rps, "8.88494")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_02_agg_turnaround_and_identity(impl):
+    s = agg(8, 2048, 64, impl, turnaround_ms=15.0).stats
+    assert [matches(v, ref) for v, ref in ((s.ttft_mean, "276.97925"), (s.ttft_p50, "188.84"), (s.ttft_p99, "372.857"),
+                                           (s.tpot_mean, "5.994107"), (s.throughput_rps, "12.221054"))] == [True] * 5  # fmt: skip
+    cycle = 8 / s.throughput_rps * 1000
+    assert matches(cycle, "654.608") and matches(s.ttft_mean + 63 * s.tpot_mean, "654.608")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_03_agg_ttft_rises_with_concurrency(impl):
+    ttfts = [agg(c, 4096, 64, impl).stats.ttft_mean for c in (1, 4, 16)]
+    assert ttfts[0] < ttfts[1] < ttfts[2]
+    assert [matches(v, ref) for v, ref in zip(ttfts, ("91.92", "98.198", "182.774"))] == [True] * 3
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_04_agg_prefix_cache_is_warmer(impl):
+    cold, warm = (agg(4, 4096, 32, impl, prefix=p).stats.ttft_mean for p in (0, 3072))
+    assert warm < cold and matches(warm, "91.92") and matches(cold, "98.18175")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_05_chunking_changes_the_transient(impl):
+    on, off = (agg(8, 6000, 16, impl, chunked=c).stats for c in (True, False))
+    assert matches(on.ttft_max, "1060.908") and matches(off.ttft_max, "1097.416")
+    assert on.ttft_max != off.ttft_max
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: run_plan(Steady(), 0, 2048, 16), id="agg-zero-clients"),
+        pytest.param(lambda: agg(1, 2048, 16, prefix=2048), id="agg-prefix-equals-isl"),
+        pytest.param(lambda: TandemSpec(0, 1), id="disagg-zero-prefill-workers"),
+    ],
+)
+def test_case_06_invalid_inputs_raise_value_error(make):
+    with pytest.raises(ValueError):
+        make()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_07_disagg_solo_request(impl):
+    s = tandem(1, 4096, 8, 2000.0, 21.0, impl, handoff_ms=5.0).stats
+    assert s.ttft_mean == 2005.0 and s.tpot_mean == 21.0
+    assert s.throughput_rps == pytest.approx(1000 / (2005 + 7 * 21), rel=1e-12)
+    assert matches(reference_throughput(s, 21.0), "0.46582")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_08_disagg_deep_queue_inflates_ttft_not_tpot(impl):
+    shallow, deep = (tandem(c, 4096, 256, 2000.0, 21.0, impl, decode_max_seqs=64).stats for c in (2, 16))
+    assert deep.ttft_mean > 4 * shallow.ttft_mean and deep.tpot_mean == pytest.approx(shallow.tpot_mean, rel=0.05)
+    assert (shallow.ttft_mean, deep.ttft_mean) == (2000.0, 26634.875)
+    assert matches(shallow.tpot_mean, "21.0627") and matches(deep.tpot_mean, "21.0396")
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_09_disagg_decode_slots_inflate_tpot(impl):
+    few, many = (tandem(c, 1024, 256, 500.0, 21.0, impl, prefill_workers=2, decode_max_seqs=4).stats for c in (4, 12))
+    assert many.tpot_mean > 2 * few.tpot_mean and many.ttft_mean < 3 * few.ttft_mean
+    assert matches(few.tpot_mean, "21.0157") and matches(many.tpot_mean, "61.0392") and few.ttft_mean == many.ttft_mean == 500.0
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_case_10_disagg_second_prefill_worker(impl):
+    one, two = (tandem(8, 4096, 256, 2000.0, 21.0, impl, prefill_workers=p).stats.ttft_mean for p in (1, 2))
+    assert two < one and matches(one, "10635.03") and matches(two, "2635.44")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference cases 11-16: the DataFrame API
+# ---------------------------------------------------------------------------------------------
+
+AGG_ROW = {"model": "m", "parallel": "tp4", "bs": 4, "isl": 2048, "osl": 32, "ctx_tokens": 8192, "prefill_step_ms": 50.96,
+           "genonly_step_ms": 5.0, "ttft": 80.0, "tpot": 4.5, "tokens/s": 100.0}  # fmt: skip
+DISAGG_ROW = {"model": "m", "concurrency": 8, "isl": 4096, "osl": 64, "(p)workers": 1, "(d)workers": 1, "(p)bs": 1, "(d)bs": 64,
+              "(p)prefill_step_ms": 2000.0, "tpot": 21.0, "ttft": 3600.0, "num_total_gpus": 2, "seq/s": 1.0,
+              "tokens/s": 64.0, "tokens/s/gpu": 32.0, "request_latency": 4923.0}  # fmt: skip
+
+
+def refined(rows, options=ROW) -> pd.DataFrame:
+    return refine_closed_loop_latency(pd.DataFrame(rows), options)
+
+
+def row_case(row):
+    return case_of(row, ROW)
+
+
+def test_case_11_refine_adds_columns_and_keeps_the_input():
+    df = pd.DataFrame([AGG_ROW, AGG_ROW | {"bs": 0}])
+    before = df.copy()
+    out = refine_closed_loop_latency(df, ROW)
+    pd.testing.assert_frame_equal(df, before)
+    pd.testing.assert_frame_equal(out[list(df.columns)], before)
+    good, bad = out.iloc[0], out.iloc[1]
+    assert [matches(v, r) for v, r in zip(good[["ttft_refined", "tpot_refined", "throughput_refined"]], ("203.84", "5.0", "11.14703"))] == [True] * 3
+    assert good.refine_reason == ""
+    assert math.isnan(bad.ttft_refined) and math.isnan(bad.tpot_refined) and math.isnan(bad.throughput_refined)
+    assert "bs" in bad.refine_reason
+    assert 4 / good.throughput_refined * 1000 == pytest.approx(good.ttft_refined + 31 * good.tpot_refined, rel=0.02)
+
+
+def test_case_12_filter_tightens_only_where_priced():
+    df = pd.DataFrame([AGG_ROW, AGG_ROW | {"bs": 0}])
+    before = df.copy()
+    ttft = refined([AGG_ROW]).ttft_refined[0]
+    assert list(filter_closed_loop_sla(df, ttft_ms=ttft - 1, options=ROW).index) == [1]
+    assert list(filter_closed_loop_sla(df, ttft_ms=ttft + 1, tpot_ms=1e9, options=ROW).index) == [0, 1]
+    pd.testing.assert_frame_equal(df, before)
+
+
+def test_case_13_pick_falls_back_to_a_compliant_batch():
+    small, large = AGG_ROW | {"bs": 2, "tokens/s": 10.0}, AGG_ROW | {"bs": 16, "tokens/s": 20.0}
+    out = refined([small, large])
+    assert [matches(v, r) for v, r in zip(out.iloc[0][["ttft_refined", "tpot_refined", "throughput_refined"]], ("101.92", "5.0", "7.78452"))] == [True] * 3
+    assert [matches(v, r) for v, r in zip(out.iloc[1][["ttft_refined", "tpot_refined", "throughput_refined"]], ("161.0716", "26.2685", "15.96544"))] == [True] * 3
+    midpoint = (out.ttft_refined[0] + out.ttft_refined[1]) / 2
+    assert filter_closed_loop_sla(pd.DataFrame([large]), ttft_ms=midpoint, options=ROW).empty
+    assert list(pick_under_closed_loop_sla(pd.DataFrame([small, large]), ttft_ms=midpoint, options=ROW).bs) == [2]
+
+
+def test_case_14_disagg_row():
+    row = refined([DISAGG_ROW]).iloc[0]
+    assert row.ttft_refined == 14677.0 and row.tpot_refined == pytest.approx(21.0, rel=0.05)
+    assert row.throughput_refined == pytest.approx(0.5, rel=1e-12)  # prefill-bound: one prompt per 2000 ms
+    stats = replay_case(case_of(DISAGG_ROW, ROW)).stats
+    assert matches(reference_throughput(stats, 21.0), "0.500164")
+
+
+def test_case_15_knee_concurrency():
+    ttft = refined([DISAGG_ROW | {"concurrency": c} for c in range(1, 65)]).set_index("concurrency").ttft_refined
+    assert ttft[64] == 126677.0
+    knee = int(ttft[ttft <= 6000.0].index.max())
+    assert knee == 3 and (ttft[knee], ttft[knee + 1]) == (4677.0, 6677.0)
+    tuned = reprice_closed_loop_row(DISAGG_ROW | {"concurrency": knee}, ROW)
+    assert tuned["request_latency"] == 6000.0 and tuned["tokens/s"] == tuned["seq/s"] * 64
+    assert tuned["tokens/s/gpu"] == tuned["tokens/s"] / 2
+    assert matches(reference_throughput(replay_case(row_case(DISAGG_ROW | {"concurrency": 3})).stats, 21.0), "0.500438")
+
+
+def test_case_16_reprice_disagg_row():
+    before = dict(DISAGG_ROW)
+    out = reprice_closed_loop_row(DISAGG_ROW, ROW)
+    assert DISAGG_ROW == before
+    assert out["ttft"] != 3600.0 and out["ttft"] > 2000.0 and out["ttft"] == 14677.0
+    assert out["request_latency"] == out["ttft"] + 63 * out["tpot"] == 16000.0
+    assert out["tokens/s"] == out["seq/s"] * 64 and out["tokens/s/gpu"] == out["tokens/s"] / 2
+    missing = {k: v for k, v in DISAGG_ROW.items() if k != "(p)prefill_step_ms"}
+    assert reprice_closed_loop_row(missing, ROW) == missing
+
+
+# ---------------------------------------------------------------------------------------------
+# Quantile rule, lengths, engine defaults
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n,q,rank", [(5, 0.5, 2), (7, 0.5, 4), (50, 0.99, 50), (1, 0.99, 1), (4, 0.5, 2), (200, 0.99, 198)])
+def test_nearest_rank_quantile(n, q, rank):
+    assert nearest_rank(list(range(n, 0, -1)), q) == rank
+
+
+def test_nearest_rank_of_nothing_is_nan():
+    assert math.isnan(nearest_rank([], 0.5))
+
+
+@pytest.mark.parametrize("x,rounded", [(2.5, 2), (3.5, 4), (0.5, 0), (1.5000001, 2), (-0.5, 0), (49.5, 50)])
+def test_round_half_even_matches_python(x, rounded):
+    assert round_half_even(x) == rounded == round(x)
+
+
+def test_uniform_lengths_are_evenly_spaced_quantiles():
+    lengths = uniform_quantile_lengths(1000, 0.8, 20)
+    assert lengths.min() >= 800 and lengths.max() <= 1000 and list(lengths) == sorted(lengths)
+    assert list(uniform_quantile_lengths(7, 1.0, 3)) == [7, 7, 7]
+
+
+def test_benchmark_lengths_are_dealt_in_a_mixed_order():
+    isl, osl = benchmark_lengths(1024, 1024, 0.8, 100)
+    assert sorted(isl) == sorted(osl) == sorted(uniform_quantile_lengths(1024, 0.8, 100))
+    assert list(isl) != sorted(isl) and list(isl) != list(osl)
+    assert abs(np.corrcoef(isl, osl)[0, 1]) < 0.3 and abs(np.corrcoef(np.arange(100), isl)[0, 1]) < 0.3
+
+
+@pytest.mark.parametrize(
+    "backend,system,gib,want",
+    [
+        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024)),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256)),
+        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None)),
+        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None)),
+        ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048)),
+    ],
+)
+def test_engine_defaults_per_backend(backend, system, gib, want):
+    assert engine_defaults(backend, system, gib << 30) == want
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 6 corrections
+# ---------------------------------------------------------------------------------------------
+
+
+def test_visual_tokens_lengthen_the_prompt_and_the_encoder_sits_on_the_ttft_path():
+    text = refined([AGG_ROW | {"bs": 1}]).iloc[0]
+    absent_columns = refined([AGG_ROW | {"bs": 1, "visual_tokens": 0, "encoder_latency": 0.0}]).iloc[0]
+    assert text.ttft_refined == absent_columns.ttft_refined and text.tpot_refined == absent_columns.tpot_refined
+    multimodal = refined([AGG_ROW | {"bs": 1, "visual_tokens": 2048, "encoder_latency": 30.0}]).iloc[0]
+    # C = 1: encoder time + the prefill of 4096 tokens at the row's per-chunk price (chunk_ref = 4096)
+    assert multimodal.ttft_refined == 30.0 + 50.96
+    two = refined([AGG_ROW | {"bs": 2, "visual_tokens": 2048, "encoder_latency": 30.0}]).iloc[0]
+    assert two.ttft_refined > refined([AGG_ROW | {"bs": 2}]).ttft_refined[0]
+
+
+def test_disagg_encoder_occupies_the_prefill_worker():
+    s = replay_case(row_case(DISAGG_ROW | {"concurrency": 1, "encoder_latency": 300.0})).stats
+    assert s.ttft_mean == 2300.0
+
+
+def test_throughput_scales_with_pp_and_attention_dp():
+    rank = refined([AGG_ROW]).iloc[0]
+    system = refined([AGG_ROW | {"concurrency": 16}]).iloc[0]
+    assert system.throughput_refined == rank.throughput_refined * 4 and system.ttft_refined == rank.ttft_refined
+    assert 16 / system.throughput_refined * 1000 == pytest.approx(system.ttft_refined + 31 * system.tpot_refined, rel=0.02)
+
+
+@pytest.mark.parametrize("row", [AGG_ROW | {"osl": 1}, DISAGG_ROW | {"osl": 1}], ids=["agg", "disagg"])
+def test_single_output_token_has_zero_tpot(row):
+    case = row_case(row)
+    s = replay_case(case).stats
+    assert s.tpot_mean == 0.0 and math.isnan(s.itl_p50)
+    repriced = reprice_closed_loop_row(row, ROW)
+    assert repriced["tpot"] == 0.0 and repriced["request_latency"] == repriced["ttft"]
+    clients = row["concurrency"] if "concurrency" in row else row["bs"]
+    assert clients / s.throughput_rps * 1000 == pytest.approx(s.ttft_mean, rel=0.02)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_speculative_decoding_advances_k_tokens_per_pass(impl):
+    one = agg(1, 2048, 65, impl).stats
+    two = agg(1, 2048, 65, impl, tokens_per_decode=2.0).stats
+    assert two.tpot_mean == pytest.approx(one.tpot_mean / 2, rel=0.02) and two.ttft_mean == one.ttft_mean
+    assert two.throughput_rps > one.throughput_rps
+
+
+def test_fractional_progress_emits_floor_differences():
+    # k = 1.5: emissions 1, 2, 1, 2 ... so osl = 1 + 3*10 tokens take 20 decode passes
+    s = agg(1, 128, 31, tokens_per_decode=1.5).stats
+    assert s.itl_mean == pytest.approx(s.tpot_mean * 30 / 20, rel=1e-9)
+
+
+def test_requests_are_distinct_even_when_equal():
+    twins = Request(8, 4, 8, 0.0, 0.0, 8), Request(8, 4, 8, 0.0, 0.0, 8)
+    assert twins[0] != twins[1] and [r for r in twins if r is not twins[0]] == [twins[1]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress, bad rows, memo
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_prompt_larger_than_the_budget_without_chunking_is_reported(impl):
+    with pytest.raises(NoProgressError, match="exceeds the token budget"):
+        agg(2, 9000, 8, impl, chunked=False)
+
+
+def test_unchunked_refinement_reports_instead_of_looping():
+    out = refined([AGG_ROW | {"isl": 9000}], ReplayOptions("row", settings=EngineSettings(8192, False)))
+    assert math.isnan(out.ttft_refined[0]) and "chunked prefill is off" in out.refine_reason[0]
+
+
+@pytest.mark.parametrize(
+    "change,reason",
+    [
+        ({"prefill_step_ms": float("nan")}, "prefill_step_ms"),
+        ({"genonly_step_ms": None}, "genonly_step_ms"),
+        ({"isl": 2048.5}, "isl"),
+        ({"prefix": 4096}, "prefix"),
+        ({"ctx_tokens": "many"}, "ctx_tokens"),
+    ],
+    ids=["nan-step", "missing-step", "fractional-isl", "prefix-too-long", "non-numeric"],
+)
+def test_unpriceable_rows_carry_their_reason(change, reason):
+    out = refined([AGG_ROW | change])
+    assert math.isnan(out.ttft_refined[0]) and reason in out.refine_reason[0]
+
+
+def test_direct_calls_raise_the_documented_value_error():
+    with pytest.raises(InvalidInputError):
+        ReplayOptions("fast")
+    with pytest.raises(InvalidInputError):
+        ReplayOptions("row", "soak")
+    with pytest.raises(InvalidInputError):
+        AggSpec(EngineSettings(8192, True), tokens_per_decode=0.5)
+
+
+@pytest.mark.parametrize(
+    "change,options",
+    [({"prefix": 1024}, ROW), ({"genonly_step_ms": 6.0}, ROW), ({"concurrency": 8}, ROW), ({}, ReplayOptions("row", Benchmark())),
+     ({}, ReplayOptions("row", settings=EngineSettings(1024, True))), ({"decode_tokens_per_iteration": 1.5}, ROW)],
+    ids=["prefix", "step", "ranks", "protocol", "settings", "progress"],
+)  # fmt: skip
+def test_memo_keys_on_every_input(change, options):
+    first = replay_case(agg_case(AGG_ROW, ROW))
+    assert replay_case(agg_case(dict(AGG_ROW), ROW)) is first
+    assert replay_case(agg_case(AGG_ROW | change, options)) is not first
+
+
+def test_reprice_keeps_each_row_kinds_token_convention():
+    agg_out = reprice_closed_loop_row(AGG_ROW | {"request_rate": 1.0, "tokens/s/user": 1.0, "num_total_gpus": 4}, ROW)
+    assert agg_out["tokens/s"] == agg_out["seq/s"] * 31 and agg_out["request_rate"] == agg_out["seq/s"]
+    assert agg_out["tokens/s/user"] == 1000.0 / agg_out["tpot"] and agg_out["tokens/s/gpu"] == agg_out["tokens/s"] / 4
+
+
+def test_pick_ranks_priced_rows_first_per_deployment():
+    rows = [AGG_ROW | {"bs": 0, "tokens/s": 999.0}, AGG_ROW | {"bs": 2, "tokens/s": 1.0}, AGG_ROW | {"parallel": "tp8", "bs": 2}]
+    assert list(pick_under_closed_loop_sla(pd.DataFrame(rows), options=ROW).index) == [2, 1]  # equal refined: tokens/s breaks the tie
+
+
+@pytest.mark.parametrize("isl,ctx", [(2048, 8192), (5000, 2048), (4097, 4096)])
+def test_solo_prefill_is_the_linear_bound_not_the_ceil_gate(isl, ctx):
+    row = AGG_ROW | {"isl": isl, "ctx_tokens": ctx}
+    chunk_ref = min(ctx, isl)
+    assert solo_prefill_ms(row, ROW) == pytest.approx(50.96 * isl / chunk_ref, rel=1e-12)
+    assert solo_prefill_ms(row, ROW) <= 50.96 * math.ceil(isl / chunk_ref)
+    assert refined([row]).ttft_refined[0] >= solo_prefill_ms(row, ROW)
+
+
+def test_solo_prefill_of_a_disagg_row():
+    assert solo_prefill_ms(DISAGG_ROW | {"encoder_latency": 40.0}, ROW) == 2040.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine pricing
+# ---------------------------------------------------------------------------------------------
+
+QWEN = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2)
+EXTENT = TableExtent(tokens=4096, chunks=8, chunk=4096, start=8192, rows=64, kv=8192)
+
+
+@pytest.fixture(scope="module")
+def qwen_pricer():
+    return engine_pricer(engine_tables(PassModel(QWEN), EXTENT), 1)
+
+
+@pytest.mark.parametrize("isl,osl,decoders", [(2048, 1, 0), (2048, 4094, 15), (1024, 2046, 63), (1000, 2048, 7)])
+def test_engine_pass_is_one_mixed_step(qwen_pricer, isl, osl, decoders):
+    """A whole prompt with decoders at the midpoint KV is the uncached mixed step (a pass is never
+    prefill + decode added): equal on table nodes (KV 4096 / 2048), interpolated off them (isl 1000)."""
+    step = mixed_step(StepModel(make_pricer("native", QWEN)), MixedShape(isl, decoders, isl, osl)).latency_ms
+    kv = isl + osl // 2 + 1
+    on_nodes = isl in (1024, 2048)
+    assert qwen_pricer.pass_ms(PassShape((0,), (isl,), decoders, decoders * kv)) == pytest.approx(step, rel=1e-12 if on_nodes else 1e-3)
+
+
+def test_engine_decode_pass_is_the_decode_step_and_depends_on_occupancy(qwen_pricer):
+    step = decode_step(StepModel(make_pricer("native", QWEN)), 32, 2048, 4094).latency_ms
+    kv = 2048 + 4094 // 2 + 1
+    assert qwen_pricer.pass_ms(PassShape((), (), 32, 32 * kv)) == pytest.approx(step, rel=1e-12)
+    prices = [qwen_pricer.pass_ms(PassShape((), (), n, n * kv)) for n in (1, 16, 64)]
+    assert prices[2] > prices[1] and len(set(prices)) == 3
+
+
+def test_engine_tables_interpolate_within_half_a_percent(qwen_pricer):
+    pricer = make_pricer("native", QWEN)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(1, 4))
+        takes, starts = rng.integers(1, 4096 // n, n), rng.integers(0, 4000, n)
+        lat = pricer.context_many(np.column_stack([np.ones(1), [takes.sum()], [0.0]]))[0]
+        attention = pricer.context_many(np.column_stack([np.full(n, n), takes, starts]).astype(float))
+        i = list(pricer.context_names).index("context_attention")
+        exact = lat.sum() - lat[i] + attention[:, i].mean()
+        assert qwen_pricer.pass_ms(PassShape(tuple(starts.tolist()), tuple(takes.tolist()), 0, 0)) == pytest.approx(exact, rel=5e-3)
+
+
+def test_lattice_holds_powers_of_two_and_stops_at_the_top():
+    nodes = lattice(4096, 8, 4)
+    assert list(nodes[:8]) == list(range(1, 9)) and nodes[-1] == 4096 and {16, 32, 1024} <= set(nodes)
+
+
+def test_closed_loop_for_agg_row_in_both_pricings():
+    row = dict(run_agg(QWEN, AggPoint(2048, 128, 1)).row)
+    engine = closed_loop_for_agg_row(row, QWEN)
+    by_row = closed_loop_for_agg_row(row, QWEN, pricing="row")
+    assert engine["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9) == by_row["ttft"]
+    assert (engine["pricing"], engine["budget"], engine["chunked"]) == ("engine", 8192, True)
+    assert by_row["budget"] == row["ctx_tokens"]
+    assert engine["request_latency"] == engine["ttft"] + 127 * engine["tpot"]
+
+
+def test_engine_refinement_of_result_rows():
+    rows = [dict(run_agg(QWEN, AggPoint(1024, 64, b)).row) for b in (1, 8)]
+    out = refine_closed_loop_latency(pd.DataFrame(rows))
+    assert (out.refine_reason == "").all() and out.ttft_refined[1] >= out.ttft_refined[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# The refine command
+# ---------------------------------------------------------------------------------------------
+
+
+def test_refine_command_round_trip(tmp_path, capsys):
+    src, dst = tmp_path / "rows.csv", tmp_path / "refined.parquet"
+    pd.DataFrame([AGG_ROW, AGG_ROW | {"bs": 0}]).to_csv(src, index=False)
+    assert main(["refine", str(src), str(dst), "--pricing", "row", "--protocol", "benchmark"]) == 0
+    out = pd.read_parquet(dst)
+    assert list(out.columns[: len(AGG_ROW)]) == list(AGG_ROW) and out.ttft_refined.notna().tolist() == [True, False]
+    assert "1 unpriceable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "source,target,flags",
+    [("rows.csv", "out.txt", []), ("rows.csv", "out.csv", ["--budget", "0"]), ("missing.csv", "out.csv", [])],
+    ids=["bad-format", "bad-budget", "missing-input"],
+)
+def test_refine_command_rejects_bad_input(tmp_path, capsys, source, target, flags):
+    pd.DataFrame([AGG_ROW]).to_csv(tmp_path / "rows.csv", index=False)
+    assert main(["refine", str(tmp_path / source), str(tmp_path / target), *flags]) == 2
+    assert capsys.readouterr().err.startswith("error:")

@@ -1,0 +1,213 @@
+"""Closed-loop replay properties over generated configurations, for the agg calendar and the P/D
+tandem, row (affine) and engine pricing, steady and benchmark protocols:
+
+* the Numba kernels equal the literal Python replay bit for bit (stall reports included);
+* replays are deterministic;
+* at C = 1 (no turnaround) every TTFT is exactly the solo prefill (plus the hand-off in disagg);
+* steady protocol: C/X = TTFT + (osl - 1)*TPOT within 1/win_gens. Why that tolerance: the window
+  opens and closes on completions, not on whole periods of the steady state (which can be long or
+  aperiodic, e.g. head-of-line blocking without chunking), so the in-flight work at its two edges
+  differs by at most about one request latency per client, 1/win_gens of the window's work
+  (Little's law on the window). Periodic steady states close exactly (median error 1e-15 over
+  5,000 random configurations); the worst seen was 0.32/win_gens;
+* benchmark protocol (finite run, no turnaround): every client is busy from t = 0 to its last
+  completion, so N * mean latency = C * T_end - the drain (the clients' idle time after their last
+  request), exactly up to float rounding; with fixed lengths mean latency = TTFT + (osl - 1)*TPOT.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from estimator.closedloop import AggSpec, Benchmark, EngineSettings, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan
+from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
+from estimator.closedloop.pricing import PassShape, affine_pricer, engine_pricer, row_pricer
+from estimator.deployment import Deployment
+
+MAX_CLIENTS = 24
+EXTENT = TableExtent(tokens=2048, chunks=64, chunk=2048, start=2048, rows=128, kv=4096)
+
+
+@functools.cache
+def qwen_tables():
+    return engine_tables(PassModel(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2)), EXTENT)
+
+
+affine_prices = st.builds(
+    affine_pricer,
+    prefill_base=st.floats(0.0, 20.0), prefill_slope=st.floats(0.001, 0.05), prefill_floor=st.sampled_from([0.0, 1.0]),
+    prefill_divisor=st.sampled_from([1.0, 3.0, 512.0]), decode_floor=st.floats(0.5, 2.0), decode_base=st.floats(1.0, 12.0),
+    decode_per_request=st.floats(0.0, 0.2), decode_per_kv=st.floats(0.0, 0.002),
+)  # fmt: skip
+row_prices = st.builds(row_pricer, st.floats(1.0, 200.0), st.integers(1, 4096), st.floats(1.0, 50.0))  # flat decode
+engine_prices = st.sampled_from([1, 2]).map(lambda m: engine_pricer(qwen_tables(), m))
+prices = st.one_of(affine_prices, row_prices, engine_prices)
+protocols = st.one_of(st.builds(Steady, st.integers(0, 3), st.sampled_from([4, 8])), st.builds(Benchmark, st.integers(1, 4), st.sampled_from([0.5, 0.8, 1.0])))
+progress = st.sampled_from([1.0, 1.0, 1.25, 1.5, 2.0])
+
+
+@st.composite
+def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled_from([0.0, 0.0, 7.5]), protocol=protocols):
+    """(plan, spec, pricer) of an agg replay."""
+    isl = draw(st.integers(1, 1500))
+    plan = run_plan(draw(protocol), draw(clients), isl, draw(st.integers(1, 48)))
+    budget = draw(st.integers(2, 24) | st.integers(16, 2048))  # small budgets starve decoders
+    settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)))
+    spec = AggSpec(
+        settings_, prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), decode_budget_tokens=draw(st.sampled_from([1, 1, 2])),
+        tokens_per_decode=draw(progress), turnaround_ms=draw(turnaround), encoder_ms=draw(st.sampled_from([0.0, 0.0, 3.25])),
+    )  # fmt: skip
+    return plan, spec, draw(prices)
+
+
+@st.composite
+def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled_from([0.0, 0.0, 7.5]), protocol=protocols):
+    """(plan, spec, prefill pricer, decode pricer) of a tandem replay."""
+    plan = run_plan(draw(protocol), draw(clients), draw(st.integers(1, 1500)), draw(st.integers(1, 48)))
+    spec = TandemSpec(
+        draw(st.integers(1, 3)), draw(st.integers(1, 3)), prefill_batch=draw(st.integers(1, 4)), decode_max_seqs=draw(st.integers(1, 8)),
+        prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(progress), turnaround_ms=draw(turnaround),
+        handoff_ms=draw(st.sampled_from([0.0, 2.5])), encoder_ms=draw(st.sampled_from([0.0, 3.25])),
+    )  # fmt: skip
+    return plan, spec, draw(prices), draw(prices)
+
+
+def outcome(replay, *args, impl):
+    """The replay's result, or the message of the NoProgressError it reports."""
+    try:
+        return replay(*args, impl=impl)
+    except NoProgressError as exc:
+        return str(exc)
+
+
+def same(a, b) -> bool:
+    return a == b if isinstance(a, str) or isinstance(b, str) else a.same_as(b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Numba == Python, determinism
+# ---------------------------------------------------------------------------------------------
+
+
+@given(agg_configs())
+def test_agg_numba_equals_python(config):
+    assert same(outcome(replay_agg, *config, impl="numba"), outcome(replay_agg, *config, impl="python"))
+
+
+@given(tandem_configs())
+def test_tandem_numba_equals_python(config):
+    assert same(outcome(replay_tandem, *config, impl="numba"), outcome(replay_tandem, *config, impl="python"))
+
+
+@given(agg_configs(clients=st.integers(1, 64)), tandem_configs(clients=st.integers(1, 64)))
+def test_replays_are_deterministic(agg, tandem):
+    assert same(outcome(replay_agg, *agg, impl="numba"), outcome(replay_agg, *agg, impl="numba"))
+    assert same(outcome(replay_tandem, *tandem, impl="numba"), outcome(replay_tandem, *tandem, impl="numba"))
+
+
+# ---------------------------------------------------------------------------------------------
+# C = 1: TTFT is the solo prefill, exactly
+# ---------------------------------------------------------------------------------------------
+
+
+def solo_prefill(plan, spec, pricer) -> float:
+    """The request's own prefill passes, added in order: chunks of at most the budget, the encoder
+    in the first one."""
+    new, budget = int(plan.isl[0]) - spec.prefix, spec.settings.budget
+    total, done = 0.0, 0
+    while done < new:
+        take = min(budget, new - done)
+        total += pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0)
+        done += take
+    return total
+
+
+def assert_every_ttft_is(stats, ttft: float):
+    """Every request's TTFT equals ttft: the extremes exactly, the mean to its own rounding."""
+    assert stats.ttft_p50 == stats.ttft_p99 == stats.ttft_max == ttft
+    assert stats.ttft_mean == pytest.approx(ttft, rel=1e-14)
+
+
+fixed_lengths = st.one_of(st.builds(Steady, st.integers(0, 3), st.just(4)), st.builds(Benchmark, st.integers(1, 4), st.just(1.0)))
+
+
+@given(agg_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths))
+def test_single_client_agg_ttft_is_the_solo_prefill(config):
+    stats = outcome(replay_agg, *config, impl="numba")
+    if isinstance(stats, str):
+        assert "chunked prefill is off" in stats
+        return
+    assert_every_ttft_is(stats.stats, solo_prefill(*config))
+
+
+@given(tandem_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths))
+def test_single_client_disagg_ttft_is_the_solo_prefill_plus_handoff(config):
+    plan, spec, prefill, decode = config
+    stats = replay_tandem(*config).stats
+    solo = prefill.pass_ms(PassShape((spec.prefix,), (int(plan.isl[0]) - spec.prefix,), 0, 0)) + spec.encoder_ms
+    assert_every_ttft_is(stats, (0.0 + solo) + spec.handoff_ms)
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed-loop identity: steady protocol, and its finite-run form in the benchmark protocol
+# ---------------------------------------------------------------------------------------------
+
+steady = st.builds(Steady, st.integers(1, 3), st.sampled_from([4, 8]))
+
+
+def assert_steady_identity(result, plan):
+    s = result.stats
+    cycle = plan.clients / s.throughput_rps * 1000
+    win_gens = (plan.stop - plan.warm) // plan.clients
+    assert abs(cycle - (s.ttft_mean + (int(plan.osl[0]) - 1) * s.tpot_mean)) <= cycle / win_gens
+
+
+@given(agg_configs(clients=st.integers(1, 64), protocol=steady))
+def test_steady_identity_agg(config):
+    result = outcome(replay_agg, *config, impl="numba")
+    if not isinstance(result, str):
+        assert_steady_identity(result, config[0])
+
+
+@given(tandem_configs(clients=st.integers(1, 64), protocol=steady))
+def test_steady_identity_disagg(config):
+    assert_steady_identity(replay_tandem(*config), config[0])
+
+
+benchmark = st.builds(Benchmark, st.integers(1, 4), st.sampled_from([0.5, 1.0]))
+
+
+def assert_finite_run_identity(result, plan):
+    s, done = result.stats, result.completions.done_ms
+    end = done.max()
+    drain = sum(end - t for t in done[-plan.clients :])
+    assert s.requests == plan.stop and s.window_ms == end
+    assert s.requests * s.latency_mean == pytest.approx(plan.clients * end - drain, rel=1e-9)
+    if plan.osl.min() == plan.osl.max():
+        assert s.latency_mean == pytest.approx(s.ttft_mean + (int(plan.osl[0]) - 1) * s.tpot_mean, rel=1e-9)
+
+
+@given(agg_configs(clients=st.integers(1, 64), turnaround=st.just(0.0), protocol=benchmark))
+def test_finite_run_identity_agg(config):
+    result = outcome(replay_agg, *config, impl="numba")
+    if not isinstance(result, str):
+        assert_finite_run_identity(result, config[0])
+
+
+@given(tandem_configs(clients=st.integers(1, 64), turnaround=st.just(0.0), protocol=benchmark))
+def test_finite_run_identity_disagg(config):
+    assert_finite_run_identity(replay_tandem(*config), config[0])
+
+
+def test_identity_tolerance_is_not_vacuous():
+    """A throughput off by half a request per client per window would fail the steady check."""
+    plan = run_plan(Steady(), 8, 2048, 64)
+    good = replay_agg(plan, AggSpec(EngineSettings(8192, True)), affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001))
+    assert_steady_identity(good, plan)
+    skewed = dataclasses.replace(good, stats=dataclasses.replace(good.stats, throughput_rps=good.stats.throughput_rps * 0.7))
+    with pytest.raises(AssertionError):
+        assert_steady_identity(skewed, plan)

@@ -1,0 +1,227 @@
+"""Measured serving data: the silicon_sample.csv loader, source protocols, the project CSV format, and
+the mapping of rows to estimator inputs (aliases, versions, reasons)."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+
+import pytest
+
+from estimator.perf.versions import version_slots
+from measurements import protocols
+from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
+from measurements.mapping import (
+    DISAGG_INCOMPLETE,
+    MODEL_ALIASES,
+    AggInputs,
+    DisaggInputs,
+    bundled_architecture,
+    map_all,
+    nearest_data_version,
+    resolve_model,
+)
+from measurements.schema import COLUMN_DOCS, CSV_COLUMNS, flatten, unflatten
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_silicon_sample()
+
+
+@pytest.fixture(scope="module")
+def mapped(sample):
+    return map_all(sample)
+
+
+# ---- loading the shipped sample ---------------------------------------------------------------
+
+
+def test_sample_has_every_row_of_the_baseline(sample):
+    assert len(sample) == 5221
+    assert collections.Counter(m.engine for m in sample) == {"trtllm": 2389, "sglang": 1487, "vllm": 1345}
+    assert collections.Counter(m.mode for m in sample) == {"agg": 3619, "disagg": 1602}
+
+
+def test_sample_ids_are_unique(sample):
+    assert len({m.id for m in sample}) == len(sample)
+
+
+def test_agg_rows_carry_an_agg_layout_and_disagg_rows_two_worker_layouts(sample):
+    for m in sample:
+        assert (m.agg is not None) == (m.mode == "agg")
+        assert (m.prefill is not None) == (m.decode is not None) == (m.mode == "disagg")
+
+
+def test_measured_latencies_are_positive(sample):
+    assert all(m.ttft_ms > 0 and m.tpot_ms > 0 for m in sample)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("db-dump/2026-04-27; config_id=733; silicon_concurrency=128; measured=2026-04-17T00:00:00.000Z; vllm/vllm-openai:v0.19.0-cu130",
+         {"config_id": "733", "silicon_concurrency": "128", "measured": "2026-04-17T00:00:00.000Z", "image": "vllm/vllm-openai:v0.19.0-cu130"}),
+        ("source_file=x.csv; silicon_concurrency=8; image=lmsysorg/sglang:v0.5.9-cu130",
+         {"source_file": "x.csv", "silicon_concurrency": "8", "image": "lmsysorg/sglang:v0.5.9-cu130"}),
+    ],
+    ids=["bare-image", "keyed-image"],
+)  # fmt: skip
+def test_provenance_fields(text, expected):
+    assert provenance_fields(text) == expected
+
+
+@pytest.mark.parametrize(
+    "provenance, source",
+    [
+        ("db-dump/2026-04-27; config_id=1", protocols.INFERENCEX),
+        ("source_file=2026-04-06.csv; model=DeepSeek-R1", protocols.INFERENCEX),
+        ("source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/1.0.0rc3/q.csv", protocols.AIC_GAP_ANALYSIS),
+        ("source_file=kimi-k2.5-gap-analysis.csv", protocols.AIC_GAP_ANALYSIS),
+        ("somewhere else", protocols.UNKNOWN_SOURCE),
+    ],
+    ids=["db-dump", "dated-csv", "gap-analysis-path", "gap-analysis-file", "unknown"],
+)
+def test_source_attribution(provenance, source):
+    assert source_of(provenance) == source
+
+
+def test_sources_of_the_sample(sample):
+    assert collections.Counter(m.source for m in sample) == {protocols.INFERENCEX: 4250, protocols.AIC_GAP_ANALYSIS: 971}
+
+
+# ---- protocols --------------------------------------------------------------------------------
+
+
+def test_inferencex_rows_follow_the_published_client_protocol(sample):
+    rows = [m for m in sample if m.source == protocols.INFERENCEX and m.concurrency is not None]
+    assert rows
+    for m in rows:
+        p = m.protocol
+        assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (10 * m.concurrency, math.inf, 0.8, True)
+        assert "benchmark_lib.sh" in p.client_citation
+
+
+def test_undocumented_sources_leave_the_client_protocol_empty(sample):
+    p = next(m for m in sample if m.source == protocols.AIC_GAP_ANALYSIS).protocol
+    assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (None, None, None, None)
+    assert p.client_citation.startswith("undocumented")
+
+
+def test_every_row_says_its_engine_settings_are_engine_defaults(sample):
+    assert {m.protocol.engine_settings for m in sample} == {"engine default"}
+
+
+@pytest.mark.parametrize(
+    "engine, gib, budget, chunked, max_seqs",
+    [
+        ("vllm", 141, 8192, True, 1024),
+        ("vllm", 48, 2048, True, 256),
+        ("sglang", 80, 8192, True, None),
+        ("sglang", 180, 16384, True, None),
+        ("trtllm", 141, 8192, False, 2048),
+    ],
+    ids=["vllm-h200", "vllm-small-gpu", "sglang-h100", "sglang-b200", "trtllm"],
+)
+def test_engine_documented_defaults(engine, gib, budget, chunked, max_seqs):
+    s = protocols.engine_defaults(engine, gib * protocols.GIB)
+    assert (s.step_token_budget, s.chunked_prefill, s.max_num_seqs) == (budget, chunked, max_seqs)
+
+
+# ---- the project's own CSV format -------------------------------------------------------------
+
+
+def test_every_csv_column_is_documented():
+    assert set(COLUMN_DOCS) == set(CSV_COLUMNS)
+
+
+def test_flatten_round_trip(sample):
+    for m in sample[:20] + [m for m in sample if m.mode == "disagg"][:20]:
+        assert unflatten(flatten(m)) == m
+
+
+def test_csv_round_trip(sample, tmp_path):
+    chosen = sample[:30] + [m for m in sample if m.mode == "disagg"][:30] + [m for m in sample if m.source != protocols.INFERENCEX][:30]
+    path = tmp_path / "runs.csv"
+    write_measurements(chosen, path)
+    assert load_measurements(path) == chosen
+
+
+def test_csv_with_an_unknown_column_is_rejected(sample, tmp_path):
+    path = tmp_path / "runs.csv"
+    write_measurements(sample[:1], path)
+    path.write_text(path.read_text().replace("ttft_ms", "ttft_p50_ms", 1))
+    with pytest.raises(ValueError, match="ttft_p50_ms"):
+        load_measurements(path)
+
+
+# ---- mapping ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alias", MODEL_ALIASES, ids=lambda a: f"{a.measured}->{a.bundled}")
+def test_alias_targets_share_the_architecture(alias):
+    assert bundled_architecture(alias.bundled) == alias.architecture
+    assert bundled_architecture(alias.measured) is None  # only ids without a bundled config are aliased
+
+
+@pytest.mark.parametrize("gemm, bundled", [("nvfp4", "nvidia/GLM-5-NVFP4"), ("fp8", "zai-org/GLM-5-FP8")], ids=["fp4", "fp8"])
+def test_glm5_alias_follows_the_checkpoint_precision(sample, gemm, bundled):
+    m = dataclasses.replace(next(m for m in sample if m.model == "zhipuai/GLM-5"), gemm_quant=gemm)
+    assert resolve_model(m)[0] == bundled
+
+
+def test_bundled_models_are_not_aliased(sample):
+    m = next(m for m in sample if m.model == "Qwen/Qwen3-32B")
+    assert resolve_model(m) == ("Qwen/Qwen3-32B", "")
+
+
+@pytest.mark.parametrize(
+    "version, expected",
+    [("0.5.9", "0.5.14"), ("0.5.14", "0.5.14"), ("0.5.15", "0.5.14"), ("0.6.0", "0.5.16"), (None, "0.5.14"), ("nightly-dev", "0.5.14")],
+    ids=["older", "exact", "between-slots", "newer-than-all", "not-recorded", "not-a-release"],
+)
+def test_nearest_data_version(version, expected):
+    assert nearest_data_version("h200_sxm", "sglang", version)[0] == expected
+
+
+def test_every_sample_row_lands_on_the_current_slot(mapped):
+    for row in mapped:
+        m = row.measurement
+        assert row.data_version == version_slots(m.system, m.engine).current, m.id
+
+
+def test_every_row_has_inputs_or_a_reason(mapped):
+    for row in mapped:
+        assert (row.inputs is None) == (row.reason is not None)
+
+
+def test_unestimable_reasons_of_the_sample(mapped):
+    reasons = collections.Counter(row.reason for row in mapped if row.reason)
+    assert reasons == {DISAGG_INCOMPLETE: 1328, "tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2}
+
+
+def test_dense_models_are_priced_natively_and_moe_models_by_the_reference(mapped):
+    pricers = {(row.model_used, row.inputs.pricer) for row in mapped if row.inputs}
+    assert ("Qwen/Qwen3-32B", "native") in pricers and ("deepseek-ai/DeepSeek-R1", "reference") in pricers
+    agg = [row.inputs for row in mapped if isinstance(row.inputs, AggInputs)]
+    assert all(i.deployment.moe_ep is None for i in agg if i.pricer == "native")
+    assert all(i.deployment.moe_ep is not None for i in agg if i.pricer == "reference")
+
+
+def test_agg_inputs_keep_the_row_shape(mapped):
+    row = next(r for r in mapped if isinstance(r.inputs, AggInputs))
+    m = row.measurement
+    assert (row.inputs.isl, row.inputs.osl, row.inputs.batch_size) == (m.isl, m.osl, m.agg.batch_size)
+
+
+def test_disagg_inputs_keep_both_worker_layouts(mapped):
+    row = next(r for r in mapped if isinstance(r.inputs, DisaggInputs))
+    p, d = row.measurement.prefill, row.measurement.decode
+    i = row.inputs
+    assert (i.prefill_batch_size, i.prefill_workers, i.decode_batch_size, i.decode_workers) == (p.batch_size, p.workers, d.batch_size, d.workers)
+    assert (i.prefill.tp, i.decode.tp) == (p.tp, d.tp)
+
+
+def test_zero_attention_dp_means_no_attention_dp(mapped):
+    row = next(r for r in mapped if r.measurement.agg and r.measurement.agg.attention_dp == 0)
+    assert row.inputs.deployment.attention_dp == 1

@@ -1,0 +1,361 @@
+"""The accuracy report: metrics, the method registry and batch error handling, the per-point CSV,
+the rendered HTML's structure, and that the page loads in headless Chromium without console errors."""
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import types
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from estimator.cli import main
+from estimator.report import METHOD_NAMES, methods
+from estimator.report.batch import predict, predict_all
+from estimator.report.metrics import common_rows, error_stats, group_stats
+from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
+from estimator.report.render import reason_group, render_report
+from measurements.loaders import load_silicon_sample
+from measurements.mapping import DISAGG_INCOMPLETE, map_measurement
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+PROVENANCE = {"generated_utc": "2026-01-01 00:00:00 UTC", "git_head": "abc123", "packages": {"numpy": "2.0"}}
+
+
+def point(id_, method, covered, ttft=None, tpot=None, reason="", **extra) -> dict:
+    base = {
+        "id": id_, "method": method, "covered": covered, "reason": reason, "note": "",
+        "prefill_step_ms": 40.0 if covered else math.nan, "decode_step_ms": 9.0 if covered else math.nan,
+        "ttft_pred_ms": ttft if covered else math.nan, "tpot_pred_ms": tpot if covered else math.nan,
+        "ttft_meas_ms": 100.0, "tpot_meas_ms": 10.0, "system": "h200_sxm", "backend": "vllm", "mode": "agg",
+        "model": "Qwen/Qwen3-32B", "concurrency": 8, "concurrency_bucket": "5-16", "isl": 1024, "osl": 128,
+        "attention_dp": 1, "source": "inferencex", "engine_version": "0.19.0", "image": "vllm/vllm-openai:v0.19.0",
+        "model_used": "Qwen/Qwen3-32B", "model_note": "", "data_version": "0.24.0",
+        "version_note": "measured 0.19.0 is older than every data version (0.24.0, 0.27.0): nearest 0.24.0", "pricer": "native",
+        "step_token_budget": 8192, "chunked_prefill": True,
+    }  # fmt: skip
+    return base | extra
+
+
+@pytest.fixture
+def fixture_points() -> pd.DataFrame:
+    """Three rows: two predicted by the closed-form methods, one disagg row nobody predicts; the
+    closed-loop methods are unavailable. One reason carries markup that must be escaped."""
+    unavailable = "closed-loop replay not available (<script>alert(1)</script>)"
+    rows = []
+    for id_, ttft, tpot, extra in (("row-a", 80.0, 11.0, {}), ("row-b", 150.0, 9.0, {"backend": "sglang", "concurrency": 64, "concurrency_bucket": "17-64"})):
+        rows += [point(id_, "legacy", True, ttft, tpot, **extra), point(id_, "uncached", True, ttft * 1.1, tpot, **extra)]
+        rows += [point(id_, m, False, reason=unavailable, **extra) for m in ("closed_loop_steady", "closed_loop")]
+    rows += [point("row-c", m, False, reason="disagg estimator not available", mode="disagg", pricer=None) for m in METHOD_NAMES]
+    return pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+
+
+# ---- metrics ----------------------------------------------------------------------------------
+
+
+def test_error_stats_of_known_errors():
+    s = error_stats(np.array([110.0, 80.0, 300.0, 100.0]), np.array([100.0] * 4))  # errors +10%, -20%, +200%, 0
+    assert s.n == 4
+    assert s.mape == pytest.approx((0.1 + 0.2 + 2.0 + 0.0) / 4)
+    assert s.median_ape == pytest.approx(0.15)
+    assert s.within == pytest.approx((0.5, 0.75, 0.75))
+    assert s.bias == pytest.approx(0.05)
+
+
+def test_error_stats_of_nothing_is_nan():
+    s = error_stats(np.array([]), np.array([]))
+    assert s.n == 0 and math.isnan(s.mape) and math.isnan(s.bias)
+
+
+def test_group_stats_counts_coverage(fixture_points):
+    s = group_stats(fixture_points[fixture_points["method"] == "legacy"])
+    assert (s.rows, s.covered) == (3, 2)
+    assert s.ttft.mape == pytest.approx((0.2 + 0.5) / 2)
+
+
+def test_common_rows_keep_only_rows_every_method_covered(fixture_points):
+    common = common_rows(fixture_points, ["legacy", "uncached"])
+    assert sorted(common["id"].unique()) == ["row-a", "row-b"]
+
+
+@pytest.mark.parametrize("c, bucket", [(1, "1"), (3, "2-4"), (16, "5-16"), (64, "17-64"), (256, "65-256"), (8192, ">256"), (None, "unknown")],
+                         ids=lambda v: str(v))  # fmt: skip
+def test_concurrency_buckets(c, bucket):
+    assert concurrency_bucket(c) == bucket
+    assert bucket in bucket_order()
+
+
+# ---- methods and the batch --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dense_row():
+    m = next(m for m in load_silicon_sample() if m.model == "meta-llama/Llama-3.1-70B" and m.source == "inferencex")
+    return map_measurement(m)
+
+
+@pytest.fixture(scope="module")
+def undocumented_row():
+    return map_measurement(next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3-32B" and m.source == "aic-gap-analysis"))
+
+
+def test_registry_holds_the_four_methods_in_order():
+    assert tuple(methods.METHODS) == METHOD_NAMES
+
+
+def test_legacy_and_uncached_predict_a_dense_row(dense_row):
+    for name in ("legacy", "uncached"):
+        r = predict(dense_row, name)
+        assert r.covered and r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0, r.reason
+
+
+def fake_closedloop(agg_row):
+    """A stand-in for estimator.closedloop with the replay entry points the methods call."""
+    return types.SimpleNamespace(
+        Steady=lambda: ("steady",),
+        Benchmark=lambda prompts_per_client, range_ratio: ("benchmark", prompts_per_client, range_ratio),
+        EngineSettings=lambda budget, chunked, max_num_seqs: (budget, chunked, max_num_seqs),
+        closed_loop_for_agg_row=agg_row,
+        closed_loop_for_disagg_row=agg_row,
+    )
+
+
+def with_closedloop(monkeypatch, module):
+    real = methods.optional_module
+    monkeypatch.setattr(methods, "optional_module", lambda name: module if name == methods.CLOSED_LOOP_MODULE else real(name))
+
+
+def test_unavailable_closed_loop_reports_rows_uncovered(dense_row, monkeypatch):
+    with_closedloop(monkeypatch, "estimator.closedloop not available (test)")
+    r = predict(dense_row, "closed_loop")
+    assert (r.covered, r.reason) == (False, "estimator.closedloop not available (test)")
+
+
+def test_not_implemented_closed_loop_reports_rows_uncovered(dense_row, monkeypatch):
+    def replay(row, deployment, **kwargs):
+        raise NotImplementedError("engine pricing")
+
+    with_closedloop(monkeypatch, fake_closedloop(replay))
+    r = predict(dense_row, "closed_loop_steady")
+    assert (r.covered, r.reason) == (False, "closed-loop replay not implemented: engine pricing")
+
+
+def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, monkeypatch):
+    seen = {}
+
+    def replay(row, deployment, **kwargs):
+        seen.update(kwargs, ctx_tokens=row["ctx_tokens"], deployment=deployment)
+        return {"ttft": 123.0, "tpot": 4.5}
+
+    with_closedloop(monkeypatch, fake_closedloop(replay))
+    r = predict(dense_row, "closed_loop")
+    p = dense_row.measurement.protocol
+    assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, 123.0, 4.5)
+    assert seen == {
+        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": (p.step_token_budget, p.chunked_prefill, p.max_num_seqs),
+        "pricer": "native", "ctx_tokens": p.step_token_budget, "deployment": dense_row.inputs.deployment,
+    }  # fmt: skip
+
+
+def test_benchmark_protocol_needs_a_documented_client(undocumented_row, monkeypatch):
+    with_closedloop(monkeypatch, fake_closedloop(lambda row, deployment, **kwargs: {"ttft": 1.0, "tpot": 1.0}))
+    assert predict(undocumented_row, "closed_loop_steady").covered
+    r = predict(undocumented_row, "closed_loop")
+    assert (r.covered, r.reason) == (False, "benchmark protocol not documented by the source (aic-gap-analysis)")
+
+
+def test_a_failing_row_is_reported_not_raised(dense_row, monkeypatch):
+    def boom(row):
+        raise RuntimeError("kaboom\nsecond line")
+
+    monkeypatch.setattr("estimator.report.batch.METHODS", {"legacy": boom})
+    r = predict(dense_row, "legacy")
+    assert (r.covered, r.reason) == (False, "RuntimeError: kaboom")
+
+
+def test_batch_keeps_row_major_input_order(dense_row):
+    other = map_measurement(next(m for m in load_silicon_sample() if m.mode == "disagg" and m.prefill.batch_size is None))
+    results = predict_all([other, dense_row], ["uncached", "legacy"], workers=1, progress=None)
+    assert [(r.id, r.method) for r in results] == [
+        (other.measurement.id, "uncached"), (other.measurement.id, "legacy"),
+        (dense_row.measurement.id, "uncached"), (dense_row.measurement.id, "legacy"),
+    ]  # fmt: skip
+    assert results[0].reason == DISAGG_INCOMPLETE
+
+
+def comparable(results) -> list[tuple]:
+    return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in vars(r).values()) for r in results]
+
+
+def test_two_workers_give_the_serial_results_in_order(dense_row):
+    sample = load_silicon_sample()
+    rows = [map_measurement(m) for m in sample if m.mode == "disagg"][:3] + [dense_row]
+    rows += [map_measurement(m) for m in sample if m.engine == "sglang" and m.model == "Qwen/Qwen3-32B"][:2]
+    serial = predict_all(rows, ["legacy", "uncached"], workers=1, progress=None)
+    assert comparable(predict_all(rows, ["legacy", "uncached"], workers=2, progress=None)) == comparable(serial)
+
+
+# ---- the rendered page ------------------------------------------------------------------------
+
+
+class Outline(HTMLParser):
+    """Section ids, table rows per table id/class, svg count, and text."""
+
+    def __init__(self):
+        super().__init__()
+        self.sections, self.svgs, self.text = [], 0, []
+        self.tables: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "section":
+            self.sections.append(attrs.get("id"))
+        elif tag == "svg":
+            self.svgs += 1
+        elif tag == "table":
+            self.tables.append({"id": attrs.get("id"), "section": self.sections[-1] if self.sections else None, "rows": 0})
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"] += 1
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def outline(html: str) -> Outline:
+    parser = Outline()
+    parser.feed(html)
+    return parser
+
+
+def test_report_has_every_section(fixture_points):
+    page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
+    assert page.sections == ["headline", "coverage", "partitions", "plots", "closing", "mapping", "points", "provenance"]
+
+
+def test_headline_has_a_row_per_method_and_the_reference(fixture_points):
+    html = render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+    headline = next(t for t in outline(html).tables if t["section"] == "headline")
+    assert headline["rows"] == 2 + len(METHOD_NAMES) + 2  # two header rows, the methods, two reference lines
+    assert "2 / 3" in html and "0 / 3" in html
+
+
+def test_partition_tables_report_mape_median_and_bias_per_method(fixture_points):
+    html = render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+    partitions = [t for t in outline(html).tables if t["section"] == "partitions"]
+    assert len(partitions) == 3
+    assert partitions[0]["rows"] == 2 + 3  # two header rows; vllm agg, sglang agg, vllm disagg
+    for label in ("TTFT MAPE", "TTFT med APE", "TTFT bias", "TPOT MAPE", "TPOT med APE", "TPOT bias"):
+        assert label in html
+
+
+def test_plots_cover_each_method_with_predictions(fixture_points):
+    page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
+    assert page.svgs == 2 * 2 * 2  # (scatter + histogram) x (TTFT, TPOT) x (legacy, uncached)
+
+
+def test_per_point_table_has_one_row_per_measurement(fixture_points):
+    page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
+    table = next(t for t in page.tables if t["id"] == "point-table")
+    assert table["rows"] == 1 + 3
+
+
+def test_coverage_lists_every_reason(fixture_points):
+    text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "disagg estimator not available" in text
+    assert "closed-loop replay not available (<script>alert(1)</script>)" in text  # as text, escaped in the markup
+
+
+def test_closing_note_shows_latency_in_step_prices(fixture_points):
+    text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "in units of the legacy step prices" in text
+    assert "2.00" in text and "1.11" in text  # row-a: 80 ms TTFT over a 40 ms prefill step; 10 ms TPOT over a 9 ms decode step
+
+
+@pytest.mark.parametrize(
+    "reason, group",
+    [
+        ("PerfDataMissingError: MoE data missing for MoeKey { quant: \"fp8\", topk: 8 } at /x/y/0.24.0", "PerfDataMissingError: MoE data missing for MoeKey {...}"),
+        ("GEMM perf data missing for quant 'nvfp4_wo' at /x/h200/1.3.0rc20; available: [\"fp8\"]", "GEMM perf data missing for quant 'nvfp4_wo'; available: [\"fp8\"]"),
+        ("disagg estimator not available", "disagg estimator not available"),
+    ],
+    ids=["braced-key-and-path", "path-mid-message", "plain"],
+)
+def test_reasons_are_grouped_without_row_detail(reason, group):
+    assert reason_group(reason) == group
+
+
+def test_markup_in_data_is_escaped(fixture_points):
+    html = render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_page_is_self_contained(fixture_points):
+    html = render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+
+
+def test_provenance_is_shown(fixture_points):
+    text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "abc123" in text and "2026-01-01 00:00:00 UTC" in text
+
+
+def test_points_csv_round_trip_renders_the_same_page(fixture_points, tmp_path):
+    path = tmp_path / "points.csv"
+    write_points(fixture_points, path, PROVENANCE)
+    points, provenance = read_points(path)
+    assert provenance == PROVENANCE
+    assert render_report(points, provenance, list(METHOD_NAMES)) == render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+
+
+def test_cli_rerenders_from_points(fixture_points, tmp_path):
+    path, out = tmp_path / "points.csv", tmp_path / "report.html"
+    write_points(fixture_points, path, PROVENANCE)
+    assert main(["report", "--from-points", str(path), "--out", str(out)]) == 0
+    assert 'id="point-table"' in out.read_text()
+
+
+@pytest.mark.parametrize(
+    "argv", [["--from-points", "/nonexistent/points.csv"], ["--limit", "0"], ["--workers", "0"]], ids=["missing-file", "zero-limit", "zero-workers"]
+)
+def test_cli_bad_input_exits_2(argv, tmp_path, capsys):
+    assert main(["report", *argv, "--out", str(tmp_path / "r.html")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def chromium_load(page, profile) -> tuple[int, list[str], str]:
+    """Load a page in headless Chromium: (exit status, console lines, the DOM after scripts ran)."""
+    run = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    return run.returncode, console, run.stdout
+
+
+needs_chromium = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Chromium not installed (Debian package `chromium`; .ci/run installs it)")
+
+
+@needs_chromium
+def test_page_loads_in_headless_chromium_without_console_errors(fixture_points, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)), encoding="utf-8")
+    status, console, dom = chromium_load(page, tmp_path / "profile")
+    assert status == 0
+    assert not console, console
+    assert 'data-ready="yes"' in dom  # the page script ran to its end
+
+
+@needs_chromium
+def test_chromium_check_catches_a_script_error(tmp_path):
+    page = tmp_path / "broken.html"
+    page.write_text("<html><body><script>notDefined();document.body.dataset.ready = 'yes';</script></body></html>")
+    _, console, dom = chromium_load(page, tmp_path / "profile")
+    assert any("notDefined" in line for line in console)
+    assert 'data-ready="yes"' not in dom

@@ -1,0 +1,338 @@
+"""Sweeps: the agg grid (budgets, guards, dedup, memory stops) in both semantics, batched pricing
+equal to run_agg, prefix-0 identity, errors and warnings, refined-SLA mode, and the sweep command."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from estimator.cli import main
+from estimator.closedloop import ROW, ReplayOptions
+from estimator.deployment import Deployment
+from estimator.disagg.search import Combo, WorkerLimits
+from estimator.disagg.workers import Role, WorkerRow
+from estimator.errors import InvalidInputError
+from estimator.scheduler import AggEstimator, AggPoint
+from estimator.steps import Semantics
+from estimator.sweep import AGG_BATCH_SCHEDULE, AggGrid, AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
+from estimator.sweep.agg import agg_grid
+from estimator.sweep.refined import KneeSearch, knee_row, ladder_tpot, solo_prefill_ms
+from estimator.sweep.space import parallel_layouts
+
+LEGACY, UNCACHED = Semantics.LEGACY, Semantics.UNCACHED
+ROOT = Path(__file__).resolve().parents[1]
+QWEN = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang")
+LAYOUTS = parallel_layouts(QWEN, (1, 2, 4))
+TARGETS = Sla(2000.0, (30.0, 50.0))
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid
+# ---------------------------------------------------------------------------------------------
+
+
+def test_batch_schedule_is_the_reference_schedule():
+    from aiconfigurator.sdk.sweep import _DEFAULT_AGG_BATCH_SCHEDULE
+
+    assert list(AGG_BATCH_SCHEDULE) == _DEFAULT_AGG_BATCH_SCHEDULE
+
+
+@given(st.integers(1, 70000), st.sampled_from([128, 512, 1000, 4096]), st.booleans())
+def test_budgets_are_the_reference_budgets(isl, stride, chunked):
+    from aiconfigurator.sdk.sweep import _agg_ctx_tokens_list
+
+    assert AggGrid(isl, 100, ctx_stride=stride, chunked_prefill=chunked).ctx_tokens() == _agg_ctx_tokens_list(isl, stride, chunked)
+
+
+def reference_walk(isl: int, osl: int, max_bs: int, dedup: bool) -> list[tuple[int, int]]:
+    """The reference loop's (batch, budget) visits without pricing (sweep._sweep_one_parallel_agg), literally."""
+    from aiconfigurator.sdk.sweep import _agg_ctx_tokens_list
+
+    visits, capped_b = [], []
+    for b in [b for b in AGG_BATCH_SCHEDULE if b <= max_bs]:
+        for ctx_tokens in _agg_ctx_tokens_list(isl, 512, False):
+            if b - np.ceil(ctx_tokens / isl) < 0:
+                break
+            if b > 1 and (b - np.ceil(ctx_tokens / isl) < 1):
+                break
+            if dedup:
+                balance_score = isl * b / ctx_tokens / osl
+                if balance_score > 1:
+                    gen_tokens = b // balance_score
+                    if gen_tokens > 1 and gen_tokens in capped_b:
+                        continue
+                    capped_b.append(gen_tokens)
+            visits.append((b, ctx_tokens))
+    return visits
+
+
+@given(st.integers(1, 40000), st.integers(1, 3000), st.sampled_from([16, 512, 1024]), st.booleans())
+def test_guards_and_dedup_visit_the_reference_points(isl, osl, max_bs, dedup):
+    grid = AggGrid(isl, osl, max_batch_size=max_bs, dedup=dedup)
+    assert [(b, c) for b, budgets in grid.rows() for c in budgets] == reference_walk(isl, osl, max_bs, dedup)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agg sweep: pricing, semantics, memory stops
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("semantics,prefix", [(LEGACY, 0), (UNCACHED, 1024)])
+def test_batched_rows_equal_run_agg_rows(semantics, prefix):
+    deployment = LAYOUTS[1]
+    table = sweep_agg([deployment], Workload(4096, 512, prefix), TARGETS, semantics=semantics).table
+    estimator = AggEstimator(deployment, semantics)
+    for row in table.to_dict("records")[::7]:
+        point = AggPoint(4096, 512, row["bs"], row["ctx_tokens"], prefix)
+        assert row == dict(estimator.estimate(point).row)
+
+
+@pytest.mark.parametrize("isl,osl", [(4096, 512), (1000, 100)])
+def test_prefix_zero_sweeps_are_identical_in_both_semantics(isl, osl):
+    legacy, uncached = (sweep_agg(LAYOUTS, Workload(isl, osl), TARGETS, semantics=s) for s in (LEGACY, UNCACHED))
+    assert legacy.table.to_csv(index=False) == uncached.table.to_csv(index=False)
+    assert legacy.best.equals(uncached.best.round(3))
+
+
+def test_prefix_grids_are_multiples_of_the_uncached_tokens():
+    isl, prefix = 4096, 3072
+    legacy, uncached = (sweep_agg(LAYOUTS[:1], Workload(isl, 512, prefix), TARGETS, semantics=s).table for s in (LEGACY, UNCACHED))
+    assert set(uncached["ctx_tokens"] % (isl - prefix)) == {0} and {1024, 2048} <= set(uncached["ctx_tokens"])
+    assert set(legacy["ctx_tokens"] % isl) == {0}
+    assert uncached["bs"].min() == 1 and len(uncached) > len(legacy)
+
+
+def test_batches_stop_at_their_first_oom_budget():
+    deployment, workload = LAYOUTS[0], Workload(8192, 1024)
+    kept = set(zip(*(sweep_agg([deployment], workload, TARGETS, semantics=LEGACY).table[c] for c in ("bs", "ctx_tokens"))))
+    estimator, stops = AggEstimator(deployment, LEGACY), 0
+    for b, budgets in agg_grid(deployment, workload, AggOptions(), LEGACY).rows():
+        for ctx in budgets:
+            if (b, ctx) not in kept:
+                memory = estimator.estimate(AggPoint(8192, 1024, b, ctx)).memory
+                assert memory.oom or memory.kv_oom
+                stops += 1
+                break
+    assert stops > 0
+
+
+@pytest.mark.parametrize("sweep", ["agg", "disagg"])
+def test_prefix_at_or_above_isl_is_rejected_before_any_pricing(sweep):
+    unknown = Deployment("no-such/model", "h200_sxm", "sglang")
+    workload = Workload(1000, 10, prefix=1000)
+    with pytest.raises(InvalidInputError, match=r"^prefix \(1000\) must be smaller than the effective isl \(1000\)"):
+        if sweep == "agg":
+            sweep_agg([unknown], workload, TARGETS)
+        else:
+            sweep_disagg([unknown], [unknown], workload, TARGETS)
+
+
+def test_warnings_when_no_point_fits_or_meets_the_targets(caplog):
+    llama70 = Deployment("meta-llama/Meta-Llama-3.1-70B", "h100_sxm", "vllm", tp=1, moe_tp=1, moe_ep=1)
+    with caplog.at_level(logging.WARNING, logger="estimator.sweep"):
+        result = sweep_agg([llama70], Workload(2048, 128), TARGETS)
+    assert result.table.empty and result.best.empty
+    assert "no grid point of tp1pp1dp1etp1ep1 passes the batch/budget guards and fits in memory" in caplog.text
+    assert "no operating point meets the targets" in caplog.text
+
+
+def test_a_deployment_that_cannot_be_priced_is_skipped_unless_all_are(caplog):
+    bad = dataclasses.replace(LAYOUTS[0], quant=dataclasses.replace(QWEN.quant, gemm="no_such_mode"))
+    with caplog.at_level(logging.WARNING, logger="estimator.sweep"):
+        result = sweep_agg([bad, LAYOUTS[1]], Workload(4096, 512), TARGETS)
+    assert set(result.table["tp"]) == {2} and "skipping h200_sxm tp1" in caplog.text
+    with pytest.raises(InvalidInputError, match="no_such_mode"):
+        sweep_agg([bad], Workload(4096, 512), TARGETS)
+
+
+def test_request_latency_pairs_are_the_reference_pairs():
+    from aiconfigurator.sdk.utils import enumerate_ttft_tpot_constraints
+
+    for latency, ttft in ((40000.0, 1000.0), (900.0, 250.0), (120000.0, 1e4)):
+        assert Sla(ttft, request_latency=latency).pairs(512) == enumerate_ttft_tpot_constraints(512, latency, ttft)
+
+
+# ---------------------------------------------------------------------------------------------
+# Disagg sweep
+# ---------------------------------------------------------------------------------------------
+
+LIMITS = DisaggOptions(limits=WorkerLimits(total_gpus=frozenset(range(1, 9)), same_tp=True))
+
+
+def test_disagg_sweep_at_prefix_zero_differs_only_by_the_legacy_rounding():
+    legacy, uncached = (sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), TARGETS, LIMITS, s) for s in (LEGACY, UNCACHED))
+    keys = ["(p)parallel", "(p)bs", "(p)workers", "(d)parallel", "(d)bs", "(d)workers"]
+    assert legacy.best[keys].equals(uncached.best[keys])
+    assert np.allclose(legacy.best["tokens/s/gpu"], uncached.best["tokens/s/gpu"], rtol=1e-3)
+    assert not legacy.best["tokens/s/gpu"].equals(uncached.best["tokens/s/gpu"])
+
+
+def test_disagg_uncached_prefill_batches_count_uncached_tokens():
+    workload = Workload(8192, 256, prefix=6144)
+    options = dataclasses.replace(LIMITS, prefill_max_num_tokens=8192)
+    legacy, uncached = (sweep_disagg(LAYOUTS[:1], LAYOUTS[:1], workload, Sla(1e6, (1e6,)), options, s).table for s in (LEGACY, UNCACHED))
+    assert set(legacy["(p)bs"]) == {1} and set(uncached["(p)bs"]) == {1, 2, 3, 4}
+
+
+def test_best_disagg_rows_are_one_per_decode_layout_and_target():
+    result = sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), Sla(2000.0, (50.0,)), LIMITS, UNCACHED)
+    assert result.best["(d)parallel"].is_unique and len(result.best) <= 5
+    assert (result.best["tpot"] < 50.0).all() and (result.best["ttft"] < 2000.0).all()
+    assert (result.best["num_total_gpus"] <= 8).all() and (result.best["(p)tp"] == result.best["(d)tp"]).all()
+    assert result.best["tokens/s/gpu"].is_monotonic_decreasing and len(result.table) >= len(result.best)
+
+
+# ---------------------------------------------------------------------------------------------
+# Refined-SLA mode
+# ---------------------------------------------------------------------------------------------
+
+
+def test_solo_prefill_is_the_true_bound_not_the_ceil_gate():
+    table = pd.DataFrame({"isl": [5000, 4096, 3000], "prefix": [0, 1024, 0], "ctx_tokens": [4096, 4096, 8192], "prefill_step_ms": [100.0] * 3})
+    assert solo_prefill_ms(table).tolist() == [100.0 * 5000 / 4096, 100.0, 100.0]
+
+
+def test_ladder_interpolates_and_clamps():
+    ladder = [(1, 10.0), (8, 17.0), (8, 20.0), (16, 30.0)]
+    assert [ladder_tpot(ladder, c) for c in (0.5, 1, 4.5, 8, 12, 99)] == [10.0, 10.0, 13.5, 20.0, 25.0, 30.0]
+
+
+def tandem_combo(concurrency: int) -> Combo:
+    """closed-loop.md section 5 case 14: 1P1D, (p)bs 1, (d)bs 64, prefill 2000 ms, decode step 21 ms, 4096/64."""
+    row = {"model": QWEN.model, "isl": 4096, "osl": 64, "prefix": 0, "concurrency": concurrency, "(p)workers": 1, "(d)workers": 1,
+           "(p)bs": 1, "(d)bs": 64, "(p)global_bs": 1, "(d)global_bs": 64, "(p)prefill_step_ms": 2000.0, "tpot": 21.0, "ttft": 3600.0,
+           "encoder_latency": 0.0, "num_total_gpus": 2}  # fmt: skip
+    worker = WorkerRow(QWEN, Role.PREFILL, {}, None, None)
+    return Combo(row, worker, worker)
+
+
+def test_knee_search_finds_the_largest_compliant_concurrency():
+    search = KneeSearch(6000.0, 30.0, ReplayOptions(pricing=ROW))
+    combo = tandem_combo(64)
+    assert search.replay(combo, 64, 21.0)[0] > 6000.0
+    tuned = search.tune(combo, ladder=[])
+    assert tuned["concurrency"] == 3 and tuned["ttft"] <= 6000.0 and tuned["request_latency"] == pytest.approx(6000.0)
+    assert search.replay(combo, 4, 21.0)[0] > 6000.0
+    assert tuned["tokens/s"] == tuned["seq/s"] * 64 and tuned["tokens/s/gpu"] == tuned["tokens/s"] / 2
+    assert KneeSearch(1.0, 30.0, ReplayOptions(pricing=ROW)).tune(combo, ladder=[]) is None
+
+
+def test_unreplayable_combos_fail_open_and_the_rest_is_walked_best_first():
+    search = KneeSearch(6000.0, 30.0, ReplayOptions(pricing=ROW))
+    broken = tandem_combo(64)
+    broken.row["(p)prefill_step_ms"] = -1.0
+    assert search.tune(broken, ladder=[]) is broken.row
+    slow, fits = tandem_combo(64), tandem_combo(1)
+    slow.row["(p)prefill_step_ms"] = 7000.0
+    picked = search([slow, slow, slow, fits], [])
+    assert picked["concurrency"] == 1 and picked["ttft"] == pytest.approx(2000.0) and picked["tpot"] <= 30.0
+
+
+def test_knee_row_reprices_every_throughput_column():
+    row = knee_row(tandem_combo(64).row, 5, (100.0, 20.0, 2.0))
+    assert (row["concurrency"], row["request_latency"], row["seq/s/gpu"], row["tokens/s"], row["tokens/s/user"]) == (5, 1360.0, 1.0, 128.0, 50.0)
+
+
+def test_fixed_point_prices_the_decode_step_at_the_little_occupancy():
+    search = KneeSearch(1e9, 1e9, ReplayOptions(pricing=ROW))
+    combo = tandem_combo(8)
+    flat = search.priced(combo, 8, [])
+    laddered = search.priced(combo, 8, [(1, 5.0), (64, 21.0)])
+    assert flat == search.replay(combo, 8, 21.0) and laddered[1] < flat[1]
+
+
+def test_refined_agg_sweep_judges_and_reprices_by_the_replay():
+    options = ReplayOptions(pricing=ROW)
+    result = sweep_agg(LAYOUTS[1:2], Workload(4096, 512), Sla(1500.0, (40.0,)), AggOptions(top_k=3), UNCACHED, refined=options)
+    table = result.table
+    replayed = table["refine_reason"] == ""
+    assert replayed.any() and (~replayed).any()
+    assert (table.loc[~replayed & table["ttft_refined"].isna(), "refine_reason"].str.startswith("not replayed")).all()
+    best = result.best
+    assert len(best) and (best["ttft"] <= 1500.0).all() and (best["tpot"] <= 40.0).all()
+    merged = best.merge(table[["bs", "ctx_tokens", "ttft_refined", "throughput_refined"]], on=["bs", "ctx_tokens"])
+    assert np.allclose(merged["ttft"], merged["ttft_refined"]) and np.allclose(merged["seq/s"], merged["throughput_refined"])
+
+
+def test_refined_off_is_the_legacy_sweep():
+    plain = sweep_agg(LAYOUTS[1:2], Workload(4096, 512), TARGETS, semantics=LEGACY)
+    assert "ttft_refined" not in plain.table.columns
+
+
+def test_refined_disagg_sweep_meets_the_targets_after_tuning():
+    options = ReplayOptions(pricing=ROW)
+    result = sweep_disagg(LAYOUTS[1:2], LAYOUTS[1:2], Workload(4096, 512), Sla(1500.0, (40.0,)), LIMITS, UNCACHED, refined=options)
+    assert len(result.best) and (result.best["ttft"] <= 1500.0).all() and (result.best["tpot"] <= 40.0).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# The sweep command
+# ---------------------------------------------------------------------------------------------
+
+SWEEP = ["sweep", "--model-path", QWEN.model, "--system", QWEN.system, "--backend", "sglang", "--isl", "4096", "--osl", "512",
+         "--ttft", "2000", "--tpot", "30", "50", "--tp-list", "1", "2"]  # fmt: skip
+
+
+def cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_sweep_writes_byte_identical_tables(tmp_path, suffix):
+    paths = [tmp_path / f"run{i}{suffix}" for i in range(2)]
+    outputs = [cli([*SWEEP, "--out", str(p), "--semantics", "legacy"]) for p in paths]
+    assert [o[0] for o in outputs] == [0, 0] and outputs[0][1] == outputs[1][1]
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    table = pd.read_csv(paths[0]) if suffix == ".csv" else pd.read_parquet(paths[0])
+    expected = sweep_agg(parallel_layouts(QWEN, (1, 2)), Workload(4096, 512), Sla(2000.0, (30.0, 50.0)), semantics=LEGACY)
+    assert len(table) == len(expected.table) and outputs[0][1].splitlines()[1].split()[:3] == [
+        expected.best["parallel"][0], str(expected.best["bs"][0]), str(expected.best["ctx_tokens"][0])]
+
+
+def test_sweep_disagg_prints_the_best_configurations():
+    code, out, err = cli([*SWEEP[:-2], "2", "--mode", "disagg", "--progress", "always"])
+    assert code == 0 and out.splitlines()[0].split()[:3] == ["(p)parallel", "(p)bs", "(p)workers"]
+    assert "sweep [" in err and "4/4" in err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--out", "table.txt"], "--out must end in .csv or .parquet, got 'table.txt'"),
+    (["--prefix", "4096"], "prefix (4096) must be smaller than the effective isl (4096) for an agg run"),
+    (["--tpot", "-1"], "tpot target must be a positive number of ms, got -1.0"),
+    (["--tp-list", "0"], "tp must be a positive integer, got 0"),
+])  # fmt: skip
+def test_sweep_bad_input_is_one_line_and_exit_2(argv, message):
+    code, _, err = cli([*SWEEP, *argv])
+    assert code == 2 and err.strip() == f"error: {message}"
+
+
+def test_ctrl_c_leaves_the_rows_computed_so_far(tmp_path):
+    out = tmp_path / "partial.csv"
+    targets = [f"{10 + i / 10:g}" for i in range(2000)]  # a long sweep: one unit per target
+    argv = [sys.executable, "-m", "estimator", *SWEEP[:-6], "--mode", "disagg", "--tpot", *targets, "--out", str(out), "--progress", "always"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})  # fmt: skip
+    seen = ""
+    while not any(int(n) > 0 for n in re.findall(r", (\d+) rows", seen)) and proc.poll() is None:
+        seen += proc.stderr.read(1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "partial table" in err and err.rstrip().endswith("interrupted")
+    table = pd.read_csv(out)
+    assert len(table) > 0 and list(table.columns)[:4] == ["model", "isl", "osl", "prefix"]
