@@ -382,6 +382,13 @@ def test_unpriceable_rows_carry_their_reason(change, reason):
     assert math.isnan(out.ttft_refined[0]) and reason in out.refine_reason[0]
 
 
+def test_engine_settings_take_numpy_integers_and_reject_the_rest():
+    assert EngineSettings(np.int64(4096), np.bool_(False), np.int32(64)) == EngineSettings(4096, False, 64)
+    for budget in (0, 2.5, True, "8192"):
+        with pytest.raises(InvalidInputError):
+            EngineSettings(budget, True)
+
+
 def test_direct_calls_raise_the_documented_value_error():
     with pytest.raises(InvalidInputError):
         ReplayOptions("fast")

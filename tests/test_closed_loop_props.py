@@ -20,7 +20,7 @@ import dataclasses
 import functools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from estimator.closedloop import AggSpec, Benchmark, EngineSettings, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan

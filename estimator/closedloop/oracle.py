@@ -4,13 +4,20 @@ Readable first; the Numba kernels (estimator.closedloop.kernels) must agree with
 bit. The algorithms are closed-loop.md sections 1 and 2 with the corrections of section 6:
 requests are plain objects removed by identity, lengths come per request from the run plan,
 a decode pass advances k tokens through a fractional accumulator, the encoder time sits on the
-TTFT path, TTFT accumulates pass durations (stats.py) and osl == 1 decodes nothing.
+TTFT path, TTFT accumulates pass durations (stats.py) and osl == 1 decodes nothing. Additions:
+the engine's max_num_seqs (admission stops at that many running requests, FIFO), decode
+requests that take several budget tokens (speculative queries), a run plan's dispatch cap
+(benchmark protocol), and a pass price that must be finite (else NoProgressError). The tandem's
+window closes at its last completion; the reference closed it at the launch of the last decode
+iteration, one decode step early.
 """
 from __future__ import annotations
 
 import math
 from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
 
 from estimator.closedloop.protocol import NO_DISPATCH_CAP, RunPlan
 from estimator.closedloop.pricing import PassShape
@@ -25,8 +32,6 @@ from estimator.closedloop.spec import (
     tandem_event_bound,
 )
 from estimator.closedloop.stats import Completions, ReplayResult, summarize
-
-import numpy as np
 
 
 @dataclass(eq=False)  # identity semantics: two requests with equal fields are still two requests

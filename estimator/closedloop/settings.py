@@ -16,6 +16,7 @@ The reference wiring (``row`` pricing of closed-loop.md section 1) instead repla
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from estimator.deployment import Backend
@@ -33,10 +34,21 @@ class EngineSettings:
     max_num_seqs: int | None = None  # running requests per rank (>= 1); None: no cap
 
     def __post_init__(self) -> None:
-        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
-            raise InvalidInputError(f"token budget must be a positive integer, got {self.budget!r}")
-        if self.max_num_seqs is not None and self.max_num_seqs < 1:
-            raise InvalidInputError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
+        object.__setattr__(self, "budget", _positive("token budget", self.budget))
+        object.__setattr__(self, "chunked", bool(self.chunked))
+        if self.max_num_seqs is not None:
+            object.__setattr__(self, "max_num_seqs", _positive("max_num_seqs", self.max_num_seqs))
+
+
+def _positive(name: str, value) -> int:
+    """value as a Python int (numpy integers accepted); InvalidInputError unless it is an integer >= 1."""
+    try:
+        number = operator.index(value) if not isinstance(value, bool) else None
+    except TypeError:
+        number = None
+    if number is None or number < 1:
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+    return number
 
 
 def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
