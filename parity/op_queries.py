@@ -80,18 +80,24 @@ def _attention_dtypes(rng) -> tuple[str, str]:
     return kv, fmha
 
 
+def _attention_fields(rng, lanes: tuple[str, ...]) -> tuple[dict, str]:
+    """Fields shared by context and generation attention ops, and an fmha dtype for context."""
+    n, n_kv = _heads(rng)
+    kv, fmha = _attention_dtypes(rng)
+    fields = dict(
+        scale_factor=float(rng.choice([1.0, 64.0])), n=n, n_kv=n_kv, head_size=int(rng.choice([64, 128, 128, 128, 256])),
+        window_size=int(rng.choice([0, 0, 0, 128, 1024])), kv_cache_dtype=kv, lane_order=lanes,
+    )
+    return fields, fmha
+
+
 def _context_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
     lanes = reference_lane_order(st.system, st.backend, st.version, "_context_attention_data")
     out = []
     for _ in range(n_queries):
-        n, n_kv = _heads(rng)
-        kv, fmha = _attention_dtypes(rng)
-        op = O.ContextAttention(
-            name="context_attention", scale_factor=float(rng.choice([1.0, 64.0])), n=n, n_kv=n_kv,
-            head_size=int(rng.choice([64, 128, 128, 128, 256])), window_size=int(rng.choice([0, 0, 0, 128, 1024])),
-            kv_cache_dtype=kv, fmha_quant_mode=fmha, use_qk_norm=bool(rng.random() < 0.5),
-            cp_size=int(rng.choice([1] * 8 + [2, 4])), lane_order=lanes,
-        )
+        fields, fmha = _attention_fields(rng, lanes)
+        op = O.ContextAttention(name="context_attention", fmha_quant_mode=fmha, use_qk_norm=bool(rng.random() < 0.5),
+                                cp_size=int(rng.choice([1] * 8 + [2, 4])), **fields)
         s = _loguniform_int(rng, 1, 40_000)
         prefix = 0 if rng.random() < 0.5 else _loguniform_int(rng, 1, 30_000)
         out.append(OpQuery(op, True, _loguniform_int(rng, 1, 400), s, prefix))
@@ -102,13 +108,8 @@ def _generation_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
     lanes = reference_lane_order(st.system, st.backend, st.version, "_generation_attention_data")
     out = []
     for _ in range(n_queries):
-        n, n_kv = _heads(rng)
-        kv, _ = _attention_dtypes(rng)
-        op = O.GenerationAttention(
-            name="generation_attention", scale_factor=float(rng.choice([1.0, 64.0])), n=n, n_kv=n_kv,
-            head_size=int(rng.choice([64, 128, 128, 128, 256])), window_size=int(rng.choice([0, 0, 0, 128, 1024])),
-            kv_cache_dtype=kv, lane_order=lanes,
-        )
+        fields, _ = _attention_fields(rng, lanes)
+        op = O.GenerationAttention(name="generation_attention", **fields)
         out.append(OpQuery(op, False, _loguniform_int(rng, 1, 4096), _loguniform_int(rng, 1, 200_000)))
     return out
 
