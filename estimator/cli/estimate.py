@@ -42,6 +42,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     p.add_argument("--detail", choices=("time",), default=None, help="time: scheduling and per-op tables")
     p.add_argument("--json", action="store_true", help="print the full unrounded result row as one JSON object")
+    p.add_argument("--closed-loop", choices=("steady", "benchmark"), nargs="?", const="steady", default=None,
+                   help="agg/disagg: also replay the point closed-loop (engine-priced passes; protocol steady by "
+                        "default) and print the refined figures beside the closed-form ones")
     for role in ("prefill", "decode"):
         for size in ROLE_SIZES:
             p.add_argument(f"--{role}-{size.replace('_', '-')}-size", type=int, default=None, help=f"disagg: {role} {size} size (default: shared)")
@@ -187,14 +190,42 @@ def warnings(result, batch_size: int) -> list[str]:
     return []
 
 
+def closed_loop_figures(args: argparse.Namespace, result) -> dict:
+    """The closed-loop replay of the estimated point (engine-priced passes, args.closed_loop protocol)."""
+    from estimator.closedloop.rows import closed_loop_for_agg_row, closed_loop_for_disagg_row
+
+    if args.mode == "agg":
+        return closed_loop_for_agg_row(dict(result.row), deployment_from_args(args), protocol=args.closed_loop, pricer=args.pricer)
+    if args.mode == "disagg":
+        shared = deployment_from_args(args)
+        return closed_loop_for_disagg_row(dict(result.row), role_deployment(args, shared, "prefill"),
+                                          role_deployment(args, shared, "decode"), protocol=args.closed_loop, pricer=args.pricer)
+    raise InvalidInputError(f"--closed-loop applies to agg and disagg, not --estimate-mode {args.mode}")
+
+
+def render_closed_loop(row: dict, refined: dict) -> str:
+    """Closed-form vs closed-loop figures side by side (ms)."""
+    lines = [f"Closed loop ({refined['protocol']} protocol, {refined['pricing']}-priced passes, budget {refined.get('budget')}, "
+             f"chunked {refined.get('chunked')})",
+             f"  {'metric':<16} {'closed form':>14} {'closed loop':>14}"]
+    for name in ("ttft", "tpot", "request_latency"):
+        lines.append(f"  {name:<16} {row[name]:>11.3f} ms {refined[name]:>11.3f} ms")
+    lines.append(f"  {'ttft p50 / p99':<16} {'':>14} {refined['ttft_p50']:>7.1f} / {refined['ttft_p99']:.1f} ms")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     result = estimate(args, args.pricer)
     for line in warnings(result, args.batch_size):
         print(line, file=sys.stderr)
+    refined = closed_loop_figures(args, result) if args.closed_loop else None
     if args.json:
-        print(json.dumps(dict(result.row)))
+        print(json.dumps(dict(result.row) | ({"closed_loop": refined} if refined else {})))
         return 0
     print((render_disagg_summary if isinstance(result, DisaggResult) else render_summary)(dict(result.row)))
+    if refined:
+        print()
+        print(render_closed_loop(dict(result.row), refined))
     if args.detail == "time":
         print()
         print(render_time_detail(result, estimate(args, "sol")))

@@ -1,0 +1,29 @@
+"""`estimate --closed-loop`: the refined figures beside the closed-form ones, and its scope errors."""
+from __future__ import annotations
+
+import json
+
+from estimator.cli import main
+
+POINT = ["estimate", "--model-path", "Qwen/Qwen3-32B-FP8", "--system", "h200_sxm", "--backend", "sglang", "--tp-size", "2",
+         "--batch-size", "16", "--isl", "4096", "--osl", "512"]
+
+
+def test_json_carries_the_replay_next_to_the_closed_form_row(capsys):
+    assert main([*POINT, "--closed-loop", "benchmark", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    refined = row["closed_loop"]
+    assert refined["protocol"] == "benchmark" and refined["pricing"] == "engine"
+    assert 0 < refined["ttft_p50"] <= refined["ttft_p99"] and refined["tpot"] > 0
+    assert row["ttft"] > 0 and refined["ttft"] != row["ttft"]
+
+
+def test_text_report_prints_both_columns(capsys):
+    assert main([*POINT, "--closed-loop"]) == 0
+    out = capsys.readouterr().out
+    assert "Closed loop (steady protocol, engine-priced passes" in out and "closed form" in out
+
+
+def test_static_modes_reject_closed_loop(capsys):
+    assert main([*POINT, "--estimate-mode", "static", "--closed-loop"]) == 2
+    assert "--closed-loop applies to agg and disagg" in capsys.readouterr().err
