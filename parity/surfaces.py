@@ -1,7 +1,9 @@
 """Golden surfaces: what is pinned for each matrix shape, as flat metric records.
 
 Surfaces: static (static context and generation phases), decode (the gen-only step), mixed.<sem>
-(the first mixed step of the agg plan) and agg.<sem> (the agg result row), for both semantics.
+(the first mixed step of the agg plan), agg.<sem> (the agg result row) and disagg.<sem> (one
+prefill worker at batch 1 with one decode worker at the shape's batch), for both semantics, and
+closed_loop.steady (the engine-priced steady replay of the uncached agg point).
 Every metric name maps to the component it measures, which the change report uses to attribute
 a moved record.
 """
@@ -104,7 +106,7 @@ def mixed_surface(semantics: Semantics) -> Callable[[Shape], dict]:
 def agg_surface(semantics: Semantics) -> Callable[[Shape], dict]:
     def surface(shape: Shape) -> dict:
         result = _agg(shape, semantics)
-        metrics = {k: v for k, v in result.row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        metrics = _numeric(result.row)
         metrics |= {f"mix0_{k}": v for k, v in _mixed_metrics(result.mix_steps[0]).items() if k != "mix_step_ms"}
         metrics["shared_ms"] = metrics.pop("mix0_shared_ms")
         metrics["context_attention_ms"] = metrics.pop("mix0_context_attention_ms")
@@ -116,11 +118,40 @@ def agg_surface(semantics: Semantics) -> Callable[[Shape], dict]:
     return surface
 
 
+def _numeric(row) -> dict:
+    return {k: v for k, v in row.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def disagg_surface(semantics: Semantics) -> Callable[[Shape], dict]:
+    """Single-point disagg: one prefill worker at batch 1 and one decode worker at the shape's batch."""
+
+    def surface(shape: Shape) -> dict:
+        from estimator.disagg import DisaggPoint, run_disagg
+
+        w = shape.workload
+        point = DisaggPoint(isl=w.isl, osl=w.osl, prefill_batch_size=1, prefill_workers=1, decode_batch_size=w.batch,
+                            decode_workers=1, prefix=w.prefix, nextn_accepted=w.nextn_accepted)
+        deployment = deployment_of(shape)
+        return _numeric(run_disagg(deployment, deployment, point, semantics).row)
+
+    return surface
+
+
+def closed_loop_surface(shape: Shape) -> dict:
+    """The steady closed-loop replay (engine-priced passes) of the uncached agg point."""
+    from estimator.closedloop.rows import closed_loop_for_agg_row
+
+    figures = closed_loop_for_agg_row(dict(_agg(shape, Semantics.UNCACHED).row), deployment_of(shape))
+    return _numeric(figures)
+
+
 SURFACES: dict[str, Callable[[Shape], dict]] = {
     "static": static_surface,
     "decode": decode_surface,
     **{f"mixed.{s.value}": mixed_surface(s) for s in SEMANTICS},
     **{f"agg.{s.value}": agg_surface(s) for s in SEMANTICS},
+    **{f"disagg.{s.value}": disagg_surface(s) for s in SEMANTICS},
+    "closed_loop.steady": closed_loop_surface,
 }
 
 
