@@ -135,6 +135,21 @@ def _decode(ri, rf, c, t, k):
 
 
 @njit(cache=True, inline="always")
+def _decode_pass(ri, rf, members, n, t, k, gaps, fin, n_fin, counting, cnt, run_v, run_c):
+    """One decode pass over members[:n] at time t: emit, collect finished requests into fin, and
+    count the gaps when inside the window. Returns (n_fin, run_v, run_c)."""
+    for i in range(n):
+        gaps[i] = _decode(ri, rf, members[i], t, k)
+        if ri[members[i], MADE] >= ri[members[i], OSL]:
+            fin[n_fin] = members[i]
+            n_fin += 1
+    if counting:
+        run_v, run_c = _room(run_v, run_c, cnt, n)
+        _add_gap_list(gaps, n, cnt, run_v, run_c)
+    return n_fin, run_v, run_c
+
+
+@njit(cache=True, inline="always")
 def _complete(ri, rf, c, t, warm, cnt, sc, tpots, lats, done_born, done_t):
     cnt[DONE] += 1
     sc[T_END] = max(sc[T_END], t)
@@ -434,14 +449,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                 fin[n_fin] = c
                 n_fin += 1
         else:
-            for i in range(nd):
-                gaps[i] = _decode(ri, rf, decs[i], t, k)
-                if ri[decs[i], MADE] >= ri[decs[i], OSL]:
-                    fin[n_fin] = decs[i]
-                    n_fin += 1
-            if counting:
-                run_v, run_c = _room(run_v, run_c, cnt, nd)
-                _add_gap_list(gaps, nd, cnt, run_v, run_c)
+            n_fin, run_v, run_c = _decode_pass(ri, rf, decs, nd, t, k, gaps, fin, n_fin, counting, cnt, run_v, run_c)
         for i in range(n_fin):
             _complete(ri, rf, fin[i], t, warm, cnt, sc, tpots, lats, done_born, done_t)
         running -= n_fin
@@ -788,14 +796,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                 rlen[j] -= nj
                 rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq[j], rlen[j], rf)
             else:
-                for b in range(nb):
-                    gaps[b] = _decode(ri, rf, batch[b], end, k)
-                    if ri[batch[b], MADE] >= ri[batch[b], OSL]:
-                        fin[n_fin] = batch[b]
-                        n_fin += 1
-                if counting:
-                    run_v, run_c = _room(run_v, run_c, cnt, nb)
-                    _add_gap_list(gaps, nb, cnt, run_v, run_c)
+                n_fin, run_v, run_c = _decode_pass(ri, rf, batch, nb, end, k, gaps, fin, n_fin, counting, cnt, run_v, run_c)
                 if n_fin > 0:
                     kept = 0
                     for x in range(rlen[j]):

@@ -183,26 +183,8 @@ def _attention(
     phase: str, cfg: ModelConfig, quant: QuantModes, shape: _GpuShape, scale: float, lane_order: tuple[str, ...]
 ) -> Op:
     """The phase's attention op (full attention: window 0)."""
+    common = dict(n=shape.heads, n_kv=shape.kv_heads, head_size=shape.head_size, window_size=0,
+                  kv_cache_dtype=quant.kvcache, lane_order=tuple(lane_order))
     if phase == CONTEXT:
-        return ContextAttention(
-            f"{phase}_attention",
-            scale,
-            n=shape.heads,
-            n_kv=shape.kv_heads,
-            head_size=shape.head_size,
-            window_size=0,
-            kv_cache_dtype=quant.kvcache,
-            fmha_quant_mode=quant.fmha,
-            use_qk_norm=cfg.use_qk_norm,
-            lane_order=tuple(lane_order),
-        )
-    return GenerationAttention(
-        f"{phase}_attention",
-        scale,
-        n=shape.heads,
-        n_kv=shape.kv_heads,
-        head_size=shape.head_size,
-        window_size=0,
-        kv_cache_dtype=quant.kvcache,
-        lane_order=tuple(lane_order),
-    )
+        return ContextAttention(f"{phase}_attention", scale, fmha_quant_mode=quant.fmha, use_qk_norm=cfg.use_qk_norm, **common)
+    return GenerationAttention(f"{phase}_attention", scale, **common)
