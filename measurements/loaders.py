@@ -42,7 +42,8 @@ def silicon_measurement(row: dict) -> Measurement:
     fields = provenance_fields(row["silicon_data_source"])
     source = source_of(row["silicon_data_source"])
     concurrency = _int(fields.get("silicon_concurrency"))
-    engine = protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity)
+    recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), concurrency)
+    engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity)
     client = protocols.CLIENTS[source]
     return Measurement(
         id=str(row["id"]),
@@ -68,7 +69,7 @@ def silicon_measurement(row: dict) -> Measurement:
         ttft_statistic=client.ttft_statistic,
         tpot_definition=client.tpot_definition,
         measured_date=_date(fields.get("measured")),
-        protocol=protocols.protocol_for(source, concurrency, engine),
+        protocol=protocols.protocol_for(source, concurrency, engine, from_source=recipe is not None),
     )
 
 

@@ -114,8 +114,28 @@ def engine_defaults(engine: str, gpu_memory_bytes: int) -> EngineSettings:
     raise ValueError(f"no documented defaults for engine {engine!r}")
 
 
-def protocol_for(source: str, concurrency: int | None, engine: EngineSettings) -> Protocol:
-    """A row's protocol: its source's client protocol at concurrency C, with the engine's defaults."""
+TRTLLM_RECIPE_CITATION = (
+    "SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh (and the other *_trt.sh recipes): "
+    "trtllm-serve --max_num_tokens $(( ($CONC+$ISL+64+63)/64*64 )), at least 8192; chunked prefill left at its default (off)"
+)
+
+
+def recipe_settings(source: str, engine: str, isl: int, concurrency: int | None) -> EngineSettings | None:
+    """The engine settings a source's launch recipe documents for a run, or None when it documents none.
+
+    InferenceX's TRT-LLM recipes size max_num_tokens to hold one whole prompt next to every running
+    decode (C + ISL + 64, rounded up to 64, at least 8192) and leave chunked prefill off; its vLLM
+    recipes keep the engine default budget (8192, chunked) and its SGLang recipes vary per model, so
+    those rows keep the engine defaults."""
+    if source != INFERENCEX or engine != "trtllm" or not concurrency:
+        return None
+    budget = max(8192, (concurrency + isl + 64 + 63) // 64 * 64)
+    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=TRTLLM_RECIPE_CITATION)
+
+
+def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, from_source: bool = False) -> Protocol:
+    """A row's protocol: its source's client protocol at concurrency C, with the engine settings (from
+    the source's recipe when from_source, else the engine's defaults)."""
     client = CLIENTS[source]
     per_c = client.prompts_per_concurrency
     return Protocol(
@@ -128,6 +148,6 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings) -
         step_token_budget=engine.step_token_budget,
         chunked_prefill=engine.chunked_prefill,
         max_num_seqs=engine.max_num_seqs,
-        engine_settings="engine default",
+        engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

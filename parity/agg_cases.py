@@ -5,6 +5,7 @@ object serves every call (the reference's result cache ignores the prefix).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass
@@ -69,6 +70,30 @@ def ci_cases() -> list[AggCase]:
         ("Qwen/Qwen3-32B", "h100_sxm", "sglang"),
     ]
     return [_case(m, s, b, i) for k, (m, s, b) in enumerate(stacks) for i in range(3 * k, 3 * k + 6)]
+
+
+# MoE / MLA / hybrid-attention deployments (reference-priced): (model, system, backend, tp, attention_dp, moe_tp, moe_ep, nextn)
+MOE_DEPLOYMENTS = (
+    ("deepseek-ai/DeepSeek-V3", "h200_sxm", "sglang", 8, 1, 1, 8, 0),
+    ("deepseek-ai/DeepSeek-V3", "b200_sxm", "trtllm", 1, 8, 1, 8, 1),
+    ("Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "trtllm", 4, 1, 1, 4, 0),
+    ("MiniMaxAI/MiniMax-M2.5", "b200_sxm", "vllm", 4, 1, 1, 4, 0),
+    ("Qwen/Qwen3.5-397B-A17B", "b200_sxm", "sglang", 8, 1, 1, 8, 0),
+    ("zai-org/GLM-5-FP8", "b200_sxm", "sglang", 8, 1, 1, 8, 0),
+    ("openai/gpt-oss-120b", "h200_sxm", "vllm", 1, 1, 1, 1, 0),
+)
+MOE_POINTS = (AggPoint(4096, 512, 32), AggPoint(1024, 1024, 256, ctx_tokens=8192), AggPoint(8192, 128, 4, prefix=2048))
+
+
+def moe_cases() -> list[AggCase]:
+    """Each MoE deployment at each MOE_POINTS point (MTP rows accept 0.7 of the drafts)."""
+    cases = []
+    for model, system, backend, tp, dp, moe_tp, moe_ep, nextn in MOE_DEPLOYMENTS:
+        deployment = Deployment(model, system, backend, tp=tp, attention_dp=dp, moe_tp=moe_tp, moe_ep=moe_ep, nextn=nextn)
+        for point in MOE_POINTS:
+            point = dataclasses.replace(point, nextn_accepted=0.7 * nextn)
+            cases.append(AggCase(deployment, point, "default" if point.ctx_tokens is None else "multi"))
+    return cases
 
 
 @functools.lru_cache(maxsize=64)

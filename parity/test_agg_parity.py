@@ -1,14 +1,15 @@
 """Legacy agg parity: every column of our legacy run_agg row equals aiconfigurator 0.12.0's own
 run_agg row (a fresh backend per point, the CLI's model and database) at rel 1e-9, OOM verdicts
-included, with the native pricer and with the reference pricer."""
+included: dense models with the native and the reference pricer, MoE/MLA/hybrid models (no native
+op builder) with the reference pricer."""
 from __future__ import annotations
 
 import pytest
 
 from estimator.errors import EstimatorError
-from estimator.pricing import native_model
 from estimator.scheduler import run_agg
-from parity.agg_cases import AggCase, ci_cases, full_cases, reference_agg_row
+from estimator.scheduler.facts import deployment_facts
+from parity.agg_cases import AggCase, ci_cases, full_cases, moe_cases, reference_agg_row
 from parity.compare import compare_records, explain, failures
 
 REL_TOL = 1e-9
@@ -26,7 +27,7 @@ def _ours(case: AggCase, pricer: str):
 
 def _theirs(case: AggCase):
     try:
-        return reference_agg_row(case.deployment, case.point, native_model(case.deployment).version)
+        return reference_agg_row(case.deployment, case.point, deployment_facts(case.deployment).version)
     except ValueError as exc:
         return ValueError(str(exc))
 
@@ -52,6 +53,13 @@ def test_legacy_row_equals_reference_native(case):
 @pytest.mark.reference
 @pytest.mark.parametrize("case", CI_CASES[::6], ids=lambda c: c.id)
 def test_legacy_row_equals_reference_reference_pricer(case):
+    _assert_parity(case, "reference")
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("case", moe_cases(), ids=lambda c: c.id)
+def test_legacy_row_equals_reference_moe(case):
+    """MoE, MLA and hybrid-attention models: reference-priced steps, facts read off the reference model."""
     _assert_parity(case, "reference")
 
 

@@ -108,8 +108,26 @@ def test_undocumented_sources_leave_the_client_protocol_empty(sample):
     assert p.client_citation.startswith("undocumented")
 
 
-def test_every_row_says_its_engine_settings_are_engine_defaults(sample):
-    assert {m.protocol.engine_settings for m in sample} == {"engine default"}
+def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(sample):
+    """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule; every other row the engine defaults."""
+    for m in sample:
+        p = m.protocol
+        if m.source == protocols.INFERENCEX and m.engine == "trtllm" and m.concurrency:
+            assert p.engine_settings == "source" and "_trt.sh" in p.engine_citation
+            assert p.chunked_prefill is False and p.step_token_budget >= max(8192, m.concurrency + m.isl + 64)
+        else:
+            assert p.engine_settings == "engine default"
+
+
+@pytest.mark.parametrize(
+    "isl, concurrency, budget",
+    [(1024, 4, 8192), (8192, 4, 8320), (8192, 256, 8512), (8000, 1, 8192), (1024, 8000, 9088)],
+)
+def test_trtllm_recipe_budget_holds_a_prompt_beside_every_decode(isl, concurrency, budget):
+    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, concurrency)
+    assert (s.step_token_budget, s.chunked_prefill, s.max_num_seqs) == (budget, False, concurrency)
+    assert protocols.recipe_settings(protocols.INFERENCEX, "vllm", isl, concurrency) is None
+    assert protocols.recipe_settings(protocols.AIC_GAP_ANALYSIS, "trtllm", isl, concurrency) is None
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ it prices as NaN and the replay reports the row unpriceable.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -34,16 +35,20 @@ import numpy as np
 from estimator.closedloop.pricing import PassTables
 from estimator.deployment import Deployment
 from estimator.errors import PerfDataMissingError
-from estimator.pricing import native_model
+from estimator.pricing import PRICERS, native_model
 from estimator.pricing.base import Pricer
 from estimator.pricing.native import NativePricer
 from estimator.scheduler.facts import step_pricer
 from estimator.steps.fold import op_fold, sequential_sum
 from estimator.steps.mixed import CONTEXT_ATTENTION, GENERATION_ATTENTION
 
-OP_PRICERS = ("native", "reference", "sol")  # what estimator.scheduler.facts.step_pricer builds
+OP_PRICERS = (*PRICERS, "sol")  # what estimator.scheduler.facts.step_pricer builds
 PER_OCTAVE = {"tokens": 64, "chunks": 4, "chunk": 4, "attention_rows": 8, "kv": 8, "rows": 64}  # geometric nodes per doubling
 EXACT_UP_TO = {"tokens": 16384, "chunks": 4, "chunk": 8, "attention_rows": 16, "kv": 16, "rows": 2048}  # every integer node up to here
+# The reference engine prices a shape 10-100x slower than the native kernels: its token and decode-row
+# axes are exact only up to 512 / 256 (geometric, 1.1% apart, beyond) and its attention axes are coarser.
+COARSE_EXACT_UP_TO = {**EXACT_UP_TO, "tokens": 512, "rows": 256}
+COARSE_PER_OCTAVE = {**PER_OCTAVE, "chunk": 2, "attention_rows": 4, "kv": 4}
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class PassModel:
     """The deployment and pricer whose steps price the passes."""
 
     deployment: Deployment  # one rank's deployment (its nextn sets the decode query multiplier)
-    pricer: str = "native"  # "native" | "reference" | "sol"
+    pricer: str = "native"  # one of OP_PRICERS
     seq_scale: float = 1.0  # seq imbalance correction on context attention
     gen_scale: float = 1.0  # gen seq imbalance correction on generation attention
 
@@ -71,6 +76,14 @@ class TableExtent:
     rows: int  # decode query rows (requests x query multiplier)
     kv: int  # decode KV length
 
+    def covers(self, other: TableExtent) -> bool:
+        """Every field >= other's."""
+        return all(a >= b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other)))
+
+    def union(self, other: TableExtent) -> TableExtent:
+        """The elementwise maximum."""
+        return TableExtent(*(max(a, b) for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other))))
+
     def rounded(self) -> TableExtent:
         """Each extent up to the next power of two (>= 2), so that similar rows share tables."""
         return TableExtent(*(1 << max(1, int(v - 1).bit_length()) for v in (self.tokens, self.chunks, self.chunk, self.start, self.rows, self.kv)))
@@ -88,33 +101,90 @@ def lattice(top: int, exact: int, per_octave: int) -> np.ndarray:
     return np.array(nodes, dtype=np.float64)
 
 
-def _axis(name: str, top: int) -> np.ndarray:
-    return lattice(top, EXACT_UP_TO[name], PER_OCTAVE[name])
+TABLES_HELD = 64  # models whose tables stay cached
+_held: dict[PassModel, tuple[TableExtent, PassTables]] = {}
 
 
-@functools.lru_cache(maxsize=64)
 def engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
-    """The price tables of a model covering an extent (cached; pass a rounded extent)."""
-    parts = _component_pricers(model)
-    tokens, chunks, chunk = _axis("tokens", extent.tokens), _axis("chunks", extent.chunks), _axis("chunk", extent.chunk)
-    starts = np.concatenate(([0.0], _axis("chunk", extent.start)))
-    attention_rows, kv, rows = _axis("attention_rows", extent.rows), _axis("kv", extent.kv), _axis("rows", extent.rows)
-    grid3 = np.stack(np.meshgrid(chunks, chunk, starts, indexing="ij"), axis=-1).reshape(-1, 3)
-    grid2 = np.stack(np.meshgrid(attention_rows, kv, indexing="ij"), axis=-1).reshape(-1, 2)
-    shared = parts.context(np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens))), exclude=CONTEXT_ATTENTION)
+    """The price tables of a model covering an extent (pass a rounded extent).
+
+    Each model's tables are built once and rebuilt, at the elementwise maximum of the held and the
+    requested extent, only when a request exceeds them. The lattices are nested (a larger top only
+    appends nodes) and a replay never queries beyond its own extent, so the tables a replay reads
+    give it the same answer whatever extent they were built at."""
+    held = _held.pop(model, None)
+    if held is not None and held[0].covers(extent):
+        _held[model] = held
+        return held[1]
+    if held is not None:
+        extent = held[0].union(extent)
+    tables = build_engine_tables(model, extent)
+    _held[model] = (extent, tables)
+    while len(_held) > TABLES_HELD:
+        del _held[next(iter(_held))]
+    return tables
+
+
+def build_engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
+    """The price tables of a model over an extent's lattices (exact lattices for the native pricer).
+    Each component is cached on the extent fields it depends on, so growing one axis reprices one part."""
+    tokens, shared = _shared(model, extent.tokens)
+    (chunks, chunk, starts), chunk_attention = _chunk_attention(model, extent.chunks, extent.chunk, extent.start)
+    (attention_rows, kv), decode_attention = _decode_attention(model, extent.rows, extent.kv)
+    rows, decode_other = _decode_other(model, extent.rows)
     return PassTables(
         token_axis=tokens,
         shared=shared,
         chunk_batch_axis=chunks,
         chunk_new_axis=chunk,
         chunk_start_axis=starts,
-        chunk_attention=parts.context(grid3, only=CONTEXT_ATTENTION, attention=True).reshape(len(chunks), len(chunk), len(starts)),
+        chunk_attention=chunk_attention,
         attention_rows_axis=attention_rows,
         kv_axis=kv,
-        decode_attention=parts.generation(grid2, only=GENERATION_ATTENTION, attention=True).reshape(len(attention_rows), len(kv)),
+        decode_attention=decode_attention,
         decode_rows_axis=rows,
-        decode_other=parts.generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_ATTENTION),
+        decode_other=decode_other,
     )
+
+
+def _model_axis(model: PassModel, name: str, top: int) -> np.ndarray:
+    if model.pricer == "native":
+        return lattice(top, EXACT_UP_TO[name], PER_OCTAVE[name])
+    return lattice(top, COARSE_EXACT_UP_TO[name], COARSE_PER_OCTAVE[name])
+
+
+@functools.lru_cache(maxsize=256)
+def _shared(model: PassModel, tokens_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Context ops except attention, one request of t tokens, at every token node."""
+    tokens = _model_axis(model, "tokens", tokens_top)
+    shapes = np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens)))
+    return tokens, _component_pricers(model).context(shapes, exclude=CONTEXT_ATTENTION)
+
+
+@functools.lru_cache(maxsize=256)
+def _chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
+    """Context attention of (chunks, new tokens, KV start) at every node of the three axes."""
+    chunks, chunk = _model_axis(model, "chunks", chunks_top), _model_axis(model, "chunk", chunk_top)
+    starts = np.concatenate(([0.0], _model_axis(model, "chunk", start_top)))
+    grid3 = np.stack(np.meshgrid(chunks, chunk, starts, indexing="ij"), axis=-1).reshape(-1, 3)
+    prices = _component_pricers(model).context(grid3, only=CONTEXT_ATTENTION, attention=True)
+    return (chunks, chunk, starts), prices.reshape(len(chunks), len(chunk), len(starts))
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_attention(model: PassModel, rows_top: int, kv_top: int):
+    """Generation attention of (query rows, KV length) at every node of the two axes."""
+    attention_rows, kv = _model_axis(model, "attention_rows", rows_top), _model_axis(model, "kv", kv_top)
+    grid2 = np.stack(np.meshgrid(attention_rows, kv, indexing="ij"), axis=-1).reshape(-1, 2)
+    prices = _component_pricers(model).generation(grid2, only=GENERATION_ATTENTION, attention=True)
+    return (attention_rows, kv), prices.reshape(len(attention_rows), len(kv))
+
+
+@functools.lru_cache(maxsize=256)
+def _decode_other(model: PassModel, rows_top: int) -> tuple[np.ndarray, np.ndarray]:
+    """Generation ops except attention at every query-row node."""
+    rows = _model_axis(model, "rows", rows_top)
+    return rows, _component_pricers(model).generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_ATTENTION)
 
 
 @dataclass(frozen=True)
@@ -140,9 +210,11 @@ class _ComponentPricers:
 
 @functools.lru_cache(maxsize=64)
 def _component_pricers(model: PassModel) -> _ComponentPricers:
-    """The full pricer, plus (native only) an attention-only pricer so that the large attention
-    grids do not price every op at every node."""
+    """The full pricer, plus an attention-only pricer so that the large attention grids do not price
+    every op at every node (the SOL pricer is priced whole)."""
     full = step_pricer(model.pricer, model.deployment)
+    if hasattr(full, "restricted"):
+        return _ComponentPricers(full, full.restricted({CONTEXT_ATTENTION}, {GENERATION_ATTENTION}), model)
     if model.pricer != "native":
         return _ComponentPricers(full, full, model)
     ops = native_model(model.deployment)

@@ -76,6 +76,13 @@ def native_families() -> tuple[str, ...]:
     return tuple(sorted(_NATIVE_ARCHITECTURES))
 
 
+def is_natively_modelled(model: str) -> bool:
+    """True when the model's config names an architecture the native dense builder handles
+    (UnknownModelError when no config is found)."""
+    config_path, _ = _locate(model)
+    return (_load_json(config_path).get("architectures") or [None])[0] in _NATIVE_ARCHITECTURES
+
+
 def resolve_model_config(model: str) -> ModelConfig:
     """Resolve a model id or config path to its ModelConfig.
 

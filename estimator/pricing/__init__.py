@@ -12,7 +12,7 @@ from estimator.perf.stack import StackTables, load_stack
 from estimator.perf.versions import resolve_version
 from estimator.pricing.base import OpPrice, Pricer
 
-PRICERS = ("native", "reference")
+PRICERS = ("native", "reference", "hybrid")  # hybrid: the reference engine in its HYBRID database mode
 
 
 @dataclass(frozen=True)
@@ -49,17 +49,17 @@ def native_model(deployment: Deployment) -> NativeModel:
 
 @functools.cache
 def make_pricer(kind: str, deployment: Deployment) -> Pricer:
-    """A pricer of the given kind ("native" | "reference") bound to a deployment (cached per deployment)."""
+    """A pricer of the given kind (one of PRICERS) bound to a deployment (cached per deployment)."""
     if kind == "native":
         from estimator.pricing.native import NativePricer
 
         model = native_model(deployment)
         return NativePricer(model.tables, model.ops.context, model.ops.generation)
-    if kind == "reference":
+    if kind in ("reference", "hybrid"):
         from estimator.pricing.reference import ReferencePricer
 
         version = resolve_version(deployment.system, deployment.backend.value, deployment.version)
-        return ReferencePricer(deployment, version)
+        return ReferencePricer(deployment, version, "HYBRID" if kind == "hybrid" else "SILICON")
     raise InvalidInputError(f"unknown pricer {kind!r} (known: {', '.join(PRICERS)})")
 
 

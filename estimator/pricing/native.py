@@ -16,6 +16,7 @@ from estimator.perf.system_spec import SystemSpec, flops, p2p_bw, quant_profile
 from estimator.pricing.base import OpPrice
 
 MEMO_ROWS = 200_000  # priced shapes kept per phase before the memo is reset
+MEMO_MAX_BATCH = 64  # calls with more shape rows than this bypass the memo (price tables, not steps)
 
 _SOURCE_TAG = {
     K.OP_GEMM: "silicon",
@@ -299,25 +300,32 @@ class NativePricer:
         return self._run_many(self.generation, full, False, scale)
 
     def _run_many(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
-        """Latencies of every op at every shape row; rows already priced come from the memo."""
+        """Latencies of every op at every shape row. Small calls (the schedulers' steps) go through
+        the memo; bulk calls (price tables) are priced in one kernel call."""
+        if shapes.shape[0] > MEMO_MAX_BATCH:
+            return self._price(c, shapes, is_context, scale)
         memo = self._memo[is_context]
         keys = [(b, s, p, scale) for b, s, p in shapes.tolist()]
         todo = [i for i, key in enumerate(keys) if key not in memo]
         if todo:
-            fresh = shapes[todo] if len(todo) < len(keys) else shapes
-            lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, fresh, is_context, float(scale))
-            if status.any():
-                r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
-                batch, s, prefix = fresh[r]
-                raise PerfDataMissingError(
-                    f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}"
-                )
+            lat = self._price(c, shapes[todo] if len(todo) < len(keys) else shapes, is_context, scale)
             if len(memo) + len(todo) > MEMO_ROWS:
                 memo.clear()
             lat.setflags(write=False)
             for row, i in enumerate(todo):
                 memo[keys[i]] = lat[row]
         return np.array([memo[key] for key in keys]).reshape(len(keys), len(c.names))
+
+    def _price(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
+        """One kernel call over the shape rows; the first miss raises PerfDataMissingError."""
+        lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, shapes, is_context, float(scale))
+        if status.any():
+            r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
+            batch, s, prefix = shapes[r]
+            raise PerfDataMissingError(
+                f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}"
+            )
+        return lat
 
     def context_latencies(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> np.ndarray:
         """Per-op context latencies (ms) of one shape, raising PerfDataMissingError on a miss."""

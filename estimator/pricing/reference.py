@@ -5,18 +5,28 @@ Imports of aiconfigurator_core happen lazily so the native path never pays for t
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
 
+import numpy as np
+
 from estimator.deployment import Deployment
-from estimator.errors import EstimatorError, PerfDataMissingError
+from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError
 from estimator.pricing.base import OpPrice
+
+DATABASE_MODES = ("SILICON", "HYBRID")  # HYBRID: SILICON, and the reference's empirical transfer on a miss
 
 
 def _quiet_reference_logs() -> None:
     for name in ("aiconfigurator_core", "aiconfigurator"):
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def _op_name(op_spec: dict) -> str:
+    """The name of a serialized OpSpec ({"Kind": {"name": ...}})."""
+    return next(iter(op_spec.values()))["name"]
 
 
 def _translate(exc: Exception) -> EstimatorError:
@@ -33,44 +43,67 @@ class ReferencePricer:
 
     kind = "reference"
 
-    def __init__(self, deployment: Deployment, literal_version: str):
+    def __init__(self, deployment: Deployment, literal_version: str, mode: str = "SILICON"):
         _quiet_reference_logs()
         import aiconfigurator_core
         from aiconfigurator_core.sdk.engine import EngineHandle
 
         try:
-            self.spec = reference_engine_spec(deployment, literal_version)
+            self.spec = reference_engine_spec(deployment, literal_version, mode)
             spec_bytes = bytes(aiconfigurator_core.engine_spec_bincode_from_json(json.dumps(self.spec)))
             self.handle = EngineHandle(spec_bytes)
         except EstimatorError:
             raise
         except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
             raise _translate(exc) from exc
-        self.n_context = len(self.spec["context_ops"])
-        self.n_generation = len(self.spec["generation_ops"])
+        # spec ops to evaluate; an op may answer for several spec entries (e.g. per-window attention),
+        # so the priced rows are counted from a probe
+        self._context_ids = list(range(len(self.spec["context_ops"])))
+        self._generation_ids = list(range(len(self.spec["generation_ops"])))
+        self._probe()
+
+    def restricted(self, context_names: set[str], generation_names: set[str]) -> ReferencePricer:
+        """A view pricing only the named ops (same engine), e.g. attention alone for large grids."""
+        view = copy.copy(self)
+        view._context_ids = [i for i in self._context_ids if _op_name(self.spec["context_ops"][i]) in context_names]
+        view._generation_ids = [i for i in self._generation_ids if _op_name(self.spec["generation_ops"][i]) in generation_names]
+        view._probe()
+        return view
+
+    def _probe(self) -> None:
+        """Names, sources and row counts of the priced ops, from one evaluation per phase."""
         probe_c = self.context_ops(1, 1)
         probe_g = self.generation_ops(1, 2)
+        self.n_context, self.n_generation = len(probe_c), len(probe_g)
         self.context_names = tuple(p.name for p in probe_c)
         self.context_sources = tuple(p.source for p in probe_c)
         self.generation_names = tuple(p.name for p in probe_g)
         self.generation_sources = tuple(p.source for p in probe_g)
 
     def context_many(self, shapes, scale: float = 1.0):
-        import numpy as np
-
-        rows = [self.context_ops(int(b), int(s), int(p), scale) for b, s, p in np.asarray(shapes)]
-        return np.array([[op.latency_ms for op in row] for row in rows], dtype=np.float64).reshape(len(rows), self.n_context)
+        """Per-op latencies (ms) at each (batch, s, prefix) row: float64[n, n_context]."""
+        evaluate, ids, scale = self.handle._engine.evaluate_context_ops, self._context_ids, float(scale)
+        rows = np.asarray(shapes, dtype=np.float64)[:, :3].astype(np.int64).tolist()
+        try:
+            out = [[op[1] for op in evaluate(ids, b, s, p, scale, None)] for b, s, p in rows]
+        except Exception as exc:
+            raise _translate(exc) from exc
+        return np.array(out, dtype=np.float64).reshape(len(out), self.n_context)
 
     def generation_many(self, shapes, scale: float = 1.0):
-        import numpy as np
-
-        rows = [self.generation_ops(int(b), int(s), scale) for b, s, *_ in np.asarray(shapes)]
-        return np.array([[op.latency_ms for op in row] for row in rows], dtype=np.float64).reshape(len(rows), self.n_generation)
+        """Per-op latencies (ms) at each (batch, s) row: float64[n, n_generation]."""
+        evaluate, ids, scale = self.handle._engine.evaluate_generation_ops, self._generation_ids, float(scale)
+        rows = np.asarray(shapes, dtype=np.float64)[:, :2].astype(np.int64).tolist()
+        try:
+            out = [[op[1] for op in evaluate(ids, b, s, scale, 0, None)] for b, s in rows]
+        except Exception as exc:
+            raise _translate(exc) from exc
+        return np.array(out, dtype=np.float64).reshape(len(out), self.n_generation)
 
     def context_ops(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
         try:
             rows = self.handle.evaluate_context_ops(
-                list(range(self.n_context)), batch_size=batch_size, s=s, prefix=prefix, seq_imbalance_correction_scale=scale
+                self._context_ids, batch_size=batch_size, s=s, prefix=prefix, seq_imbalance_correction_scale=scale
             )
         except Exception as exc:
             raise _translate(exc) from exc
@@ -79,64 +112,99 @@ class ReferencePricer:
     def generation_ops(self, batch_size: int, s: int, scale: float = 1.0) -> list[OpPrice]:
         try:
             rows = self.handle.evaluate_generation_ops(
-                list(range(self.n_generation)), batch_size=batch_size, s=s, gen_seq_imbalance_correction_scale=scale
+                self._generation_ids, batch_size=batch_size, s=s, gen_seq_imbalance_correction_scale=scale
             )
         except Exception as exc:
             raise _translate(exc) from exc
         return [OpPrice(name, float(lat), src) for name, lat, _energy, src in rows]
 
 
-def reference_engine_spec(deployment: Deployment, literal_version: str) -> dict:
+def reference_engine_spec(deployment: Deployment, literal_version: str, mode: str = "SILICON") -> dict:
     """The reference's EngineSpec (op lists included) for a deployment, built as its compile_engine does."""
-    _quiet_reference_logs()
     from aiconfigurator_core.sdk import engine as E
-    from aiconfigurator_core.sdk.config_builders import apply_nextn, build_model_config
-    from aiconfigurator_core.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
 
-    q = deployment.quant
-    config = build_model_config(
-        tp_size=deployment.tp,
-        pp_size=deployment.pp,
-        attention_dp_size=deployment.attention_dp,
-        moe_tp_size=deployment.moe_tp or 1,
-        moe_ep_size=deployment.moe_ep or 1,
-        gemm_quant_mode=q.gemm,
-        kvcache_quant_mode=q.kvcache,
-        fmha_quant_mode=q.fmha,
-        moe_quant_mode=q.moe,
-        comm_quant_mode=q.comm,
-        forward_model=None,
-        attention_backend=None,
-    )
-    apply_nextn(config, deployment.nextn)
-    backend = deployment.backend.value
-    database = reference_database(deployment.system, backend, literal_version)
-    # the estimate CLI path: data-driven fmha downgrade and the nvfp4 remap, then the model
-    resolve_context_fmha_by_data(config, deployment.model, database, backend, is_context_role=True)
-    resolve_nvfp4_for_system(config, deployment.system, deployment.model, backend_name=backend)
-    model = get_model(deployment.model, config, backend)
+    model = reference_model(deployment, literal_version)
     return json.loads(
         E.build_engine_spec_json(
             model,
             model_path=deployment.model,
             system=deployment.system,
-            backend=backend,
+            backend=deployment.backend.value,
             backend_version=literal_version,
             kv_block_size=None,
             systems_path=None,
-            nextn=config.nextn,
-            database=database,
+            nextn=model.config.nextn,
+            database=reference_database(deployment.system, deployment.backend.value, literal_version, mode),
         )
     )
 
 
-@functools.cache
-def reference_database(system: str, backend: str, literal_version: str):
-    """The reference's perf database view (SILICON) for a stack."""
+@functools.lru_cache(maxsize=256)
+def reference_model(deployment: Deployment, literal_version: str):
+    """The reference's model object for a deployment, as the estimate CLI builds it: the parallel and
+    quant config, MTP, the data-driven fmha downgrade and the nvfp4 remap (reference errors translated)."""
     _quiet_reference_logs()
-    from aiconfigurator_core.sdk import engine as E
+    from aiconfigurator_core.sdk.config_builders import apply_nextn, build_model_config
+    from aiconfigurator_core.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
 
-    return E._maybe_load_database(system, backend, literal_version, None)
+    q, backend = deployment.quant, deployment.backend.value
+    try:
+        moe_tp, moe_ep = moe_parallelism(deployment)
+        config = build_model_config(
+            tp_size=deployment.tp,
+            pp_size=deployment.pp,
+            attention_dp_size=deployment.attention_dp,
+            moe_tp_size=moe_tp,
+            moe_ep_size=moe_ep,
+            gemm_quant_mode=q.gemm,
+            kvcache_quant_mode=q.kvcache,
+            fmha_quant_mode=q.fmha,
+            moe_quant_mode=q.moe,
+            comm_quant_mode=q.comm,
+            forward_model=None,
+            attention_backend=None,
+        )
+        apply_nextn(config, deployment.nextn)
+        database = reference_database(deployment.system, backend, literal_version)
+        resolve_context_fmha_by_data(config, deployment.model, database, backend, is_context_role=True)
+        resolve_nvfp4_for_system(config, deployment.system, deployment.model, backend_name=backend)
+        return get_model(deployment.model, config, backend)
+    except EstimatorError:
+        raise
+    except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
+        raise _translate(exc) from exc
+
+
+def moe_parallelism(deployment: Deployment) -> tuple[int, int]:
+    """(moe_tp, moe_ep) as the estimate CLI resolves them: for MoE models one missing size is inferred
+    from tp * attention_dp = moe_tp * moe_ep and a mismatch is an error; dense models keep 1 for unset."""
+    from aiconfigurator_core.sdk.config import ModelConfig
+    from aiconfigurator_core.sdk.models.helpers import check_is_moe
+
+    if not check_is_moe(deployment.model):
+        return deployment.moe_tp or 1, deployment.moe_ep or 1
+    cfg = ModelConfig(tp_size=deployment.tp, attention_dp_size=deployment.attention_dp, moe_tp_size=deployment.moe_tp,
+                      moe_ep_size=deployment.moe_ep)  # fmt: skip
+    try:
+        return cfg.resolve_moe_parallelism()
+    except ValueError as exc:
+        raise InvalidInputError(f"{deployment.model}: {exc}") from None
+
+
+@functools.cache
+def reference_database(system: str, backend: str, literal_version: str, mode: str = "SILICON"):
+    """The reference's perf database view for a stack in a query mode (SILICON | HYBRID)."""
+    _quiet_reference_logs()
+    if mode not in DATABASE_MODES:
+        raise EstimatorError(f"unknown database mode {mode!r} (known: {', '.join(DATABASE_MODES)})")
+    from aiconfigurator_core.sdk import engine as E, perf_database
+
+    if mode == "SILICON":
+        return E._maybe_load_database(system, backend, literal_version, None)
+    try:
+        return perf_database.get_database_view(system, backend, literal_version, database_mode=mode)
+    except Exception as exc:
+        raise _translate(exc) from exc
 
 
 @functools.cache

@@ -12,6 +12,7 @@ NotImplementedError, the rows that need it are uncovered with that reason.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import math
@@ -27,7 +28,8 @@ from measurements.mapping import AggInputs, DisaggInputs, MappedRow
 from measurements.schema import Measurement
 
 DISAGG_MODULE = "estimator.disagg"
-SILICON_MISS = "perf data missing in SILICON mode (the baseline retried these in HYBRID; there is no HYBRID here)"
+SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
+HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
 CLOSED_LOOP_MODULE = "estimator.closedloop"
 
 
@@ -56,9 +58,25 @@ def first_line(exc: Exception) -> str:
 
 
 def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
+    """The row's inputs, with the pricer that can price them (see priced_inputs)."""
     if row.inputs is None:
         raise Uncovered(row.reason)
-    return row.inputs
+    return priced_inputs(row.inputs)
+
+
+@functools.lru_cache(maxsize=4096)
+def priced_inputs(inputs: AggInputs | DisaggInputs) -> AggInputs | DisaggInputs:
+    """The inputs with their own pricer, or with the reference engine in HYBRID mode when SILICON
+    data is missing for one of the deployment's ops (the baseline's retry); every method then
+    prices the row the same way."""
+    if inputs.pricer != "hybrid" and isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
+        return dataclasses.replace(inputs, pricer="hybrid")
+    return inputs
+
+
+def pricing_note(row: MappedRow) -> str:
+    """A caveat when the row is priced in HYBRID mode."""
+    return HYBRID_NOTE if row.inputs is not None and _inputs(row).pricer == "hybrid" else ""
 
 
 @functools.cache
@@ -132,7 +150,8 @@ def step_prices(result) -> tuple[float, float]:
 def _closed_form_method(semantics: Semantics) -> Method:
     def method(row: MappedRow) -> Prediction:
         result = closed_form(row, semantics)
-        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), memory_note(result), *step_prices(result))
+        note = "; ".join(n for n in (pricing_note(row), memory_note(result)) if n)
+        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), note, *step_prices(result))
 
     method.__doc__ = f"The closed-form estimate, {semantics.value} semantics."
     return method
@@ -178,7 +197,7 @@ def _closed_loop_method(protocol: str) -> Method:
         ttft, tpot = float(figures["ttft"]), float(figures["tpot"])
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
-        return Prediction(ttft, tpot)
+        return Prediction(ttft, tpot, pricing_note(row))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

@@ -1,7 +1,8 @@
 """Per-GPU memory estimate and the OOM / KV-OOM verdicts.
 
 Mirrors aiconfigurator-core 0.12.0 ``BaseBackend._get_memory_usage`` and
-``InferenceSummary.set_memory_and_check_oom`` (legacy-semantics.md 1.7) for dense models.
+``InferenceSummary.set_memory_and_check_oom`` (legacy-semantics.md 1.7); the per-family parts (KV
+bytes per sequence, MoE dispatch workspace) come from the deployment's facts.
 """
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def memory_use(
     """Footprint of `batch` KV slots of seq_tokens each and a step of num_tokens tokens, of which
     mtp_scaled_tokens verify nextn+1 tokens (None: all of them)."""
     activations = 2 * num_tokens * facts.attention_width * policy.activation_coeff(facts.family, facts.tp)
+    activations += facts.moe_workspace_bytes(num_tokens)
     activations = max(activations, policy.min_activation_bytes)
     if facts.nextn > 0:
         if mtp_scaled_tokens is not None and num_tokens > 0:
@@ -54,7 +56,7 @@ def memory_use(
             activations = activations * (facts.nextn + 1)
     if policy.activation_overhead > 0:
         activations *= 1.0 + policy.activation_overhead
-    kvcache = batch * (max(0, seq_tokens) * facts.kv_bytes_per_element * facts.kv_elements_per_token)
+    kvcache = batch * facts.kv_bytes_per_sequence(seq_tokens)
     others = facts.other_bytes * (1.0 + policy.others_overhead) if policy.others_overhead > 0 else facts.other_bytes
     weights, nccl = facts.weights_bytes, facts.nccl_bytes
     return MemoryUse(

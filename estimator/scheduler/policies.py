@@ -17,16 +17,20 @@ from estimator.deployment import Backend
 
 MIB = 1 << 20
 
+# Families sized like the MoE family in each backend's ACTIVATION_COEFFICIENTS table.
+_MOE_LIKE_TRTLLM = ("MOE", "GEMMA4MIX", "STEP3P7", "DEEPSEEK", "DEEPSEEKV32", "DEEPSEEKV4", "KIMIK25")
+_MOE_LIKE_SGLANG = (*_MOE_LIKE_TRTLLM, "KIMIK3")
+
 _FAMILY_COEFFS_SGLANG = {
     "GPT": {1: 13, 2: 8, 4: 6.5, 8: 6.5},
     "LLAMA": {1: 14, 2: 8.5, 4: 6.5, 8: 6.5},
-    "MOE": {1: 28, 2: 17, 4: 13, 8: 13},
+    **dict.fromkeys(_MOE_LIKE_SGLANG, {1: 28, 2: 17, 4: 13, 8: 13}),
     "default": {1: 13, 2: 8, 4: 6.5, 8: 6.5},
 }
 _FAMILY_COEFFS_TRTLLM = {
     "GPT": {1: 10, 2: 6, 4: 5, 8: 5},
     "LLAMA": {1: 11, 2: 6.5, 4: 5, 8: 5},
-    "MOE": {1: 22, 2: 13, 4: 10, 8: 10},
+    **dict.fromkeys(_MOE_LIKE_TRTLLM, {1: 22, 2: 13, 4: 10, 8: 10}),
     "default": {1: 10, 2: 6, 4: 5, 8: 5},
 }
 
