@@ -1,3 +1,6 @@
 """LLM-serving performance estimator: native Numba op pricer, step composition and schedulers."""
+from estimator.numba_cache import key_numba_cache
+
+key_numba_cache()  # before any submodule imports numba
 
 __version__ = "0.1.0"

@@ -465,6 +465,18 @@ def test_engine_decode_pass_is_the_decode_step_and_depends_on_occupancy(qwen_pri
     assert prices[2] > prices[1] and len(set(prices)) == 3
 
 
+def test_attention_dp_pass_is_priced_at_the_busiest_ranks_share():
+    """A tandem worker with 4 DP ranks: 6 prompts and 9 decoders cost rank 0's 2 prompts (0 and 4)
+    and 3 decoders at the mean KV, not the whole pass on one rank."""
+    tables = engine_tables(PassModel(QWEN), EXTENT)
+    whole, ranked = engine_pricer(tables, 1), engine_pricer(tables, 1, dp_ranks=4)
+    starts, takes = (0, 10, 20, 30, 40, 50), (500, 600, 700, 800, 900, 1000)
+    shape = PassShape(starts, takes, 9, 9 * 3000)
+    assert ranked.pass_ms(shape) == whole.pass_ms(PassShape((0, 40), (500, 900), 3, 3 * 3000))
+    assert ranked.pass_ms(shape) < whole.pass_ms(shape)
+    assert ranked.pass_ms(PassShape((), (), 8, 8 * 2000)) == whole.pass_ms(PassShape((), (), 2, 2 * 2000))
+
+
 def test_engine_tables_interpolate_within_half_a_percent(qwen_pricer):
     pricer = make_pricer("native", QWEN)
     rng = np.random.default_rng(7)

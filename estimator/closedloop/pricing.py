@@ -36,8 +36,9 @@ ENGINE_TABLES = 1
 # AFFINE parameter slots
 PREFILL_BASE, PREFILL_SLOPE, PREFILL_FLOOR, PREFILL_DIVISOR = 0, 1, 2, 3
 DECODE_FLOOR, DECODE_BASE, DECODE_PER_REQUEST, DECODE_PER_KV = 4, 5, 6, 7
-# ENGINE_TABLES parameter slot
+# ENGINE_TABLES parameter slots
 QUERY_MULTIPLIER = 0  # decode query tokens per decoding request (nextn + 1)
+DP_RANKS = 1  # attention-DP ranks sharing a pass (>= 1): the pass lasts as long as the busiest rank's share
 N_PARAMS = 8
 
 
@@ -145,10 +146,13 @@ def flat_pricer(prefill_ms: float, decode_ms: float) -> PassPricer:
     return affine_pricer(prefill_ms, 0.0, 0.0, 1.0, -math.inf, decode_ms)
 
 
-def engine_pricer(tables: PassTables, query_multiplier: int) -> PassPricer:
-    """Passes priced from a deployment's tables; decoding requests send query_multiplier (nextn + 1) rows each."""
+def engine_pricer(tables: PassTables, query_multiplier: int, dp_ranks: int = 1) -> PassPricer:
+    """Passes priced from a deployment's tables; decoding requests send query_multiplier (nextn + 1) rows
+    each. With dp_ranks > 1 a pass's requests are dealt round-robin over the attention-DP ranks and the
+    pass is priced at rank 0's share (the busiest: chunks 0, r, 2r, ...; ceil(n/r) decoders at the mean KV)."""
     params = np.zeros(N_PARAMS)
     params[QUERY_MULTIPLIER] = query_multiplier
+    params[DP_RANKS] = dp_ranks
     return PassPricer(ENGINE_TABLES, params, *tables.pack())
 
 
@@ -241,7 +245,22 @@ def affine_ms(params, n_chunks, starts, takes, n_dec, kv_sum):
 
 @njit(cache=True)
 def engine_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
-    """ENGINE_TABLES: a mixed (or prefill-only) step = shared ops + mean per-chunk context attention
+    """ENGINE_TABLES: a pass priced at the busiest attention-DP rank's share (see engine_pricer)."""
+    ranks = int(params[DP_RANKS])
+    if ranks <= 1:
+        return rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum)
+    own = (n_chunks + ranks - 1) // ranks
+    own_starts, own_takes = np.empty(own, np.int64), np.empty(own, np.int64)
+    for i in range(own):
+        own_starts[i], own_takes[i] = starts[i * ranks], takes[i * ranks]
+    own_dec = (n_dec + ranks - 1) // ranks
+    own_kv = kv_sum * own_dec // n_dec if n_dec > 0 else 0
+    return rank_ms(params, data, hdr, own, own_starts, own_takes, own_dec, own_kv)
+
+
+@njit(cache=True)
+def rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
+    """One rank's pass: a mixed (or prefill-only) step = shared ops + mean per-chunk context attention
     + decode attention, summed in that order; a decode-only step = other decode ops + decode attention."""
     rows = n_dec * params[QUERY_MULTIPLIER]
     attention = 0.0

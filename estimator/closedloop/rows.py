@@ -21,7 +21,10 @@ Engine wiring (``pricing="engine"``): passes priced through estimator.closedloop
 row's deployment (agg: the given deployment or the row's model, system, backend, version,
 parallel and quant columns; disagg: the ``(p)`` and ``(d)`` columns), with the engine's default
 scheduler settings (estimator.closedloop.settings) unless settings are given; decode requests
-take nextn + 1 budget tokens and advance ``decode_tokens_per_iteration`` tokens per pass.
+take nextn + 1 budget tokens and advance ``decode_tokens_per_iteration`` tokens per pass; agg
+passes also charge the engine's per-request prefill dispatch overhead as the reference's legacy
+TTFT does (vLLM 0.8 ms per layer) in the pass of each request's first chunk; tandem workers
+price each pass at the busiest attention-DP rank's share.
 """
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ from estimator.closedloop.stats import LatencyStats
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
 from estimator.perf.system_spec import load_system_spec
+from estimator.scheduler.facts import deployment_facts
+from estimator.scheduler.policies import POLICIES
 
 ROW, ENGINE = "row", "engine"
 PRICINGS = (ROW, ENGINE)
@@ -206,7 +211,7 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
         deployment = deployment or deployment_from_row(row)
         steps = PassModel(deployment, options.pricer)
         settings = options.settings or default_settings(deployment)
-        spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, **facts)
+        spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment), **facts)
     return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
 
 
@@ -232,6 +237,12 @@ def tandem_case(row: Mapping, options: ReplayOptions, prefill: Deployment | None
 
 def case_of(row: Mapping, options: ReplayOptions) -> Case:
     return tandem_case(row, options) if is_disagg(row) else agg_case(row, options)
+
+
+def dispatch_overhead_ms(deployment: Deployment) -> float:
+    """The engine's per-request prefill dispatch overhead as the reference models it (vLLM: 0.8 ms per
+    decoder layer; SGLang, TRT-LLM: none), ms."""
+    return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 
 def default_settings(deployment: Deployment) -> EngineSettings:
@@ -268,7 +279,10 @@ def prepare(case: Case) -> Prepared:
     if isinstance(case, AggCase):
         return Prepared(case, plan, (_agg_pricer(case, plan),))
     if isinstance(case.prefill, PassModel):
-        pricers = (_engine(case.prefill, prefill_extent(plan, case.spec)), _engine(case.decode, decode_extent(plan, case.spec, case.decode)))
+        pricers = (
+            _engine(case.prefill, prefill_extent(plan, case.spec), case.prefill.deployment.attention_dp),
+            _engine(case.decode, decode_extent(plan, case.spec, case.decode), case.decode.deployment.attention_dp),
+        )
     else:
         pricers = (flat_pricer(case.prefill, 0.0), flat_pricer(0.0, case.decode))
     return Prepared(case, plan, pricers)
@@ -280,8 +294,9 @@ def _agg_pricer(case: AggCase, plan: RunPlan) -> PassPricer:
     return _engine(case.steps, agg_extent(plan, case.spec, case.steps))
 
 
-def _engine(model: PassModel, extent: TableExtent) -> PassPricer:
-    return engine_pricer(engine_tables(model, extent.rounded()), model.query_multiplier)
+def _engine(model: PassModel, extent: TableExtent, dp_ranks: int = 1) -> PassPricer:
+    """Agg replays one rank (dp_ranks 1); the tandem replays whole workers, dp_ranks ranks each."""
+    return engine_pricer(engine_tables(model, extent.rounded()), model.query_multiplier, dp_ranks)
 
 
 def agg_extent(plan: RunPlan, spec: AggSpec, model: PassModel) -> TableExtent:

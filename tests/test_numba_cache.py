@@ -1,0 +1,26 @@
+"""The Numba cache key: any change to a module that defines or calls jitted code starts a fresh cache."""
+from __future__ import annotations
+
+import os
+
+import estimator.numba_cache as nc
+
+
+def _package(tmp_path, kernel: str, helper: str):
+    (tmp_path / "sub").mkdir(exist_ok=True)
+    (tmp_path / "sub" / "kernel.py").write_text(f"from numba import njit\n{kernel}\n")
+    (tmp_path / "helper.py").write_text(helper)
+    return tmp_path
+
+
+def test_digest_follows_jitted_sources_only(tmp_path, monkeypatch):
+    monkeypatch.setattr(nc, "PACKAGE", _package(tmp_path, "x = 1", "y = 1"))
+    base = nc.jitted_sources_digest()
+    (tmp_path / "helper.py").write_text("y = 2")  # no numba import: not part of the key
+    assert nc.jitted_sources_digest() == base
+    (tmp_path / "sub" / "kernel.py").write_text("from numba import njit\nx = 2\n")
+    assert nc.jitted_sources_digest() != base
+
+
+def test_cache_dir_is_keyed_under_the_root():
+    assert os.environ["NUMBA_CACHE_DIR"].endswith(nc.jitted_sources_digest())
