@@ -359,7 +359,7 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 @njit(cache=True, nogil=True)
 def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, decode_budget, k,
-                 turnaround, start_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
+                 turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
     them emit in every pass. Returns (status, stats, completed born, completed at)."""
@@ -417,7 +417,9 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
             t = max(t, rf[wq[head], VISIBLE])
             continue
         dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
-        dur = dur + start_ms * new_starts
+        dur = dur + encoder_ms * new_starts
+        if nc > 0:
+            dur = dur + dispatch_ms
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
             break
@@ -479,7 +481,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:
             next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
             t, epoch, kv_coh, it, status, run_v, run_c = _decode_stretch(
-                t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, cnt[DONE] >= warm, start_ms,
+                t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, cnt[DONE] >= warm, encoder_ms,
                 kind, params, data, hdr, starts, takes, cnt, run_v, run_c,
             )
             if status == NONFINITE:
@@ -490,7 +492,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
 
 
 @njit(cache=True)
-def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, start_ms, kind, params, data, hdr,
+def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, encoder_ms, kind, params, data, hdr,
                     starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
     that would start at or after next_due (a waiting request becomes visible). The same float
@@ -508,7 +510,7 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, 
             dur = flat_dur
         else:
             dur = affine_ms(params, 0, starts, takes, n_coh, kv) if kind == AFFINE else engine_ms(params, data, hdr, 0, starts, takes, n_coh, kv)
-        dur = dur + start_ms * 0
+        dur = dur + encoder_ms * 0
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
             break

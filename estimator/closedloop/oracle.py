@@ -164,7 +164,9 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             t = max(t, waiting[0].visible)  # idle jump to the next dispatch
             continue
         dur = pricer.pass_ms(PassShape(tuple(starts), tuple(takes), len(decs), sum(r.isl + r.made for r in decs)))
-        dur = dur + spec.start_ms * new_starts
+        dur = dur + spec.encoder_ms * new_starts
+        if takes:
+            dur = dur + spec.dispatch_ms
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
         t += dur

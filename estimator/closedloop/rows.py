@@ -22,9 +22,9 @@ row's deployment (agg: the given deployment or the row's model, system, backend,
 parallel and quant columns; disagg: the ``(p)`` and ``(d)`` columns), with the engine's default
 scheduler settings (estimator.closedloop.settings) unless settings are given; decode requests
 take nextn + 1 budget tokens and advance ``decode_tokens_per_iteration`` tokens per pass; agg
-passes also charge the engine's per-request prefill dispatch overhead as the reference's legacy
-TTFT does (vLLM 0.8 ms per layer) in the pass of each request's first chunk; tandem workers
-price each pass at the busiest attention-DP rank's share.
+passes that prefill also pay the engine's dispatch overhead as the reference's legacy TTFT does
+(vLLM 0.8 ms per layer: eager prefill launches, once per pass); tandem workers price each pass at
+the busiest attention-DP rank's share.
 """
 from __future__ import annotations
 
@@ -240,8 +240,8 @@ def case_of(row: Mapping, options: ReplayOptions) -> Case:
 
 
 def dispatch_overhead_ms(deployment: Deployment) -> float:
-    """The engine's per-request prefill dispatch overhead as the reference models it (vLLM: 0.8 ms per
-    decoder layer; SGLang, TRT-LLM: none), ms."""
+    """The CPU dispatch overhead of a forward pass that prefills, as the reference's legacy TTFT models
+    it (vLLM: 0.8 ms per decoder layer, eager prefill launches; SGLang, TRT-LLM: none), ms."""
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 

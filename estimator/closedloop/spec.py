@@ -29,7 +29,7 @@ class AggSpec:
     tokens_per_decode: float = 1.0  # k: output tokens per decode pass per request (1 + accepted drafts, >= 1)
     turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
     encoder_ms: float = 0.0  # encoder GPU time per request, charged in its first chunk's pass, ms (>= 0)
-    dispatch_ms: float = 0.0  # engine's per-request prefill dispatch overhead, charged like encoder_ms, ms (>= 0)
+    dispatch_ms: float = 0.0  # engine's CPU dispatch overhead of a pass that prefills (eager prefill launches), ms (>= 0)
 
     def __post_init__(self) -> None:
         _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
@@ -38,11 +38,6 @@ class AggSpec:
         _require_time("turnaround_ms", self.turnaround_ms)
         _require_time("encoder_ms", self.encoder_ms)
         _require_time("dispatch_ms", self.dispatch_ms)
-
-    @property
-    def start_ms(self) -> float:
-        """Time charged per request in the pass of its first chunk (encoder + dispatch), ms."""
-        return self.encoder_ms + self.dispatch_ms
 
     def check(self, plan: RunPlan) -> None:
         """Raise InvalidInputError for a prefix not below every input, NoProgressError for a
