@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from estimator.closedloop.engine import PassModel, TableExtent, build_engine_tables, engine_tables
+from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
 from estimator.closedloop.pricing import PassShape, engine_pricer
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError, PerfDataMissingError
@@ -72,7 +72,7 @@ def test_hybrid_mode_prices_what_silicon_misses():
 def test_reference_tables_interpolate_within_one_percent():
     """The coarse lattices of expensive pricers: a prefill pass within 1% of direct pricing."""
     model = PassModel(MINIMAX, "reference")
-    pricer, tables = make_pricer("reference", MINIMAX), build_engine_tables(model, TableExtent(4096, 8, 4096, 8192, 64, 8192))
+    pricer, tables = make_pricer("reference", MINIMAX), engine_tables(model, TableExtent(4096, 8, 4096, 8192, 64, 8192))
     passes = engine_pricer(tables, 1)
     i = pricer.context_names.index("context_attention")
     rng = np.random.default_rng(11)
@@ -85,12 +85,16 @@ def test_reference_tables_interpolate_within_one_percent():
         assert passes.pass_ms(PassShape(tuple(starts.tolist()), tuple(takes.tolist()), 0, 0)) == pytest.approx(exact, rel=1e-2)
 
 
-def test_tables_grown_for_a_larger_extent_price_small_passes_identically():
-    """The covering cache may answer from tables built at a larger extent: same prices, bit for bit."""
+def test_tables_sliced_from_a_larger_extent_equal_tables_built_at_the_smaller_one():
+    """Grids grow to the largest extent requested and are sliced: identical to a fresh build."""
+    import estimator.closedloop.engine as engine
+
     model = PassModel(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2))
     small, large = TableExtent(2048, 4, 2048, 2048, 16, 4096), TableExtent(8192, 16, 4096, 8192, 128, 16384)
-    own = engine_pricer(build_engine_tables(model, small), 1)
     engine_tables(model, large)
-    covering = engine_pricer(engine_tables(model, small), 1)
-    for shape in (PassShape((0,), (2048,), 0, 0), PassShape((100, 0), (900, 1000), 7, 7 * 3000), PassShape((), (), 16, 16 * 4096)):
-        assert covering.pass_ms(shape) == own.pass_ms(shape)
+    sliced = engine_tables(model, small)
+    fresh = engine._build_chunk_attention(model, small.chunks, small.chunk, small.start)
+    assert all(np.array_equal(a, b) for a, b in zip(fresh[0], (sliced.chunk_batch_axis, sliced.chunk_new_axis, sliced.chunk_start_axis)))
+    assert np.array_equal(fresh[1], sliced.chunk_attention)
+    assert np.array_equal(engine._build_shared(model, small.tokens)[1], sliced.shared)
+    assert np.array_equal(lattice(2048, 512, 64), lattice(8192, 512, 64)[: len(lattice(2048, 512, 64))])

@@ -26,7 +26,6 @@ it prices as NaN and the replay reports the row unpriceable.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -45,10 +44,20 @@ from estimator.steps.mixed import CONTEXT_ATTENTION, GENERATION_ATTENTION
 OP_PRICERS = (*PRICERS, "sol")  # what estimator.scheduler.facts.step_pricer builds
 PER_OCTAVE = {"tokens": 64, "chunks": 4, "chunk": 4, "attention_rows": 8, "kv": 8, "rows": 64}  # geometric nodes per doubling
 EXACT_UP_TO = {"tokens": 16384, "chunks": 4, "chunk": 8, "attention_rows": 16, "kv": 16, "rows": 2048}  # every integer node up to here
-# The reference engine prices a shape 10-100x slower than the native kernels: its token and decode-row
-# axes are exact only up to 512 / 256 (geometric, 1.1% apart, beyond) and its attention axes are coarser.
+# The reference engine prices a shape 10-100x slower than the native kernels (and the native tables
+# are not smooth in tokens, so native axes stay exact): the reference's token and decode-row axes are
+# exact only up to 512 / 256 (geometric, 1.1% apart, beyond) and its attention axes are coarser.
 COARSE_EXACT_UP_TO = {**EXACT_UP_TO, "tokens": 512, "rows": 256}
 COARSE_PER_OCTAVE = {**PER_OCTAVE, "chunk": 2, "attention_rows": 4, "kv": 4}
+# In HYBRID mode an empirically transferred op costs ~1 ms per shape: coarser still (4.4% apart).
+HYBRID_EXACT_UP_TO = {**COARSE_EXACT_UP_TO, "tokens": 128, "rows": 64}
+HYBRID_PER_OCTAVE = {**COARSE_PER_OCTAVE, "tokens": 16, "rows": 16}
+LATTICES = {
+    "native": (EXACT_UP_TO, PER_OCTAVE),
+    "reference": (COARSE_EXACT_UP_TO, COARSE_PER_OCTAVE),
+    "sol": (COARSE_EXACT_UP_TO, COARSE_PER_OCTAVE),
+    "hybrid": (HYBRID_EXACT_UP_TO, HYBRID_PER_OCTAVE),
+}  # pricer -> (exact-up-to, nodes per octave) per axis
 
 
 @dataclass(frozen=True)
@@ -76,14 +85,6 @@ class TableExtent:
     rows: int  # decode query rows (requests x query multiplier)
     kv: int  # decode KV length
 
-    def covers(self, other: TableExtent) -> bool:
-        """Every field >= other's."""
-        return all(a >= b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other)))
-
-    def union(self, other: TableExtent) -> TableExtent:
-        """The elementwise maximum."""
-        return TableExtent(*(max(a, b) for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other))))
-
     def rounded(self) -> TableExtent:
         """Each extent up to the next power of two (>= 2), so that similar rows share tables."""
         return TableExtent(*(1 << max(1, int(v - 1).bit_length()) for v in (self.tokens, self.chunks, self.chunk, self.start, self.rows, self.kv)))
@@ -101,37 +102,16 @@ def lattice(top: int, exact: int, per_octave: int) -> np.ndarray:
     return np.array(nodes, dtype=np.float64)
 
 
-TABLES_HELD = 64  # models whose tables stay cached
-_held: dict[PassModel, tuple[TableExtent, PassTables]] = {}
-
-
+@functools.lru_cache(maxsize=64)
 def engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
-    """The price tables of a model covering an extent (pass a rounded extent).
-
-    Each model's tables are built once and rebuilt, at the elementwise maximum of the held and the
-    requested extent, only when a request exceeds them. The lattices are nested (a larger top only
-    appends nodes) and a replay never queries beyond its own extent, so the tables a replay reads
-    give it the same answer whatever extent they were built at."""
-    held = _held.pop(model, None)
-    if held is not None and held[0].covers(extent):
-        _held[model] = held
-        return held[1]
-    if held is not None:
-        extent = held[0].union(extent)
-    tables = build_engine_tables(model, extent)
-    _held[model] = (extent, tables)
-    while len(_held) > TABLES_HELD:
-        del _held[next(iter(_held))]
-    return tables
-
-
-def build_engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
-    """The price tables of a model over an extent's lattices (exact lattices for the native pricer).
-    Each component is cached on the extent fields it depends on, so growing one axis reprices one part."""
-    tokens, shared = _shared(model, extent.tokens)
+    """The price tables of a model over an extent's lattices (pass a rounded extent; exact lattices
+    for the native pricer). Each component is built once per model at the largest extent requested
+    so far and sliced: the lattices are nested (a larger top only appends nodes) and every node is
+    priced on its own, so a slice equals a table built at the smaller extent, bit for bit."""
+    (tokens,), shared = _shared(model, extent.tokens)
     (chunks, chunk, starts), chunk_attention = _chunk_attention(model, extent.chunks, extent.chunk, extent.start)
     (attention_rows, kv), decode_attention = _decode_attention(model, extent.rows, extent.kv)
-    rows, decode_other = _decode_other(model, extent.rows)
+    (rows,), decode_other = _decode_other(model, extent.rows)
     return PassTables(
         token_axis=tokens,
         shared=shared,
@@ -148,21 +128,44 @@ def build_engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
 
 
 def _model_axis(model: PassModel, name: str, top: int) -> np.ndarray:
-    if model.pricer == "native":
-        return lattice(top, EXACT_UP_TO[name], PER_OCTAVE[name])
-    return lattice(top, COARSE_EXACT_UP_TO[name], COARSE_PER_OCTAVE[name])
+    exact, per_octave = LATTICES[model.pricer]
+    return lattice(top, exact[name], per_octave[name])
 
 
-@functools.lru_cache(maxsize=256)
-def _shared(model: PassModel, tokens_top: int) -> tuple[np.ndarray, np.ndarray]:
+class _GrownGrid:
+    """A per-model price grid over nested lattices: built at the elementwise maximum of the tops
+    requested so far, answered by slicing (each axis up to its first node >= the requested top)."""
+
+    def __init__(self, build):
+        self.build = build  # (model, *tops) -> (axes, values[len(axis) for axis in axes])
+        self.held: dict[PassModel, tuple[tuple[int, ...], tuple[np.ndarray, ...], np.ndarray]] = {}
+
+    def __call__(self, model: PassModel, *tops: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        held = self.held.get(model)
+        if held is None or any(t > h for t, h in zip(tops, held[0])):
+            grown = tops if held is None else tuple(max(t, h) for t, h in zip(tops, held[0]))
+            held = (grown, *self.build(model, *grown))
+            self.held.pop(model, None)
+            self.held[model] = held
+            while len(self.held) > GRIDS_HELD:
+                del self.held[next(iter(self.held))]
+        _, axes, values = held
+        ends = [int(np.searchsorted(axis, top)) + 1 for axis, top in zip(axes, tops)]
+        cut = tuple(axis[:end] for axis, end in zip(axes, ends))
+        return cut, np.ascontiguousarray(values[tuple(slice(0, end) for end in ends)])
+
+
+GRIDS_HELD = 128  # models whose grids stay cached, per component
+
+
+def _build_shared(model: PassModel, tokens_top: int):
     """Context ops except attention, one request of t tokens, at every token node."""
     tokens = _model_axis(model, "tokens", tokens_top)
     shapes = np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens)))
-    return tokens, _component_pricers(model).context(shapes, exclude=CONTEXT_ATTENTION)
+    return (tokens,), _component_pricers(model).context(shapes, exclude=CONTEXT_ATTENTION)
 
 
-@functools.lru_cache(maxsize=256)
-def _chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
+def _build_chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
     """Context attention of (chunks, new tokens, KV start) at every node of the three axes."""
     chunks, chunk = _model_axis(model, "chunks", chunks_top), _model_axis(model, "chunk", chunk_top)
     starts = np.concatenate(([0.0], _model_axis(model, "chunk", start_top)))
@@ -171,8 +174,7 @@ def _chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, start_to
     return (chunks, chunk, starts), prices.reshape(len(chunks), len(chunk), len(starts))
 
 
-@functools.lru_cache(maxsize=256)
-def _decode_attention(model: PassModel, rows_top: int, kv_top: int):
+def _build_decode_attention(model: PassModel, rows_top: int, kv_top: int):
     """Generation attention of (query rows, KV length) at every node of the two axes."""
     attention_rows, kv = _model_axis(model, "attention_rows", rows_top), _model_axis(model, "kv", kv_top)
     grid2 = np.stack(np.meshgrid(attention_rows, kv, indexing="ij"), axis=-1).reshape(-1, 2)
@@ -180,11 +182,16 @@ def _decode_attention(model: PassModel, rows_top: int, kv_top: int):
     return (attention_rows, kv), prices.reshape(len(attention_rows), len(kv))
 
 
-@functools.lru_cache(maxsize=256)
-def _decode_other(model: PassModel, rows_top: int) -> tuple[np.ndarray, np.ndarray]:
+def _build_decode_other(model: PassModel, rows_top: int):
     """Generation ops except attention at every query-row node."""
     rows = _model_axis(model, "rows", rows_top)
-    return rows, _component_pricers(model).generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_ATTENTION)
+    return (rows,), _component_pricers(model).generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_ATTENTION)
+
+
+_shared = _GrownGrid(_build_shared)
+_chunk_attention = _GrownGrid(_build_chunk_attention)
+_decode_attention = _GrownGrid(_build_decode_attention)
+_decode_other = _GrownGrid(_build_decode_other)
 
 
 @dataclass(frozen=True)
