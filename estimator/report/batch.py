@@ -10,8 +10,9 @@ import math
 import multiprocessing
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from queue import Empty
 from typing import Iterable, TextIO
 
 from estimator.report.methods import METHODS, Uncovered, first_line
@@ -53,9 +54,16 @@ def uncovered(mid: str, method: str, reason: str) -> PointResult:
     return PointResult(mid, method, False, reason, nan, nan, "", nan, nan)
 
 
-def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...]) -> list[tuple[int, list[PointResult]]]:
-    """Every method on every (index, row), serially; results keyed by the row index."""
-    return [(index, [predict(row, method) for method in methods]) for index, row in rows]
+def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...], progress=None) -> list[tuple[int, list[PointResult]]]:
+    """Every method on every (index, row), serially, deployment by deployment (so that tables and
+    pricers are reused); results keyed by the row index. `progress` (a queue) receives the count
+    of rows done after each CHUNK_ROWS."""
+    out = []
+    for task in tasks(rows):
+        out.extend((index, [predict(row, method) for method in methods]) for index, row in task)
+        if progress is not None:
+            progress.put(len(task))
+    return out
 
 
 def predict_all(
@@ -63,7 +71,8 @@ def predict_all(
 ) -> list[PointResult]:
     """Every method on every row, row-major in input order, over `workers` processes (1: in process).
 
-    Each worker owns whole perf-data stacks (system x backend), so each loads only its own tables."""
+    A task is one whole perf-data stack (system x backend), so each stack's tables load in one
+    process; tasks go largest first to whichever process is free."""
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -71,38 +80,56 @@ def predict_all(
     bar = Progress(len(rows), progress)
     results: dict[int, list[PointResult]] = {}
     if workers <= 1:
-        for task in tasks(list(enumerate(rows))):
-            results.update(predict_rows(task, methods))
-            bar.advance(len(task))
+        for stack in stacks(rows):
+            for task in tasks(stack):
+                results.update(predict_rows(task, methods))
+                bar.advance(len(task))
     else:
         context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
-        pools = [ProcessPoolExecutor(1, mp_context=context) for _ in range(workers)]
-        try:
-            futures = [pools[w].submit(predict_rows, task, methods) for w, share in enumerate(shares(rows, workers)) for task in tasks(share)]
-            for future in as_completed(futures):
-                done = future.result()
-                results.update(done)
-                bar.advance(len(done))
-        finally:
-            for pool in pools:
-                pool.shutdown(cancel_futures=True)
+        done = context.Queue()
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_attach_progress, initargs=(done,)) as pool:
+            pending = {pool.submit(_predict_stack, stack, methods) for stack in stacks(rows)}
+            while pending:
+                finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                _drain(done, bar)
+                for future in finished:
+                    results.update(future.result())
+        _drain(done, bar)
     bar.close()
     return [r for index in range(len(rows)) for r in results[index]]
 
 
-def shares(rows: list[MappedRow], workers: int) -> list[list[tuple[int, MappedRow]]]:
-    """(index, row) lists, one per worker: whole stacks, the largest first onto the lightest share;
-    rows without inputs (no pricing work) go to the first share."""
-    stacks: dict[tuple[str, str], list[tuple[int, MappedRow]]] = {}
+_progress_queue = None  # in a worker process: where predict_rows reports rows done
+
+
+def _attach_progress(queue) -> None:
+    global _progress_queue
+    _progress_queue = queue
+
+
+def _predict_stack(stack: list[tuple[int, MappedRow]], methods: tuple[str, ...]) -> list[tuple[int, list[PointResult]]]:
+    return predict_rows(stack, methods, _progress_queue)
+
+
+def _drain(queue, bar: Progress) -> None:
+    """Advance the bar by every count the workers reported so far."""
+    while True:
+        try:
+            bar.advance(queue.get_nowait())
+        except Empty:
+            return
+
+
+def stacks(rows: list[MappedRow]) -> list[list[tuple[int, MappedRow]]]:
+    """(index, row) lists, one per perf-data stack (system x backend), largest first; rows without
+    inputs (no pricing work) form the last list."""
+    groups: dict[tuple[str, str], list[tuple[int, MappedRow]]] = {}
     idle = [(index, row) for index, row in enumerate(rows) if row.inputs is None]
     for index, row in enumerate(rows):
         if row.inputs is not None:
-            stacks.setdefault((row.measurement.system, row.measurement.engine), []).append((index, row))
-    out: list[list[tuple[int, MappedRow]]] = [[] for _ in range(workers)]
-    for stack in sorted(stacks.values(), key=lambda s: (-len(s), s[0][0])):
-        min(out, key=len).extend(stack)
-    out[0].extend(idle)
-    return out
+            groups.setdefault((row.measurement.system, row.measurement.engine), []).append((index, row))
+    ordered = sorted(groups.values(), key=lambda s: (-len(s), s[0][0]))
+    return ordered + ([idle] if idle else [])
 
 
 def tasks(indexed: list[tuple[int, MappedRow]]) -> list[list[tuple[int, MappedRow]]]:
