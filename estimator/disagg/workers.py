@@ -20,7 +20,7 @@ from estimator.scheduler import StaticMode, StaticPoint, run_static
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import MemoryVerdict
-from estimator.scheduler.static import _project, _row
+from estimator.scheduler.static import project_speculative, static_row
 from estimator.steps import Semantics, StepCost
 
 LEGACY_DECIMALS = 3  # the reference rounds every summary DataFrame to 3 decimals
@@ -108,11 +108,11 @@ def worker_row(
     phase = raw.context if role is Role.PREFILL else raw.generation
     ms = corrected_ms(phase, calibration.correction(role))
     context_ms, generation_ms = (ms, 0.0) if role is Role.PREFILL else (0.0, ms)
-    row = _row(deployment_facts(deployment), deployment, point, role.mode, context_ms, generation_ms, raw.memory)
+    row = static_row(deployment_facts(deployment), deployment, point, role.mode, context_ms, generation_ms, raw.memory)
     legacy = Semantics.parse(semantics) is Semantics.LEGACY
     row = round_row(row) if legacy else row
     progress = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
     if role is Role.DECODE and progress > 1.0:
-        row = _project(row, progress, role.mode)
+        row = project_speculative(row, progress, role.mode)
         row = round_row(row) if legacy else row
     return WorkerRow(deployment, role, row, phase, raw.memory)

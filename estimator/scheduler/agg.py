@@ -223,7 +223,7 @@ def run_agg(
     mix, genonly = price_plan(model, plan, point, semantics)
     facts = deployment_facts(deployment)
     memory = agg_memory(facts, deployment, policy, point, plan)
-    row = _row(facts, deployment, policy, point, plan, mix, genonly, memory, dtpi)
+    row = agg_row(facts, deployment, policy, point, plan, mix, genonly, memory, dtpi)
     return AggResult(row, plan, tuple(mix), genonly, memory)
 
 
@@ -271,7 +271,7 @@ def _timing(policy: BackendPolicy, plan: AggPlan, mix: list[MixedStepCost], geno
     return _Timing(ttft, tpot, total, mix_ms, prefill)
 
 
-def _row(facts: DeploymentFacts, deployment, policy, point, plan, mix, genonly, memory: MemoryVerdict, dtpi: float) -> dict:
+def agg_row(facts: DeploymentFacts, deployment, policy, point, plan, mix, genonly, memory: MemoryVerdict, dtpi: float) -> dict:
     """The result row (BaseBackend.run_agg's result_dict plus the step-timing columns)."""
     b, osl = point.batch_size, point.osl
     tp, pp, dp, cp = deployment.tp, deployment.pp, deployment.attention_dp, 1

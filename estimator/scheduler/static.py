@@ -74,9 +74,9 @@ def run_static(deployment: Deployment, point: StaticPoint, mode: StaticMode | st
     generation = ZERO_STEP if mode is StaticMode.CONTEXT else static_generation(model, b, point.isl, point.osl, point.stride)
     facts = deployment_facts(deployment)
     memory = static_memory(facts, deployment, point, mode)
-    row = _row(facts, deployment, point, mode, context.latency_ms, generation.latency_ms, memory)
+    row = static_row(facts, deployment, point, mode, context.latency_ms, generation.latency_ms, memory)
     if mode is not StaticMode.CONTEXT and progress > 1.0:
-        row = _project(row, progress, mode)
+        row = project_speculative(row, progress, mode)
     return StaticResult(row, context, generation, memory)
 
 
@@ -99,7 +99,7 @@ def static_memory(facts: DeploymentFacts, deployment: Deployment, point: StaticP
     return verdict(use, facts, policy, fraction)
 
 
-def _row(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode, context_ms: float, generation_ms: float, memory: MemoryVerdict) -> dict:
+def static_row(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode, context_ms: float, generation_ms: float, memory: MemoryVerdict) -> dict:
     """BaseBackend.run_static's row."""
     b, osl = point.batch_size, point.osl
     tp, pp, dp = deployment.tp, deployment.pp, deployment.attention_dp
@@ -125,7 +125,7 @@ def _row(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mod
     }  # fmt: skip
 
 
-def _project(row: dict, progress: float, mode: StaticMode) -> dict:
+def project_speculative(row: dict, progress: float, mode: StaticMode) -> dict:
     """SpeculativeDecodingProfile.project_summary for roles decode / static: decode time per token
     divided by the progress, throughput scaled by it (static: by the request-latency ratio)."""
     out = dict(row)

@@ -21,7 +21,7 @@ from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlan, AggPoint, plan_agg
-from estimator.scheduler.agg import _row, agg_memory, decode_tokens_per_iteration
+from estimator.scheduler.agg import agg_memory, agg_row, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts, step_pricer
 from estimator.scheduler.memory import MemoryVerdict
 from estimator.steps import Semantics, StepModel, decode_step, mixed_steps
@@ -110,7 +110,7 @@ def _priced_rows(deployment: Deployment, model: StepModel, points: Sequence[Grid
         if n not in decode:
             decode[n] = decode_step(model, n, p.point.isl, p.point.osl)
         dtpi = decode_tokens_per_iteration(deployment.nextn, p.point.nextn_accepted)
-        rows.append(_row(facts, deployment, policy, p.point, p.plan, steps, decode[n], p.memory, dtpi))
+        rows.append(agg_row(facts, deployment, policy, p.point, p.plan, steps, decode[n], p.memory, dtpi))
     return rows
 
 
