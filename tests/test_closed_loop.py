@@ -505,6 +505,17 @@ def test_closed_loop_for_agg_row_in_both_pricings():
     assert engine["request_latency"] == engine["ttft"] + 127 * engine["tpot"]
 
 
+def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_pass():
+    """C = 1 on vLLM: TTFT = the prefill pass + 0.8 ms per layer (the reference's legacy dispatch
+    overhead, 64 layers for Qwen3-32B); row pricing keeps the reference's wiring (no overhead), and
+    SGLang pays none (test_closed_loop_for_agg_row_in_both_pricings)."""
+    vllm = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2)
+    row = dict(run_agg(vllm, AggPoint(2048, 128, 1)).row)
+    engine = closed_loop_for_agg_row(row, vllm)
+    assert engine["ttft"] == pytest.approx(row["prefill_step_ms"] + 64 * 0.8, rel=1e-9)
+    assert closed_loop_for_agg_row(row, vllm, pricing="row")["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
+
+
 def test_engine_refinement_of_result_rows():
     rows = [dict(run_agg(QWEN, AggPoint(1024, 64, b)).row) for b in (1, 8)]
     out = refine_closed_loop_latency(pd.DataFrame(rows))

@@ -187,6 +187,25 @@ def test_batch_keeps_row_major_input_order(dense_row):
     assert results[0].reason == DISAGG_INCOMPLETE
 
 
+def test_moe_rows_are_priced_through_the_reference_engine():
+    """An MoE (MLA) agg row: reference-priced steps and facts; legacy equals the reference CLI row."""
+    row = map_measurement(next(m for m in load_silicon_sample() if m.mode == "agg" and m.model == "deepseek-ai/DeepSeek-V3"
+                               and m.engine == "sglang" and m.system == "h200_sxm"))  # fmt: skip
+    assert row.inputs.pricer == "reference"
+    r = predict(row, "legacy")
+    assert r.covered and r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0, r.reason
+
+
+def test_a_silicon_miss_is_repriced_in_hybrid_mode_with_a_note():
+    """Kimi-K2.5 int4 weight-only on h200/vLLM has no int4_wo GEMM rows: every method prices the row
+    with the reference engine in HYBRID mode and says so."""
+    row = map_measurement(next(m for m in load_silicon_sample() if m.mode == "agg" and m.model == "moonshotai/Kimi-K2.5"
+                               and m.system == "h200_sxm" and m.engine == "vllm" and m.gemm_quant == "int4_wo"))  # fmt: skip
+    assert methods.priced_inputs(row.inputs).pricer == "hybrid"
+    r = predict(row, "uncached")
+    assert r.covered and methods.HYBRID_NOTE in r.note
+
+
 def comparable(results) -> list[tuple]:
     return [tuple(None if isinstance(v, float) and math.isnan(v) else v for v in vars(r).values()) for r in results]
 
