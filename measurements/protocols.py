@@ -39,6 +39,7 @@ class EngineSettings:
     chunked_prefill: bool  # a prompt may be split across steps
     max_num_seqs: int | None  # running-request cap; None: derived by the engine from KV capacity
     citation: str  # the public document
+    stream_interval: int = 1  # output tokens per streamed chunk, the first chunk included (SGLang); 1: every token
 
 
 INFERENCEX = "inferencex"
@@ -120,17 +121,36 @@ TRTLLM_RECIPE_CITATION = (
 )
 
 
-def recipe_settings(source: str, engine: str, isl: int, concurrency: int | None) -> EngineSettings | None:
+# InferenceX's SGLang DeepSeek-R1 recipes, per system: (chunked_prefill_size, stream_interval, file at commit).
+SGLANG_DSR1_RECIPES = MappingProxyType(
+    {
+        "h200_sxm": (32768, 10, "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73"),
+        "b200_sxm": (32768, 30, "benchmarks/dsr1_fp8_b200.sh @ 1fc5d73"),
+    }
+)
+DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
+
+
+def recipe_settings(source: str, engine: str, isl: int, concurrency: int | None, model: str = "", system: str = "") -> EngineSettings | None:
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
     InferenceX's TRT-LLM recipes size max_num_tokens to hold one whole prompt next to every running
-    decode (C + ISL + 64, rounded up to 64, at least 8192) and leave chunked prefill off; its vLLM
-    recipes keep the engine default budget (8192, chunked) and its SGLang recipes vary per model, so
-    those rows keep the engine defaults."""
-    if source != INFERENCEX or engine != "trtllm" or not concurrency:
+    decode (C + ISL + 64, rounded up to 64, at least 8192) and leave chunked prefill off. Its SGLang
+    DeepSeek-R1 recipes on H200 and B200 launch with --chunked-prefill-size 32768 and
+    --stream-interval 10 (H200) / 30 (B200). Its vLLM recipes keep the engine default budget (8192,
+    chunked); its other SGLang recipes vary per model and are not resolved, so those rows keep the
+    engine defaults."""
+    if source != INFERENCEX or not concurrency:
         return None
-    budget = max(8192, (concurrency + isl + 64 + 63) // 64 * 64)
-    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=TRTLLM_RECIPE_CITATION)
+    if engine == "trtllm":
+        budget = max(8192, (concurrency + isl + 64 + 63) // 64 * 64)
+        return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=TRTLLM_RECIPE_CITATION)
+    if engine == "sglang" and model in DSR1_MODELS and system in SGLANG_DSR1_RECIPES:
+        budget, interval, recipe = SGLANG_DSR1_RECIPES[system]
+        citation = (f"SemiAnalysisAI/InferenceX {recipe}: sglang.launch_server --chunked-prefill-size {budget} "
+                    f"--stream-interval {interval}")  # fmt: skip
+        return EngineSettings(step_token_budget=budget, chunked_prefill=True, max_num_seqs=None, citation=citation, stream_interval=interval)
+    return None
 
 
 def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, from_source: bool = False) -> Protocol:
@@ -148,6 +168,7 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         step_token_budget=engine.step_token_budget,
         chunked_prefill=engine.chunked_prefill,
         max_num_seqs=engine.max_num_seqs,
+        stream_interval=engine.stream_interval,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

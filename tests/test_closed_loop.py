@@ -516,6 +516,23 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
     assert closed_loop_for_agg_row(row, vllm, pricing="row")["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
 
 
+def test_stream_interval_delays_the_first_token_the_client_sees():
+    """SGLang streams every s tokens, the first chunk included: TTFT + (s - 1) TPOT, the client's TPOT
+    spreads the rest, request latency unchanged; s = 1 is the unstreamed replay; s >= osl caps at osl."""
+    row = dict(run_agg(QWEN, AggPoint(2048, 128, 4)).row)
+    plain = closed_loop_for_agg_row(row, QWEN, settings=EngineSettings(8192, True))
+    chunked = closed_loop_for_agg_row(row, QWEN, settings=EngineSettings(8192, True, stream_interval=30))
+    assert chunked["ttft"] == pytest.approx(plain["ttft"] + 29 * plain["tpot"], rel=1e-12)
+    assert chunked["tpot"] == pytest.approx(plain["tpot"] * 98 / 127, rel=1e-12)
+    assert chunked["request_latency"] == pytest.approx(plain["request_latency"], rel=1e-12)
+    assert chunked["stream_interval"] == 30 and plain["stream_interval"] == 1
+    short = dict(run_agg(QWEN, AggPoint(2048, 8, 4)).row)
+    capped = closed_loop_for_agg_row(short, QWEN, settings=EngineSettings(8192, True, stream_interval=30))
+    assert capped["tpot"] == 0.0 and capped["ttft"] == pytest.approx(capped["request_latency"], rel=1e-12)
+    with pytest.raises(InvalidInputError, match="stream_interval"):
+        EngineSettings(8192, True, stream_interval=0)
+
+
 def test_engine_refinement_of_result_rows():
     rows = [dict(run_agg(QWEN, AggPoint(1024, 64, b)).row) for b in (1, 8)]
     out = refine_closed_loop_latency(pd.DataFrame(rows))

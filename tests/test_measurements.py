@@ -109,12 +109,16 @@ def test_undocumented_sources_leave_the_client_protocol_empty(sample):
 
 
 def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(sample):
-    """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule; every other row the engine defaults."""
+    """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule, its SGLang DeepSeek-R1 rows on
+    H200/B200 the recipe's chunked prefill size and stream interval; every other row the engine defaults."""
     for m in sample:
         p = m.protocol
         if m.source == protocols.INFERENCEX and m.engine == "trtllm" and m.concurrency:
             assert p.engine_settings == "source" and "_trt.sh" in p.engine_citation
             assert p.chunked_prefill is False and p.step_token_budget >= max(8192, m.concurrency + m.isl + 64)
+        elif m.source == protocols.INFERENCEX and m.engine == "sglang" and m.model in protocols.DSR1_MODELS and m.system in ("h200_sxm", "b200_sxm"):
+            assert p.engine_settings == "source" and "dsr1_fp8_" in p.engine_citation
+            assert (p.step_token_budget, p.stream_interval) == ((32768, 10) if m.system == "h200_sxm" else (32768, 30))
         else:
             assert p.engine_settings == "engine default"
 

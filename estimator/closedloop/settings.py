@@ -11,6 +11,12 @@
 * TensorRT-LLM (``trtllm-serve`` / LLM API): ``max_num_tokens`` 8192, ``max_batch_size`` 2048,
   ``enable_chunked_prefill`` False (aiconfigurator models the same 8192 token budget).
 
+Every engine streams each token by default (stream interval 1). SGLang's scheduler sends a
+request's output only when ``len(output_ids) % stream_interval == 0`` or it finishes, the first
+token included, so with ``--stream-interval s`` a client sees its first token ``s - 1`` decode steps
+after the prefill (TRT-LLM always emits the first decoding iteration at once, so its interval does
+not move TTFT).
+
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
 """
@@ -32,12 +38,14 @@ class EngineSettings:
     budget: int  # tokens per step: prefill tokens plus decode query tokens (>= 1)
     chunked: bool  # chunked prefill: a prompt may be split across steps
     max_num_seqs: int | None = None  # running requests per rank (>= 1); None: no cap
+    stream_interval: int = 1  # output tokens per streamed chunk, the first chunk included (SGLang --stream-interval; >= 1)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
         object.__setattr__(self, "chunked", bool(self.chunked))
         if self.max_num_seqs is not None:
             object.__setattr__(self, "max_num_seqs", _positive("max_num_seqs", self.max_num_seqs))
+        object.__setattr__(self, "stream_interval", _positive("stream_interval", self.stream_interval))
 
 
 def _positive(name: str, value) -> int:
