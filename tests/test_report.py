@@ -36,7 +36,7 @@ def point(id_, method, covered, ttft=None, tpot=None, reason="", **extra) -> dic
         "attention_dp": 1, "source": "inferencex", "engine_version": "0.19.0", "image": "vllm/vllm-openai:v0.19.0",
         "model_used": "Qwen/Qwen3-32B", "model_note": "", "data_version": "0.24.0",
         "version_note": "measured 0.19.0 is older than every data version (0.24.0, 0.27.0): nearest 0.24.0", "pricer": "native",
-        "step_token_budget": 8192, "chunked_prefill": True,
+        "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "engine_settings": "engine default",
     }  # fmt: skip
     return base | extra
 

@@ -272,16 +272,19 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     undocumented = (rows["source"] != "inferencex").sum()
     unchunked = rows[(rows["chunked_prefill"].astype(str).str.lower() == "false") & (rows["mode"] == "agg")]
     blocked = (unchunked["isl"] + unchunked["concurrency"].fillna(1) > unchunked["step_token_budget"]).sum()
+    from_recipes = (rows["engine_settings"] == "source").sum()
+    streamed = (rows["stream_interval"].fillna(1) > 1).sum()
     return [
-        f"{len(rows)} rows: engine scheduler settings (step token budget, chunked prefill, max_num_seqs) are the engines' "
-        "documented defaults, not the launch scripts' values (the sample does not record them per row).",
+        f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
+        "TRT-LLM: max_num_tokens = max(8192, C + ISL + 64 rounded up to 64), chunked prefill off; InferenceX SGLang "
+        "DeepSeek-R1 on H200/B200: chunked prefill size 32768 and a stream interval); the others use the engines' documented "
+        "defaults (the sample does not record the launch flags per row).",
+        f"{streamed} rows stream every 10 or 30 tokens (SGLang --stream-interval, first chunk included): the client sees the "
+        "first token that many decode steps minus one after the prefill.",
         f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
         f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
-        f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off (the TRT-LLM default) and a prompt plus the running "
-        "decodes larger than the default step token budget, so the replay admits such a prompt only once the decodes free the "
-        "budget. The InferenceX TRT-LLM recipes size max_num_tokens per run so that this never happens (e.g. "
-        "benchmarks/dsr1_fp8_b200_trt.sh: max(8192, C + ISL + 64 rounded up to 64); the Llama-3.1-70B recipes: max_model_len); "
-        "resolving each row's recipe would replace the default.",
+        f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off and a prompt plus the running decodes larger than "
+        "the step token budget, so the replay admits such a prompt only once the decodes free the budget.",
     ]
 
 
