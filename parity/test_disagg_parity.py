@@ -13,7 +13,7 @@ import pytest
 from estimator.deployment import Deployment
 from estimator.disagg import DISAGG_COLUMNS, DisaggPoint, run_disagg
 from estimator.errors import EstimatorError
-from estimator.pricing import native_model
+from estimator.perf.versions import resolve_version
 from estimator.pricing.reference import _quiet_reference_logs, reference_database
 from parity.agg_cases import MODELS
 from parity.compare import compare_records, explain, failures
@@ -93,7 +93,7 @@ def reference_config(deployment: Deployment, context_role: bool):
 
 
 def _database(deployment: Deployment):
-    return reference_database(deployment.system, deployment.backend.value, native_model(deployment).version)
+    return reference_database(deployment.system, deployment.backend.value, resolve_version(deployment.system, deployment.backend.value, deployment.version))
 
 
 def reference_disagg_row(case: DisaggCase) -> dict:

@@ -16,7 +16,7 @@ from estimator.disagg.search import WorkerLimits, decode_batch_sizes, prefill_ba
 from estimator.scheduler import STATIC_COLUMNS, StaticPoint
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
-from estimator.sweep.space import parallel_layouts
+from estimator.sweep.space import MoeSizes, sweep_layouts
 from parity.compare import MetricDiff, compare_records, explain, failures
 from parity.test_disagg_parity import _database, reference_config
 
@@ -42,6 +42,8 @@ class SweepTask:
     accepted: float = 0.0  # nextn_accepted
     top_k: int = 10  # agg
     prefill_max_num_tokens: int = 16384  # disagg
+    moe: MoeSizes = MoeSizes()  # attention-DP and MoE sizes swept (MoE models only)
+    pricer: str = "native"  # ours: "reference" for models without a native op builder
 
     @property
     def id(self) -> str:
@@ -51,7 +53,7 @@ class SweepTask:
 
     @property
     def layouts(self) -> list[Deployment]:
-        return parallel_layouts(Deployment(self.model, self.system, self.backend, nextn=self.nextn), self.tps)
+        return sweep_layouts(Deployment(self.model, self.system, self.backend, nextn=self.nextn), self.tps, sizes=self.moe)
 
     @property
     def workload(self) -> Workload:
@@ -75,8 +77,15 @@ TASKS = [
     SweepTask("disagg", "meta-llama/Meta-Llama-3.1-8B", "h100_sxm", "sglang", 4096, 256, Sla(1000.0, (20.0,)), (1, 2, 4),
               prefix=1024, nextn=2, accepted=1.2),
 ]  # fmt: skip
-CI_TASKS = TASKS[:4]
-FULL_TASKS = TASKS[4:]
+# MoE models (reference-priced): attention DP x MoE TP x MoE EP layouts under the backends' filters
+MOE_TASKS = [
+    SweepTask("agg", "Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "trtllm", 2048, 256, Sla(2000.0, (30.0, 60.0)), (1, 2, 4),
+              moe=MoeSizes(dp=(1, 2), moe_tp=(1, 2), moe_ep=(1, 2, 4)), pricer="reference"),
+    SweepTask("disagg", "Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "vllm", 4096, 512, Sla(3000.0, (40.0,)), (2, 4),
+              moe=MoeSizes(dp=(1,), moe_tp=(1, 2), moe_ep=(1, 2, 4)), pricer="reference"),
+]  # fmt: skip
+CI_TASKS = TASKS[:4] + MOE_TASKS[:1]
+FULL_TASKS = TASKS[4:] + MOE_TASKS[1:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -139,15 +148,16 @@ def reference_workers(task: SweepTask, role: Role) -> pd.DataFrame:
 def our_sweep(task: SweepTask, sla: Sla, top_k: int | None = None):
     if task.mode == "agg":
         options = AggOptions(top_k=task.top_k if top_k is None else top_k)
-        return sweep_agg(task.layouts, task.workload, sla, options, LEGACY)
+        return sweep_agg(task.layouts, task.workload, sla, options, LEGACY, task.pricer)
     limits = WorkerLimits(total_gpus=frozenset(range(1, 9)), same_tp=Backend(task.backend) is Backend.SGLANG)
-    return sweep_disagg(task.layouts, task.layouts, task.workload, sla, DisaggOptions(task.prefill_max_num_tokens, limits=limits), LEGACY)
+    return sweep_disagg(task.layouts, task.layouts, task.workload, sla, DisaggOptions(task.prefill_max_num_tokens, limits=limits), LEGACY,
+                        task.pricer)  # fmt: skip
 
 
 def our_workers(task: SweepTask, role: Role) -> pd.DataFrame:
     point = StaticPoint(task.isl, task.osl, 1, task.prefix, task.accepted)
     batches = prefill_batch_sizes(task.prefill_max_num_tokens, task.isl) if role is Role.PREFILL else decode_batch_sizes(512)
-    rows = [w.row for d in task.layouts for w in worker_candidates(d, batches, point, role, LEGACY, Calibration())]
+    rows = [w.row for d in task.layouts for w in worker_candidates(d, batches, point, role, LEGACY, Calibration(), task.pricer)]
     return pd.DataFrame(rows, columns=list(STATIC_COLUMNS))
 
 

@@ -30,7 +30,7 @@ from estimator.steps import Semantics
 from estimator.sweep import AGG_BATCH_SCHEDULE, AggGrid, AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
 from estimator.sweep.agg import agg_grid
 from estimator.sweep.refined import KneeSearch, knee_row, ladder_tpot, solo_prefill_ms
-from estimator.sweep.space import parallel_layouts
+from estimator.sweep.space import MoeSizes, moe_layouts, parallel_layouts, sweep_layouts
 
 LEGACY, UNCACHED = Semantics.LEGACY, Semantics.UNCACHED
 ROOT = Path(__file__).resolve().parents[1]
@@ -336,3 +336,21 @@ def test_ctrl_c_leaves_the_rows_computed_so_far(tmp_path):
     assert proc.returncode == 130 and "partial table" in err and err.rstrip().endswith("interrupted")
     table = pd.read_csv(out)
     assert len(table) > 0 and list(table.columns)[:4] == ["model", "isl", "osl", "prefix"]
+
+
+def test_moe_layouts_follow_the_reference_enumeration():
+    """tp*dp = moe_tp*moe_ep, dp*tp*pp GPUs at most; TRT-LLM: no attention TP under attention DP;
+    vLLM: no MoE TP with MoE EP. Dense models keep the dense enumeration."""
+    sizes = MoeSizes(dp=(1, 2), moe_tp=(1, 2), moe_ep=(1, 2, 4))
+
+    def shapes(backend: str) -> set[tuple[int, int, int, int]]:
+        base = Deployment("Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", backend)
+        return {(d.tp, d.attention_dp, d.moe_tp, d.moe_ep) for d in moe_layouts(base, (1, 2, 4), sizes=sizes)}
+
+    sglang = shapes("sglang")
+    assert all(tp * dp == mtp * mep for tp, dp, mtp, mep in sglang) and (2, 2, 2, 2) in sglang and (4, 2, 2, 4) in sglang
+    assert shapes("trtllm") == {s for s in sglang if not (s[0] > 1 and s[1] > 1)}
+    assert shapes("vllm") == {s for s in sglang if not (s[2] > 1 and s[3] > 1)}
+    assert sweep_layouts(QWEN, (1, 2), sizes=sizes) == parallel_layouts(QWEN, (1, 2))
+    with pytest.raises(InvalidInputError, match="moe_ep"):
+        moe_layouts(Deployment("Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "sglang"), sizes=MoeSizes(moe_ep=(0,)))

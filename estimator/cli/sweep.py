@@ -26,7 +26,16 @@ from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
 from estimator.sweep.agg import DEFAULT_TOP_K
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE
-from estimator.sweep.space import DEFAULT_TOTAL_GPUS, DEFAULT_PP_SIZES, DEFAULT_TP_SIZES, parallel_layouts
+from estimator.sweep.space import (
+    DEFAULT_DP_SIZES,
+    DEFAULT_MOE_EP_SIZES,
+    DEFAULT_MOE_TP_SIZES,
+    DEFAULT_PP_SIZES,
+    DEFAULT_TOTAL_GPUS,
+    DEFAULT_TP_SIZES,
+    MoeSizes,
+    sweep_layouts,
+)
 
 TABLE_FORMATS = (".csv", ".parquet")
 AGG_SHOWN = ("parallel", "bs", "ctx_tokens", "concurrency", "ttft", "tpot", "tokens/s/gpu", "tokens/s/user", "seq/s", "memory")
@@ -53,6 +62,10 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--request-latency", type=float, default=None, help="request latency target, ms (derives (ttft, tpot) pairs)")
     p.add_argument("--tp-list", type=int, nargs="+", default=list(DEFAULT_TP_SIZES), help="tensor parallel sizes (default 1 2 4 8)")
     p.add_argument("--pp-list", type=int, nargs="+", default=list(DEFAULT_PP_SIZES), help="pipeline parallel sizes (default 1)")
+    p.add_argument("--dp-list", type=int, nargs="+", default=list(DEFAULT_DP_SIZES), help="MoE models: attention data-parallel sizes (default 1)")
+    p.add_argument("--moe-tp-list", type=int, nargs="+", default=list(DEFAULT_MOE_TP_SIZES), help="MoE models: MoE tensor parallel sizes (default 1)")
+    p.add_argument("--moe-ep-list", type=int, nargs="+", default=list(DEFAULT_MOE_EP_SIZES),
+                   help="MoE models: MoE expert parallel sizes (default 1 2 4 8); a layout needs tp*dp = moe_tp*moe_ep")  # fmt: skip
     p.add_argument("--total-gpus", type=int, default=DEFAULT_TOTAL_GPUS, help="GPUs per worker (agg) / per replica (disagg) at most (default 8)")
     p.add_argument("--max-batch-size", type=int, default=DEFAULT_MAX_BATCH_SIZE, help="agg: largest batch (default 512)")
     p.add_argument("--ctx-stride", type=int, default=DEFAULT_CTX_STRIDE, help="agg: small prefill-budget stride (default 512)")
@@ -121,12 +134,13 @@ def run_sweep(args: argparse.Namespace, report: ProgressBar):
     sla = Sla(args.ttft, tuple(args.tpot), args.request_latency)
     replay = ReplayOptions(pricing=args.replay_pricing, pricer=args.pricer) if args.refined_sla else None
     base = deployment(args)
+    moe = MoeSizes(args.dp_list, args.moe_tp_list, args.moe_ep_list)
     if args.mode == "agg":
-        layouts = parallel_layouts(base, args.tp_list, args.pp_list, args.total_gpus)
+        layouts = sweep_layouts(base, args.tp_list, args.pp_list, args.total_gpus, moe)
         options = AggOptions(args.max_batch_size, args.ctx_stride, args.enable_chunked_prefill, args.top_k)
         return sweep_agg(layouts, workload, sla, options, semantics, args.pricer, report, refined=replay)
-    prefill = parallel_layouts(base, args.prefill_tp_list or args.tp_list, args.pp_list, args.total_gpus)
-    decode = parallel_layouts(deployment(args, args.decode_system), args.decode_tp_list or args.tp_list, args.pp_list, args.total_gpus)
+    prefill = sweep_layouts(base, args.prefill_tp_list or args.tp_list, args.pp_list, args.total_gpus, moe)
+    decode = sweep_layouts(deployment(args, args.decode_system), args.decode_tp_list or args.tp_list, args.pp_list, args.total_gpus, moe)
     limits = WorkerLimits(
         prefill_workers=tuple(range(1, args.max_prefill_workers + 1)), decode_workers=tuple(range(1, args.max_decode_workers + 1)),
         total_gpus=frozenset(range(1, args.total_gpus + 1)), same_tp=base.backend is Backend.SGLANG,

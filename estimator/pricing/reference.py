@@ -175,13 +175,20 @@ def reference_model(deployment: Deployment, literal_version: str):
         raise _translate(exc) from exc
 
 
+@functools.cache
+def is_moe_model(model: str) -> bool:
+    """True when the reference models the architecture with routed experts (check_is_moe)."""
+    from aiconfigurator_core.sdk.models.helpers import check_is_moe
+
+    return bool(check_is_moe(model))
+
+
 def moe_parallelism(deployment: Deployment) -> tuple[int, int]:
     """(moe_tp, moe_ep) as the estimate CLI resolves them: for MoE models one missing size is inferred
     from tp * attention_dp = moe_tp * moe_ep and a mismatch is an error; dense models keep 1 for unset."""
     from aiconfigurator_core.sdk.config import ModelConfig
-    from aiconfigurator_core.sdk.models.helpers import check_is_moe
 
-    if not check_is_moe(deployment.model):
+    if not is_moe_model(deployment.model):
         return deployment.moe_tp or 1, deployment.moe_ep or 1
     cfg = ModelConfig(tp_size=deployment.tp, attention_dp_size=deployment.attention_dp, moe_tp_size=deployment.moe_tp,
                       moe_ep_size=deployment.moe_ep)  # fmt: skip
