@@ -2,6 +2,7 @@
 the rendered HTML's structure, and that the page loads in headless Chromium without console errors."""
 from __future__ import annotations
 
+import io
 import math
 import re
 import shutil
@@ -15,7 +16,7 @@ import pytest
 
 from estimator.cli import main
 from estimator.report import METHOD_NAMES, methods
-from estimator.report.batch import predict, predict_all
+from estimator.report.batch import Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
 from estimator.report.render import reason_group, render_report
@@ -204,6 +205,22 @@ def test_a_silicon_miss_is_repriced_in_hybrid_mode_with_a_note():
     assert methods.priced_inputs(row.inputs).pricer == "hybrid"
     r = predict(row, "uncached")
     assert r.covered and methods.HYBRID_NOTE in r.note
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("stream, lines", [(io.StringIO(), 10), (_Terminal(), 1)], ids=["log", "terminal"])
+def test_progress_bar_redraws_on_a_terminal_and_logs_tenths_elsewhere(stream, lines):
+    bar = Progress(200, stream)
+    for _ in range(200):
+        bar.advance(1)
+    bar.close()
+    text = stream.getvalue()
+    assert text.count("\n") == lines and "200/200 rows" in text
+    assert ("\r" in text) == isinstance(stream, _Terminal)
 
 
 def comparable(results) -> list[tuple]:

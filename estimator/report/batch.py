@@ -142,21 +142,28 @@ def tasks(indexed: list[tuple[int, MappedRow]]) -> list[list[tuple[int, MappedRo
 
 
 class Progress:
-    """A one-line progress bar (rows done, rate, elapsed) redrawn on a text stream; silent without one."""
+    """A progress bar (rows done, elapsed) on a text stream: redrawn in place on a terminal, one line
+    per further tenth of the rows elsewhere (logs); silent without a stream."""
 
     def __init__(self, total: int, stream: TextIO | None):
         self.total, self.stream, self.done, self.start = total, stream, 0, time.monotonic()
+        self.live = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.logged_tenths = 0
 
     def advance(self, n: int) -> None:
         self.done += n
         if self.stream is None:
             return
+        tenths = 10 * self.done // max(self.total, 1)
+        if not self.live and tenths <= self.logged_tenths:
+            return
+        self.logged_tenths = tenths
         filled = BAR_WIDTH * self.done // max(self.total, 1)
-        elapsed = time.monotonic() - self.start
-        self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} rows {elapsed:.1f}s")
+        line = f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self.done}/{self.total} rows {time.monotonic() - self.start:.1f}s"
+        self.stream.write(f"\r{line}" if self.live else f"{line}\n")
         self.stream.flush()
 
     def close(self) -> None:
-        if self.stream is not None:
+        if self.stream is not None and self.live:
             self.stream.write("\n")
             self.stream.flush()
