@@ -115,10 +115,33 @@ def engine_defaults(engine: str, gpu_memory_bytes: int) -> EngineSettings:
     raise ValueError(f"no documented defaults for engine {engine!r}")
 
 
-TRTLLM_RECIPE_CITATION = (
-    "SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh (and the other *_trt.sh recipes): "
-    "trtllm-serve --max_num_tokens $(( ($CONC+$ISL+64+63)/64*64 )), at least 8192; chunked prefill left at its default (off)"
+# InferenceX's TRT-LLM recipes size max_num_tokens per model (chunked prefill left at its default, off).
+TRTLLM_DSR1_CITATION = (
+    "SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh @ 0a919c5: trtllm-serve "
+    "--max_num_tokens $(( ($CONC+$ISL+64+63)/64*64 )), at least 8192; chunked prefill off"
 )
+TRTLLM_GPTOSS_CITATION = "SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt.sh @ 1825e7f: MAX_NUM_TOKENS=20000; chunked prefill off"
+TRTLLM_LLAMA_CITATION = (
+    "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh @ 73ef922: --max_num_tokens $MAX_MODEL_LEN; "
+    "MAX_MODEL_LEN is not recorded per row and is taken as isl + osl, the least that serves the run; chunked prefill off"
+)
+DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
+GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
+LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
+
+
+def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int) -> EngineSettings | None:
+    """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
+    gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl); None for other models."""
+    if model in DSR1_MODELS:
+        budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
+    elif model in GPTOSS_MODELS:
+        budget, citation = 20000, TRTLLM_GPTOSS_CITATION
+    elif model in LLAMA_70B_MODELS:
+        budget, citation = isl + osl, TRTLLM_LLAMA_CITATION
+    else:
+        return None
+    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation)
 
 
 # InferenceX's SGLang DeepSeek-R1 recipes, per system: (chunked_prefill_size, stream_interval, file at commit).
@@ -128,14 +151,16 @@ SGLANG_DSR1_RECIPES = MappingProxyType(
         "b200_sxm": (32768, 30, "benchmarks/dsr1_fp8_b200.sh @ 1fc5d73"),
     }
 )
-DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
 
 
-def recipe_settings(source: str, engine: str, isl: int, concurrency: int | None, model: str = "", system: str = "") -> EngineSettings | None:
+def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "",
+                    system: str = "") -> EngineSettings | None:  # fmt: skip
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
-    InferenceX's TRT-LLM recipes size max_num_tokens to hold one whole prompt next to every running
-    decode (C + ISL + 64, rounded up to 64, at least 8192) and leave chunked prefill off. Its SGLang
+    InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
+    (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
+    rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len; other models
+    TRT-LLM recipes are not resolved. Its SGLang
     DeepSeek-R1 recipes on H200 and B200 launch with --chunked-prefill-size 32768 and
     --stream-interval 10 (H200) / 30 (B200). Its vLLM recipes keep the engine default budget (8192,
     chunked); its other SGLang recipes vary per model and are not resolved, so those rows keep the
@@ -143,8 +168,7 @@ def recipe_settings(source: str, engine: str, isl: int, concurrency: int | None,
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
-        budget = max(8192, (concurrency + isl + 64 + 63) // 64 * 64)
-        return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=TRTLLM_RECIPE_CITATION)
+        return trtllm_recipe(model, isl, osl, concurrency)
     if engine == "sglang" and model in DSR1_MODELS and system in SGLANG_DSR1_RECIPES:
         budget, interval, recipe = SGLANG_DSR1_RECIPES[system]
         citation = (f"SemiAnalysisAI/InferenceX {recipe}: sglang.launch_server --chunked-prefill-size {budget} "

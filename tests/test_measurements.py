@@ -113,9 +113,10 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
     H200/B200 the recipe's chunked prefill size and stream interval; every other row the engine defaults."""
     for m in sample:
         p = m.protocol
-        if m.source == protocols.INFERENCEX and m.engine == "trtllm" and m.concurrency:
-            assert p.engine_settings == "source" and "_trt.sh" in p.engine_citation
-            assert p.chunked_prefill is False and p.step_token_budget >= max(8192, m.concurrency + m.isl + 64)
+        recipe_models = protocols.DSR1_MODELS | protocols.GPTOSS_MODELS | protocols.LLAMA_70B_MODELS
+        if m.source == protocols.INFERENCEX and m.engine == "trtllm" and m.concurrency and m.model in recipe_models:
+            assert p.engine_settings == "source" and "_trt" in p.engine_citation and p.chunked_prefill is False
+            assert p.step_token_budget >= m.isl  # every recipe admits a whole prompt
         elif m.source == protocols.INFERENCEX and m.engine == "sglang" and m.model in protocols.DSR1_MODELS and m.system in ("h200_sxm", "b200_sxm"):
             assert p.engine_settings == "source" and "dsr1_fp8_" in p.engine_citation
             assert (p.step_token_budget, p.stream_interval) == ((32768, 10) if m.system == "h200_sxm" else (32768, 30))
@@ -128,10 +129,15 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
     [(1024, 4, 8192), (8192, 4, 8320), (8192, 256, 8512), (8000, 1, 8192), (1024, 8000, 9088)],
 )
 def test_trtllm_recipe_budget_holds_a_prompt_beside_every_decode(isl, concurrency, budget):
-    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, concurrency)
+    def settings(source=protocols.INFERENCEX, engine="trtllm", model="deepseek-ai/DeepSeek-R1"):
+        return protocols.recipe_settings(source, engine, isl, 1024, concurrency, model, "b200_sxm")
+
+    s = settings()
     assert (s.step_token_budget, s.chunked_prefill, s.max_num_seqs) == (budget, False, concurrency)
-    assert protocols.recipe_settings(protocols.INFERENCEX, "vllm", isl, concurrency) is None
-    assert protocols.recipe_settings(protocols.AIC_GAP_ANALYSIS, "trtllm", isl, concurrency) is None
+    assert settings(model="openai/gpt-oss-120b").step_token_budget == 20000
+    assert settings(model="meta-llama/Llama-3.1-70B").step_token_budget == isl + 1024
+    assert settings(model="zhipuai/GLM-5") is None  # no resolved recipe: engine defaults
+    assert settings(engine="vllm") is None and settings(source=protocols.AIC_GAP_ANALYSIS) is None
 
 
 @pytest.mark.parametrize(

@@ -276,7 +276,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     streamed = (rows["stream_interval"].fillna(1) > 1).sum()
     return [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
-        "TRT-LLM: max_num_tokens = max(8192, C + ISL + 64 rounded up to 64), chunked prefill off; InferenceX SGLang "
+        "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
         "DeepSeek-R1 on H200/B200: chunked prefill size 32768 and a stream interval); the others use the engines' documented "
         "defaults (the sample does not record the launch flags per row).",
         f"{streamed} rows stream every 10 or 30 tokens (SGLang --stream-interval, first chunk included): the client sees the "
