@@ -20,9 +20,16 @@ between nodes. This is the approximation of engine pricing:
   prefix in the native op set), and decode ops other than generation attention at KV length 1
   (only generation attention reads the KV length).
 
-Tables are cached per (model, extent); extents are rounded up to powers of two so that rows of
-similar shape share one table. A node whose shape has no perf data is NaN; a pass that lands on
-it prices as NaN and the replay reports the row unpriceable.
+The reference engine (MoE, MLA and hybrid models) prices a shape 10-100x slower than the native
+kernels, so its lattices are coarser (``LATTICES``; passes within 1% of direct pricing, tested),
+and coarser still for its HYBRID database mode. Attention-only grids are priced by a pricer
+narrowed to the attention ops.
+
+Extents are rounded up to powers of two. Each component grid is built once per model at the
+largest extent requested so far and sliced for smaller ones (the lattices are nested and every
+node is priced on its own, so a slice equals a fresh build bit for bit); the assembled tables are
+cached per (model, extent). A node whose shape has no perf data is NaN; a pass that lands on it
+prices as NaN and the replay reports the row unpriceable.
 """
 from __future__ import annotations
 
