@@ -98,3 +98,13 @@ def test_tables_sliced_from_a_larger_extent_equal_tables_built_at_the_smaller_on
     assert np.array_equal(fresh[1], sliced.chunk_attention)
     assert np.array_equal(engine._build_shared(model, small.tokens)[1], sliced.shared)
     assert np.array_equal(lattice(2048, 512, 64), lattice(8192, 512, 64)[: len(lattice(2048, 512, 64))])
+
+
+def test_mla_block_reads_the_kv_cache_in_the_engine_replay():
+    """DeepSeek's fused MLA block holds its attention: a decode pass costs more at a longer KV and a
+    chunk costs more after a longer cached start, as for models with a separate attention op."""
+    passes = engine_pricer(engine_tables(PassModel(DEEPSEEK, "reference"), TableExtent(4096, 4, 4096, 8192, 64, 16384)), 1)
+    short, long = (passes.pass_ms(PassShape((), (), 32, 32 * kv)) for kv in (1024, 16000))
+    assert long > short * 1.05
+    fresh, late = (passes.pass_ms(PassShape((start,), (1024,), 0, 0)) for start in (0, 8000))
+    assert late > fresh

@@ -48,6 +48,12 @@ from estimator.scheduler.facts import step_pricer
 from estimator.steps.fold import op_fold, sequential_sum
 from estimator.steps.mixed import CONTEXT_ATTENTION, GENERATION_ATTENTION
 
+# The ops that read the KV cache: attention, and MLA's fused attention block (DeepSeek, Kimi). They
+# are priced per chunk at its KV start and per decode batch at its KV length; every other op is
+# token-major.
+CONTEXT_KV_OPS = (CONTEXT_ATTENTION, "context_mla_block")
+GENERATION_KV_OPS = (GENERATION_ATTENTION, "generation_mla_block")
+
 OP_PRICERS = (*PRICERS, "sol")  # what estimator.scheduler.facts.step_pricer builds
 PER_OCTAVE = {"tokens": 64, "chunks": 4, "chunk": 4, "attention_rows": 8, "kv": 8, "rows": 64}  # geometric nodes per doubling
 EXACT_UP_TO = {"tokens": 16384, "chunks": 4, "chunk": 8, "attention_rows": 16, "kv": 16, "rows": 2048}  # every integer node up to here
@@ -169,7 +175,7 @@ def _build_shared(model: PassModel, tokens_top: int):
     """Context ops except attention, one request of t tokens, at every token node."""
     tokens = _model_axis(model, "tokens", tokens_top)
     shapes = np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens)))
-    return (tokens,), _component_pricers(model).context(shapes, exclude=CONTEXT_ATTENTION)
+    return (tokens,), _component_pricers(model).context(shapes, exclude=CONTEXT_KV_OPS)
 
 
 def _build_chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
@@ -177,7 +183,7 @@ def _build_chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, st
     chunks, chunk = _model_axis(model, "chunks", chunks_top), _model_axis(model, "chunk", chunk_top)
     starts = np.concatenate(([0.0], _model_axis(model, "chunk", start_top)))
     grid3 = np.stack(np.meshgrid(chunks, chunk, starts, indexing="ij"), axis=-1).reshape(-1, 3)
-    prices = _component_pricers(model).context(grid3, only=CONTEXT_ATTENTION, attention=True)
+    prices = _component_pricers(model).context(grid3, only=CONTEXT_KV_OPS, attention=True)
     return (chunks, chunk, starts), prices.reshape(len(chunks), len(chunk), len(starts))
 
 
@@ -185,14 +191,14 @@ def _build_decode_attention(model: PassModel, rows_top: int, kv_top: int):
     """Generation attention of (query rows, KV length) at every node of the two axes."""
     attention_rows, kv = _model_axis(model, "attention_rows", rows_top), _model_axis(model, "kv", kv_top)
     grid2 = np.stack(np.meshgrid(attention_rows, kv, indexing="ij"), axis=-1).reshape(-1, 2)
-    prices = _component_pricers(model).generation(grid2, only=GENERATION_ATTENTION, attention=True)
+    prices = _component_pricers(model).generation(grid2, only=GENERATION_KV_OPS, attention=True)
     return (attention_rows, kv), prices.reshape(len(attention_rows), len(kv))
 
 
 def _build_decode_other(model: PassModel, rows_top: int):
     """Generation ops except attention at every query-row node."""
     rows = _model_axis(model, "rows", rows_top)
-    return (rows,), _component_pricers(model).generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_ATTENTION)
+    return (rows,), _component_pricers(model).generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_KV_OPS)
 
 
 _shared = _GrownGrid(_build_shared)
@@ -209,13 +215,13 @@ class _ComponentPricers:
     attention: Pricer  # a pricer of the attention ops only (the full pricer when it cannot be narrowed)
     model: PassModel
 
-    def context(self, shapes: np.ndarray, only: str | None = None, exclude: str | None = None, attention: bool = False) -> np.ndarray:
+    def context(self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False) -> np.ndarray:
         pricer = self.attention if attention else self.full
         lat = _price_tolerant(lambda s: pricer.context_many(s, self.model.seq_scale), shapes, len(pricer.context_names))
         fold = op_fold(pricer.context_names, pricer.context_sources, only, exclude)
         return sequential_sum(fold.apply(lat))
 
-    def generation(self, shapes: np.ndarray, only: str | None = None, exclude: str | None = None, attention: bool = False) -> np.ndarray:
+    def generation(self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False) -> np.ndarray:
         pricer = self.attention if attention else self.full
         lat = _price_tolerant(lambda s: pricer.generation_many(s, self.model.gen_scale), shapes, len(pricer.generation_names))
         fold = op_fold(pricer.generation_names, pricer.generation_sources, only, exclude)
@@ -228,14 +234,14 @@ def _component_pricers(model: PassModel) -> _ComponentPricers:
     every op at every node (the SOL pricer is priced whole)."""
     full = step_pricer(model.pricer, model.deployment)
     if hasattr(full, "restricted"):
-        return _ComponentPricers(full, full.restricted({CONTEXT_ATTENTION}, {GENERATION_ATTENTION}), model)
+        return _ComponentPricers(full, full.restricted(set(CONTEXT_KV_OPS), set(GENERATION_KV_OPS)), model)
     if model.pricer != "native":
         return _ComponentPricers(full, full, model)
     ops = native_model(model.deployment)
     attention = NativePricer(
         ops.tables,
-        [op for op in ops.ops.context if op.name == CONTEXT_ATTENTION],
-        [op for op in ops.ops.generation if op.name == GENERATION_ATTENTION],
+        [op for op in ops.ops.context if op.name in CONTEXT_KV_OPS],
+        [op for op in ops.ops.generation if op.name in GENERATION_KV_OPS],
     )
     return _ComponentPricers(full, attention, model)
 

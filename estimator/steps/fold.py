@@ -55,9 +55,12 @@ class OpFold:
 
 
 @functools.lru_cache(maxsize=256)
-def op_fold(names: tuple[str, ...], sources: tuple[str, ...], only: str | None = None, exclude: str | None = None) -> OpFold:
-    """The fold of an op list keeping ops named `only` (if given) and dropping ops named `exclude`."""
-    kept = [i for i, n in enumerate(names) if (only is None or n == only) and n != exclude]
+def op_fold(names: tuple[str, ...], sources: tuple[str, ...], only: str | tuple[str, ...] | None = None,
+            exclude: str | tuple[str, ...] | None = None) -> OpFold:  # fmt: skip
+    """The fold of an op list keeping the ops named `only` (a name or names; all when None) and
+    dropping the ops named `exclude`."""
+    keep, drop = _name_set(only), _name_set(exclude) or frozenset()
+    kept = [i for i, n in enumerate(names) if (keep is None or n in keep) and n not in drop]
     unique_names: list[str] = []
     unique_sources: list[str] = []
     slots = []
@@ -76,6 +79,10 @@ def op_fold(names: tuple[str, ...], sources: tuple[str, ...], only: str | None =
         slots=np.array(slots, dtype=np.int64),
         unique=len(unique_names) == len(kept),
     )
+
+
+def _name_set(names: str | tuple[str, ...] | None) -> frozenset[str] | None:
+    return None if names is None else frozenset((names,) if isinstance(names, str) else names)
 
 
 def sequential_sum(values: np.ndarray) -> np.ndarray:
