@@ -45,7 +45,7 @@ def test_json_is_identical_under_both_pricers(extra, capsys):
         (["--model-path", "Qwen/Qwen3-32B", "--phase", "context", "--batch-size", "0", "--isl", "128"], "batch-size"),
         (["--model-path", "Qwen/Qwen3-32B", "--phase", "context", "--batch-size", "1", "--isl", "128", "--prefix", "128"], "prefix (128)"),
         (["--model-path", "Qwen/Qwen3-32B", "--phase", "context", "--batch-size", "1", "--isl", "128", "--backend-version", "9.9"], "9.9"),
-        (["--model-path", "deepseek-ai/DeepSeek-V3", "--phase", "context", "--batch-size", "1", "--isl", "128"], "reference"),
+        (["--model-path", "deepseek-ai/DeepSeek-V3", "--phase", "context", "--batch-size", "1", "--isl", "128", "--pricer", "native"], "reference"),
     ],
     ids=["unknown-model", "zero-batch", "prefix-at-isl", "unknown-version", "non-native-family"],
 )

@@ -3,11 +3,14 @@ reference's model, the reference pricer's narrowed views, the HYBRID database mo
 closed-loop tables built for expensive pricers."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 
 import numpy as np
 import pytest
 
+from estimator.cli import main
+from estimator.cli.common import resolve_pricer
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
 from estimator.closedloop.pricing import PassShape, engine_pricer
 from estimator.deployment import Deployment, QuantOverrides
@@ -108,3 +111,14 @@ def test_mla_block_reads_the_kv_cache_in_the_engine_replay():
     assert long > short * 1.05
     fresh, late = (passes.pass_ms(PassShape((start,), (1024,), 0, 0)) for start in (0, 8000))
     assert late > fresh
+
+
+def test_cli_prices_moe_models_through_the_reference_engine_by_default(capsys):
+    """--pricer auto (the default): an MoE model needs no pricer flag; a dense one stays native."""
+    args = ["estimate", "--model-path", "Qwen/Qwen3-235B-A22B-FP8", "--system", "h200_sxm", "--backend", "sglang",
+            "--tp-size", "4", "--moe-ep-size", "4", "--isl", "1024", "--osl", "128", "--batch-size", "8", "--json"]  # fmt: skip
+    assert main(args) == 0 and '"ttft"' in capsys.readouterr().out
+    for model, pricer in (("Qwen/Qwen3-235B-A22B-FP8", "reference"), ("Qwen/Qwen3-32B", "native")):
+        ns = argparse.Namespace(pricer="auto", model_path=model)
+        resolve_pricer(ns)
+        assert ns.pricer == pricer

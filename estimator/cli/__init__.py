@@ -10,6 +10,7 @@ from estimator.cli import price_ops as price_ops_cmd
 from estimator.cli import refine as refine_cmd
 from estimator.cli import report as report_cmd
 from estimator.cli import sweep as sweep_cmd
+from estimator.cli.common import resolve_pricer
 from estimator.errors import EstimatorError
 
 COMMANDS = {
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        resolve_pricer(args)
         return COMMANDS[args.command].run(args) or 0
     except EstimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)

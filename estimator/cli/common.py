@@ -4,7 +4,21 @@ from __future__ import annotations
 import argparse
 
 from estimator.deployment import Deployment, QuantOverrides, require_positive
+from estimator.models.config import is_natively_modelled
 from estimator.pricing import PRICERS
+
+AUTO = "auto"  # native for the natively modelled architectures, the reference engine otherwise
+
+
+def add_pricer_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pricer", choices=(AUTO, *PRICERS), default=AUTO,
+                   help="op pricer (default auto: native for dense Llama/Qwen/MiMo models, reference otherwise)")  # fmt: skip
+
+
+def resolve_pricer(args: argparse.Namespace) -> None:
+    """Replace --pricer auto by the pricer the model needs (a model without a config is an error)."""
+    if getattr(args, "pricer", None) == AUTO:
+        args.pricer = "native" if is_natively_modelled(args.model_path) else "reference"
 
 
 def add_deployment_args(p: argparse.ArgumentParser) -> None:
@@ -20,7 +34,7 @@ def add_deployment_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nextn", type=int, default=0, help="speculative (MTP) draft depth")
     for kind in ("gemm", "moe", "kvcache", "fmha", "comm"):
         p.add_argument(f"--{kind}-quant-mode", default=None, help=f"override the inferred {kind} quant mode")
-    p.add_argument("--pricer", choices=PRICERS, default="native", help="op pricer (default: native)")
+    add_pricer_arg(p)
 
 
 def deployment_from_args(args: argparse.Namespace) -> Deployment:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from estimator.cli.common import add_pricer_arg
 from estimator.cli.estimate import nextn_accepted
 from estimator.closedloop import PRICINGS, ROW, ReplayOptions
 from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.disagg import DISAGG_COLUMNS
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
 from estimator.errors import InvalidInputError
-from estimator.pricing import PRICERS
 from estimator.scheduler import AGG_COLUMNS
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
@@ -80,7 +80,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-decode-workers", type=int, default=32, help="disagg: decode replicas at most (default 32)")
     p.add_argument("--top-n", type=int, default=DEFAULT_TOP_N, help="disagg: best rows per target (default 5)")
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
-    p.add_argument("--pricer", choices=PRICERS, default="native", help="op pricer (default: native)")
+    add_pricer_arg(p)
     p.add_argument("--refined-sla", action="store_true", help="gate and reprice candidates by the closed-loop replay")
     p.add_argument("--replay-pricing", choices=PRICINGS, default=ROW, help="closed-loop pass pricing for --refined-sla (default row)")
     p.add_argument("--show", type=int, default=5, help="best configurations printed (default 5)")
