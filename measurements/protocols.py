@@ -40,6 +40,7 @@ class EngineSettings:
     max_num_seqs: int | None  # running-request cap; None: derived by the engine from KV capacity
     citation: str  # the public document
     stream_interval: int = 1  # output tokens per streamed chunk, the first chunk included (SGLang); 1: every token
+    mixed_batches: bool = True  # a step may carry prefill chunks and decodes together (SGLang default: off)
 
 
 INFERENCEX = "inferencex"
@@ -103,7 +104,9 @@ def engine_defaults(engine: str, gpu_memory_bytes: int) -> EngineSettings:
             step_token_budget=8192 if gpu_memory_bytes < 160 * GIB else 16384,
             chunked_prefill=True,
             max_num_seqs=None,
-            citation="sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV pool",
+            citation=("sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
+                      "pool; enable_mixed_chunk False (a step prefills or decodes)"),  # fmt: skip
+            mixed_batches=False,
         )
     if engine == "trtllm":
         return EngineSettings(
@@ -173,7 +176,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
         budget, interval, recipe = SGLANG_DSR1_RECIPES[system]
         citation = (f"SemiAnalysisAI/InferenceX {recipe}: sglang.launch_server --chunked-prefill-size {budget} "
                     f"--stream-interval {interval}")  # fmt: skip
-        return EngineSettings(step_token_budget=budget, chunked_prefill=True, max_num_seqs=None, citation=citation, stream_interval=interval)
+        return EngineSettings(step_token_budget=budget, chunked_prefill=True, max_num_seqs=None, citation=citation, stream_interval=interval,
+                              mixed_batches=False)  # fmt: skip
     return None
 
 
@@ -193,6 +197,7 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         chunked_prefill=engine.chunked_prefill,
         max_num_seqs=engine.max_num_seqs,
         stream_interval=engine.stream_interval,
+        mixed_batches=engine.mixed_batches,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

@@ -44,6 +44,7 @@ class Protocol:
     chunked_prefill: bool | None  # a prompt may be split across steps
     max_num_seqs: int | None  # engine cap on running requests; None: derived by the engine from KV capacity
     stream_interval: int | None  # output tokens per streamed chunk, first chunk included (SGLang --stream-interval); None: 1
+    mixed_batches: bool | None  # a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); None: true
     engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
     engine_citation: str  # public document the engine settings come from
 
@@ -147,6 +148,7 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "chunked_prefill": "true: prompts may be split across steps",
         "max_num_seqs": "engine cap on running requests; empty: derived by the engine from KV capacity",
         "stream_interval": "output tokens per streamed chunk, the first one included (SGLang --stream-interval); empty: 1",
+        "mixed_batches": "true: a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); empty: true",
         "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
         "engine_citation": "public document the engine settings come from",
     }

@@ -283,8 +283,8 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
     [
         ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024)),
         ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256)),
-        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None)),
-        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None)),
+        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed=False)),
+        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed=False)),
         ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048)),
     ],
 )
@@ -531,6 +531,20 @@ def test_stream_interval_delays_the_first_token_the_client_sees():
     assert capped["tpot"] == 0.0 and capped["ttft"] == pytest.approx(capped["request_latency"], rel=1e-12)
     with pytest.raises(InvalidInputError, match="stream_interval"):
         EngineSettings(8192, True, stream_interval=0)
+
+
+def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
+    """SGLang's default: a pass that prefills carries no decoder. At C = 2 with staggered prompts a
+    decoder skips the other prompt's prefill pass: its TPOT grows; C = 1 is unchanged."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+
+    def run(clients, mixed, impl="numba"):
+        plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), clients, 512, 64)
+        return replay_agg(plan, AggSpec(EngineSettings(4096, True, mixed=mixed)), pricer, impl).stats
+
+    assert run(1, False) == run(1, True)
+    assert run(2, False).tpot_mean > run(2, True).tpot_mean
+    assert run(2, False) == run(2, False, "python")
 
 
 def test_engine_refinement_of_result_rows():

@@ -119,7 +119,7 @@ def fake_closedloop(agg_row):
     return types.SimpleNamespace(
         Steady=lambda: ("steady",),
         Benchmark=lambda prompts_per_client, range_ratio: ("benchmark", prompts_per_client, range_ratio),
-        EngineSettings=lambda budget, chunked, max_num_seqs, stream_interval: (budget, chunked, max_num_seqs, stream_interval),
+        EngineSettings=lambda budget, chunked, max_num_seqs, stream_interval, mixed: (budget, chunked, max_num_seqs, stream_interval, mixed),
         closed_loop_for_agg_row=agg_row,
         closed_loop_for_disagg_row=agg_row,
     )
@@ -157,7 +157,7 @@ def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, mo
     p = dense_row.measurement.protocol
     assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, 123.0, 4.5)
     assert seen == {
-        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": (p.step_token_budget, p.chunked_prefill, p.max_num_seqs, 1),
+        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": (p.step_token_budget, p.chunked_prefill, p.max_num_seqs, 1, p.mixed_batches is not False),
         "pricer": "native", "ctx_tokens": p.step_token_budget, "deployment": dense_row.inputs.deployment,
     }  # fmt: skip
 

@@ -243,10 +243,12 @@ def _buffers(clients, requests):
 
 
 @njit(cache=True)
-def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decode_budget, running, starts, takes, firsts, decs, svc):
+def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decode_budget, mixed, running, starts, takes, firsts,
+               decs, svc):  # fmt: skip
     """Walk the active list spending the token budget (oracle.agg_calendar's pass formation).
     Fills starts/takes (chunks), firsts (prompts completing), decs (decoders) and svc (admitted
-    requests still before their first token). Returns (nc, nf, nd, ns, new_starts, kv_sum, running)."""
+    requests still before their first token); without mixed batches a pass that prefills carries
+    no decoder. Returns (nc, nf, nd, ns, new_starts, kv_sum, running)."""
     left = budget
     nc = nf = nd = ns = new_starts = kv_sum = 0
     for p in range(n_act):
@@ -277,11 +279,19 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
             if ri[c, TODO] == 0:
                 firsts[nf] = c
                 nf += 1
-        elif ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
+        elif mixed and ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
             left -= decode_budget
             decs[nd] = c
             nd += 1
             kv_sum += ri[c, ISL] + ri[c, MADE]
+    if not mixed and nc == 0:
+        for p in range(n_act):
+            c = order[p]
+            if ri[c, TODO] == 0 and ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
+                left -= decode_budget
+                decs[nd] = c
+                nd += 1
+                kv_sum += ri[c, ISL] + ri[c, MADE]
     return nc, nf, nd, ns, new_starts, kv_sum, running
 
 
@@ -358,11 +368,11 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 
 @njit(cache=True, nogil=True)
-def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, decode_budget, k,
+def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, decode_budget, k,
                  turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
-    them emit in every pass. Returns (status, stats, completed born, completed at)."""
+    them emit in every pass (mixed batches only). Returns (status, stats, completed born, completed at)."""
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -379,7 +389,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     hj = np.empty(clients, dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty(clients, dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = 0
-    cohort = k == 1.0  # decoders are a cohort (else: per request)
+    cohort = k == 1.0 and mixed  # decoders are a cohort (else: per request)
     n_coh = epoch = joins = kv_coh = 0  # cohort size, decode passes so far, joins so far, summed KV
     t = 0.0
     for c in range(clients):
@@ -405,7 +415,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
         nc = nf = nd = ns = new_starts = kv_sum = 0
         if n_act > 0:
             nc, nf, nd, ns, new_starts, kv_sum, running = _form_pass(
-                order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, running,
+                order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
                 starts, takes, firsts, decs, svc,
             )
         if cohort:
@@ -470,7 +480,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                     n_coh = _join_cohort(ri, c, epoch, joins, hk, hj, hc, n_coh)
                     joins += 1
                     kv_coh += ri[c, ISL] + ri[c, MADE]
-        elif k == 1.0:
+        elif k == 1.0 and mixed:
             cohort, n_act, n_coh, epoch, kv_coh = _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, hk, hj, hc)
             joins = n_coh
         for i in range(n_fin):

@@ -120,7 +120,7 @@ class _Run:
 def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     """The fused continuous-batching pass calendar of one rank (closed-loop.md section 1)."""
     run = _Run(plan, spec.prefix)
-    budget, chunked = spec.settings.budget, spec.settings.chunked
+    budget, chunked, mixed = spec.settings.budget, spec.settings.chunked, spec.settings.mixed
     max_seqs = spec.settings.max_num_seqs or plan.clients
     t = 0.0
     active: list[Request] = []
@@ -155,9 +155,14 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 left -= take
                 if r.todo == 0:
                     firsts.append(r)  # the prompt completes: its first token comes from this pass
-            elif r.made < r.osl and left >= spec.decode_budget_tokens:
+            elif mixed and r.made < r.osl and left >= spec.decode_budget_tokens:
                 left -= spec.decode_budget_tokens
                 decs.append(r)
+        if not mixed and not takes:  # without mixed batches only a pass that prefills nothing decodes
+            for r in active:
+                if r.todo == 0 and r.made < r.osl and left >= spec.decode_budget_tokens:
+                    left -= spec.decode_budget_tokens
+                    decs.append(r)
         if not takes and not decs:
             if not waiting:
                 raise NoProgressError(STALLED_MESSAGE)

@@ -418,5 +418,6 @@ def _setup(case: Case) -> dict:
     setup = {"pricing": case.pricing, "protocol": case.protocol.name}
     if isinstance(case, AggCase):
         s = case.spec.settings
-        setup |= {"budget": s.budget, "chunked": s.chunked, "max_num_seqs": s.max_num_seqs, "stream_interval": s.stream_interval}
+        setup |= {"budget": s.budget, "chunked": s.chunked, "max_num_seqs": s.max_num_seqs, "stream_interval": s.stream_interval,
+                  "mixed": s.mixed}  # fmt: skip
     return setup

@@ -7,7 +7,8 @@
 * SGLang: ``--chunked-prefill-size`` by GPU memory (``ServerArgs``): 2048 below 35 GiB, 4096 below
   60 GiB, 8192 below 160 GiB (H100, H200), 16384 above (B200, B300); chunking is on whenever the
   size is positive. ``--max-running-requests`` defaults to a KV-capacity-derived value, so the
-  replay sets no cap.
+  replay sets no cap. ``--enable-mixed-chunk`` is off by default: a step either prefills (new
+  prompts first) or decodes, so running decodes pause while prompts are prefilled.
 * TensorRT-LLM (``trtllm-serve`` / LLM API): ``max_num_tokens`` 8192, ``max_batch_size`` 2048,
   ``enable_chunked_prefill`` False (aiconfigurator models the same 8192 token budget).
 
@@ -39,6 +40,7 @@ class EngineSettings:
     chunked: bool  # chunked prefill: a prompt may be split across steps
     max_num_seqs: int | None = None  # running requests per rank (>= 1); None: no cap
     stream_interval: int = 1  # output tokens per streamed chunk, the first chunk included (SGLang --stream-interval; >= 1)
+    mixed: bool = True  # a pass may carry prefill chunks and decoders together (SGLang: only with --enable-mixed-chunk)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
@@ -46,6 +48,7 @@ class EngineSettings:
         if self.max_num_seqs is not None:
             object.__setattr__(self, "max_num_seqs", _positive("max_num_seqs", self.max_num_seqs))
         object.__setattr__(self, "stream_interval", _positive("stream_interval", self.stream_interval))
+        object.__setattr__(self, "mixed", bool(self.mixed))
 
 
 def _positive(name: str, value) -> int:
@@ -66,7 +69,7 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) 
     if backend is Backend.VLLM:
         return EngineSettings(8192 if large else 2048, True, 1024 if large else 256)
     if backend is Backend.SGLANG:
-        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None)
+        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed=False)
     return EngineSettings(8192, False, 2048)
 
 
