@@ -43,7 +43,7 @@ def silicon_measurement(row: dict) -> Measurement:
     source = source_of(row["silicon_data_source"])
     concurrency = _int(fields.get("silicon_concurrency"))
     recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"])
-    engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity)
+    engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity, row["system"])
     client = protocols.CLIENTS[source]
     return Measurement(
         id=str(row["id"]),

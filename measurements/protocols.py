@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
+from estimator.closedloop.settings import engine_defaults as replay_engine_defaults
 from measurements.schema import Protocol
 
 GIB = 1 << 30
@@ -89,33 +90,23 @@ CLIENTS: Mapping[str, ClientProtocol] = MappingProxyType(
 )
 
 
-def engine_defaults(engine: str, gpu_memory_bytes: int) -> EngineSettings:
-    """The engine's documented scheduler defaults on a GPU with that much memory."""
-    if engine == "vllm":
-        big = gpu_memory_bytes >= 70 * GIB  # none of the measured systems is an A100
-        return EngineSettings(
-            step_token_budget=8192 if big else 2048,
-            chunked_prefill=True,
-            max_num_seqs=1024 if big else 256,
-            citation="vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default)",
-        )
-    if engine == "sglang":
-        return EngineSettings(
-            step_token_budget=8192 if gpu_memory_bytes < 160 * GIB else 16384,
-            chunked_prefill=True,
-            max_num_seqs=None,
-            citation=("sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
-                      "pool; enable_mixed_chunk False (a step prefills or decodes)"),  # fmt: skip
-            mixed_batches=False,
-        )
-    if engine == "trtllm":
-        return EngineSettings(
-            step_token_budget=8192,
-            chunked_prefill=False,
-            max_num_seqs=2048,
-            citation="tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8192, max_batch_size 2048, enable_chunked_prefill False",
-        )
-    raise ValueError(f"no documented defaults for engine {engine!r}")
+ENGINE_DEFAULT_CITATIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "vllm": "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default)",
+        "sglang": ("sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
+                   "pool; enable_mixed_chunk False (a step prefills or decodes)"),  # fmt: skip
+        "trtllm": "tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8192, max_batch_size 2048, enable_chunked_prefill False",
+    }
+)
+
+
+def engine_defaults(engine: str, gpu_memory_bytes: int, system: str = "") -> EngineSettings:
+    """The engine's documented scheduler defaults on a GPU with that much memory: the values the
+    replay uses (estimator.closedloop.settings.engine_defaults), with their citation."""
+    if engine not in ENGINE_DEFAULT_CITATIONS:
+        raise ValueError(f"no documented defaults for engine {engine!r}")
+    s = replay_engine_defaults(engine, system, gpu_memory_bytes)
+    return EngineSettings(s.budget, s.chunked, s.max_num_seqs, ENGINE_DEFAULT_CITATIONS[engine], mixed_batches=s.mixed)
 
 
 # InferenceX's TRT-LLM recipes size max_num_tokens per model (chunked prefill left at its default, off).
