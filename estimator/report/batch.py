@@ -13,7 +13,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from queue import Empty
-from typing import Iterable, TextIO
+from typing import Callable, Iterable, TextIO
 
 from estimator.report.methods import METHODS, Uncovered, first_line
 from measurements.mapping import MappedRow
@@ -54,15 +54,16 @@ def uncovered(mid: str, method: str, reason: str) -> PointResult:
     return PointResult(mid, method, False, reason, nan, nan, "", nan, nan)
 
 
-def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...], progress=None) -> list[tuple[int, list[PointResult]]]:
+def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...],
+                 progress: Callable[[int], object] | None = None) -> list[tuple[int, list[PointResult]]]:  # fmt: skip
     """Every method on every (index, row), serially, deployment by deployment (so that tables and
-    pricers are reused); results keyed by the row index. `progress` (a queue) receives the count
-    of rows done after each CHUNK_ROWS."""
+    pricers are reused); results keyed by the row index. `progress` is called with the count of
+    rows done after each CHUNK_ROWS."""
     out = []
     for task in tasks(rows):
         out.extend((index, [predict(row, method) for method in methods]) for index, row in task)
         if progress is not None:
-            progress.put(len(task))
+            progress(len(task))
     return out
 
 
@@ -81,9 +82,7 @@ def predict_all(
     results: dict[int, list[PointResult]] = {}
     if workers <= 1:
         for stack in stacks(rows):
-            for task in tasks(stack):
-                results.update(predict_rows(task, methods))
-                bar.advance(len(task))
+            results.update(predict_rows(stack, methods, bar.advance))
     else:
         context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
         done = context.Queue()
@@ -108,7 +107,7 @@ def _attach_progress(queue) -> None:
 
 
 def _predict_stack(stack: list[tuple[int, MappedRow]], methods: tuple[str, ...]) -> list[tuple[int, list[PointResult]]]:
-    return predict_rows(stack, methods, _progress_queue)
+    return predict_rows(stack, methods, _progress_queue.put)
 
 
 def _drain(queue, bar: Progress) -> None:
