@@ -16,6 +16,7 @@ from estimator.models.config import is_natively_modelled
 from estimator.perf.system_spec import SystemSpec, load_system_spec, quant_profile
 from estimator.perf.versions import resolve_version
 from estimator.pricing import Pricer, make_pricer, native_model
+from estimator.scheduler.policies import POLICIES
 
 # Families whose MoE block-scale dispatch workspace is added to the activations (MOE_WORKSPACE_FAMILIES).
 MOE_WORKSPACE_FAMILIES = frozenset({"GEMMA4MIX", "STEP3P7", "DEEPSEEK", "DEEPSEEKV32", "DEEPSEEKV4", "KIMIK25"})
@@ -99,7 +100,7 @@ def reference_facts(deployment: Deployment) -> DeploymentFacts:
     attention_width = model._num_heads * model._head_size
     workspace = 0
     if family in MOE_WORKSPACE_FAMILIES and model._num_experts:
-        width = workspace_width(deployment, family, attention_width, getattr(model, "_hidden_size", attention_width))
+        width = POLICIES[deployment.backend].moe_workspace_width(family, attention_width, getattr(model, "_hidden_size", attention_width))
         workspace = width * c.attention_dp_size * model._num_experts * model._topk
     return DeploymentFacts(
         version=version,
@@ -118,14 +119,6 @@ def reference_facts(deployment: Deployment) -> DeploymentFacts:
         nextn=deployment.nextn,
         **_system_facts(load_system_spec(deployment.system), deployment.tp),
     )
-
-
-def workspace_width(deployment: Deployment, family: str, attention_width: int, hidden_size: int) -> int:
-    """Per-token feature width of the MoE dispatch workspace (_moe_workspace_width): SGLang uses the
-    residual hidden size; TRT-LLM and vLLM keep the attention width except for the hybrid families."""
-    if deployment.backend.value == "sglang" or family in {"GEMMA4MIX", "STEP3P7"}:
-        return hidden_size
-    return attention_width
 
 
 def _system_facts(spec: SystemSpec, tp: int) -> dict:

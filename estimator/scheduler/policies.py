@@ -21,6 +21,10 @@ MIB = 1 << 20
 _MOE_LIKE_TRTLLM = ("MOE", "GEMMA4MIX", "STEP3P7", "DEEPSEEK", "DEEPSEEKV32", "DEEPSEEKV4", "KIMIK25")
 _MOE_LIKE_SGLANG = (*_MOE_LIKE_TRTLLM, "KIMIK3")
 
+# Hybrid MoE families whose attention width differs from the residual stream; TRT-LLM and vLLM size
+# their MoE workspace by the residual width only for these (the rest keep the attention width).
+_HYBRID_MOE_FAMILIES = frozenset({"GEMMA4MIX", "STEP3P7"})
+
 _FAMILY_COEFFS_SGLANG = {
     "GPT": {1: 13, 2: 8, 4: 6.5, 8: 6.5},
     "LLAMA": {1: 14, 2: 8.5, 4: 6.5, 8: 6.5},
@@ -70,6 +74,7 @@ class BackendPolicy:
     kv_reserved: float  # KvBudget.reserved
     kv_tolerance: float  # KvBudget.tolerance
     kv_of_free: bool  # KvBudget.of_free
+    workspace_hidden_families: frozenset[str] | None  # MoE workspace width is the residual hidden size for these (None: all)
 
     def mix_decode_requests(self, b: int, ctx_tokens: int, isl: int, decode_iterations: float) -> int:
         """Decode requests sharing a mixed step with the prefill (_mix_step_gen_tokens), >= 1."""
@@ -102,6 +107,11 @@ class BackendPolicy:
         if request_latency_ms <= 0:
             return step_throughput
         return min(step_throughput, b * max(osl - 1, 0) * 1000.0 / request_latency_ms)
+
+    def moe_workspace_width(self, family: str, attention_width: int, hidden_size: int) -> int:
+        """Per-token feature width of the MoE dispatch workspace (_moe_workspace_width)."""
+        families = self.workspace_hidden_families
+        return hidden_size if families is None or family in families else attention_width
 
     def activation_coeff(self, family: str, tp: int) -> float:
         table = self.activation_coeffs.get(family, self.activation_coeffs["default"])
@@ -161,18 +171,21 @@ POLICIES: Mapping[Backend, BackendPolicy] = MappingProxyType(
             log_queue_factor=False, littles_law_cap=False, activation_coeffs=_frozen(_FAMILY_COEFFS_SGLANG),
             min_activation_bytes=90 * MIB, activation_overhead=0.15, others_overhead=0.20,
             agg_activation_tokens=None, kv_reserved=0.0, kv_tolerance=0.02, kv_of_free=False,
+            workspace_hidden_families=None,
         ),
         Backend.VLLM: BackendPolicy(
             backend=Backend.VLLM, serial_prefill=True, drain_steps=0, dispatch_ms_per_layer=0.8,
             log_queue_factor=True, littles_law_cap=True, activation_coeffs=_frozen(_FAMILY_COEFFS_TRTLLM),
             min_activation_bytes=70 * MIB, activation_overhead=0.0, others_overhead=0.0,
             agg_activation_tokens=None, kv_reserved=0.0, kv_tolerance=0.02, kv_of_free=False,
+            workspace_hidden_families=_HYBRID_MOE_FAMILIES,
         ),
         Backend.TRTLLM: BackendPolicy(
             backend=Backend.TRTLLM, serial_prefill=False, drain_steps=3, dispatch_ms_per_layer=0.0,
             log_queue_factor=False, littles_law_cap=False, activation_coeffs=_frozen(_FAMILY_COEFFS_TRTLLM),
             min_activation_bytes=70 * MIB, activation_overhead=0.0, others_overhead=0.0,
             agg_activation_tokens=TRTLLM_MAX_NUM_TOKENS, kv_reserved=0.015, kv_tolerance=0.02, kv_of_free=True,
+            workspace_hidden_families=_HYBRID_MOE_FAMILIES,
         ),
     }
 )
