@@ -16,9 +16,9 @@ between nodes. This is the approximation of engine pricing:
   neighbours; attention is smooth in its axes (passes within 0.5% of direct pricing, tested);
 * context attention is evaluated per chunk at the pass's chunk count and averaged (batched
   attention, each chunk at its own new tokens and KV start), not at one mean chunk;
-* the pass-1 shared ops are priced with no cached context (only context attention reads the
-  prefix in the native op set), and decode ops other than generation attention at KV length 1
-  (only generation attention reads the KV length).
+* the pass-1 shared ops are priced with no cached context and the decode step's other ops at KV
+  length 1: only the KV-reading ops (``CONTEXT_KV_OPS`` / ``GENERATION_KV_OPS``: attention, and
+  MLA's fused attention block) read the prefix or the KV length.
 
 The reference engine (MoE, MLA and hybrid models) prices a shape 10-100x slower than the native
 kernels, so its lattices are coarser (``LATTICES``; passes within 1% of direct pricing, tested),
