@@ -273,13 +273,14 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     unchunked = rows[(rows["chunked_prefill"].astype(str).str.lower() == "false") & (rows["mode"] == "agg")]
     blocked = (unchunked["isl"] + unchunked["concurrency"].fillna(1) > unchunked["step_token_budget"]).sum()
     from_recipes = (rows["engine_settings"] == "source").sum()
-    streamed = (rows["stream_interval"].fillna(1) > 1).sum()
+    intervals = rows["stream_interval"].fillna(1)
+    streamed, interval_values = (intervals > 1).sum(), " or ".join(str(int(v)) for v in sorted(set(intervals[intervals > 1])))
     return [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
         "DeepSeek-R1 on H200/B200: chunked prefill size 32768 and a stream interval); the others use the engines' documented "
         "defaults (the sample does not record the launch flags per row).",
-        f"{streamed} rows stream every 10 or 30 tokens (SGLang --stream-interval, first chunk included): the client sees the "
+        f"{streamed} rows stream every {interval_values or 1} tokens (SGLang --stream-interval, first chunk included): the client sees the "
         "first token that many decode steps minus one after the prefill.",
         f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
         f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
