@@ -18,8 +18,17 @@ from estimator.cli import main
 from estimator.deployment import Deployment
 from estimator.disagg import Calibration, DisaggPoint, Role, disagg_row, round_row, run_disagg, worker_row
 from estimator.disagg.ranking import merge_ranked, quicksort_desc
-from estimator.disagg.search import DECODE_BATCH_SCHEDULE, WorkerLimits, decode_batch_sizes, match_workers, prefill_batch_sizes
-from estimator.errors import InvalidInputError
+from estimator.disagg.search import (
+    DECODE_BATCH_SCHEDULE,
+    WorkerLimits,
+    decode_batch_sizes,
+    fitting_batches,
+    match_workers,
+    prefill_batch_sizes,
+    worker_candidates,
+)
+from estimator.errors import InvalidInputError, PerfDataMissingError
+from estimator.pricing.native import NativePricer
 from estimator.scheduler import StaticPoint
 from estimator.steps import Semantics
 
@@ -43,6 +52,32 @@ def test_verified_legacy_row():
     assert (r["tokens/s"], r["tokens/s/gpu"], r["tokens/s/user"], r["seq/s"]) == (448.819, 74.803, 42.921, 0.877)
     assert (r["(p)seq/s/worker"], r["(d)seq/s/worker"], r["(p)memory"], r["(d)memory"]) == (0.487, 1.344, 27.402, 53.115)
     assert (r["num_total_gpus"], r["concurrency"], r["(p)workers"], r["(d)workers"]) == (6, 16, 2, 1)
+
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_worker_candidates_are_the_fitting_batches_priced_together(role):
+    point, batches = StaticPoint(8192, 1024, 1), decode_batch_sizes(512)
+    candidates = worker_candidates(QWEN, batches, point, role, LEGACY, Calibration())
+    fitting = fitting_batches(QWEN, batches, point, role)
+    assert 0 < len(fitting) < len(batches)  # the walk stops at the first batch that does not fit
+    assert [c.row["bs"] for c in candidates] == fitting
+    assert [c.row for c in candidates] == [worker_row(QWEN, dataclasses.replace(point, batch_size=b), role, LEGACY).row for b in fitting]
+
+
+def test_a_batch_without_perf_data_is_skipped_and_the_others_kept(monkeypatch):
+    point, batches = StaticPoint(2048, 256, 1), (1, 2, 8, 16)
+    want = {c.row["bs"]: c.row for c in worker_candidates(QWEN, batches, point, Role.DECODE, LEGACY, Calibration())}
+    priced = NativePricer.generation_many
+
+    def missing_at_batch_8(self, shapes, scale=1.0):
+        if (np.asarray(shapes)[:, 0] == 8).any():
+            raise PerfDataMissingError("no generation data at batch 8")
+        return priced(self, shapes, scale)
+
+    monkeypatch.setattr(NativePricer, "generation_many", missing_at_batch_8)
+    got = worker_candidates(QWEN, batches, point, Role.DECODE, LEGACY, Calibration())
+    assert [c.row for c in got] == [want[b] for b in (1, 2, 16)]
 
 
 def test_uncached_row_skips_the_intermediate_rounding():

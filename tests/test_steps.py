@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
-from estimator.steps import MixedShape, Semantics, StepModel, decode_step, mixed_step, mixed_steps, static_context, static_generation
+from estimator.steps import (
+    MixedShape,
+    Semantics,
+    StepModel,
+    decode_step,
+    decode_step_totals,
+    mixed_step,
+    mixed_step_totals,
+    mixed_steps,
+    static_context,
+    static_generation,
+)
+from estimator.steps.phases import static_context_many, static_generation_many
 from estimator.steps.fold import MIXED_SOURCE, op_fold
 from estimator.steps.mixed import GENERATION_ATTENTION, SCALED_CONTEXT_ATTENTION, request_groups
 
@@ -121,6 +135,35 @@ def test_many_steps_equal_one_at_a_time():
     shapes = [MixedShape(*s) for s in MIXED]
     for semantics in Semantics:
         assert mixed_steps(model, shapes, semantics) == [mixed_step(model, s, semantics) for s in shapes]
+
+
+
+@st.composite
+def _mixed_shapes(draw):
+    isl = draw(st.integers(1, 20000))
+    prefix = draw(st.integers(0, isl - 1))
+    ctx = draw(st.sampled_from([0, isl - prefix, isl, 2 * isl, draw(st.integers(1, 40000))]))
+    return MixedShape(ctx, draw(st.integers(0, 300)), isl, draw(st.integers(1, 4000)), prefix)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shapes=st.lists(_mixed_shapes(), min_size=1, max_size=90), semantics=st.sampled_from(list(Semantics)))
+def test_step_totals_are_bit_identical_to_the_per_op_steps(shapes, semantics):
+    """The sweeps' totals-only paths (vectorised single-group steps, batched decode steps) give
+    exactly the latency_ms of the per-op steps, across the memo (<= 64 rows) and bulk paths."""
+    model = StepModel(make_pricer("native", QWEN_FP8), nextn=1)
+    assert mixed_step_totals(model, shapes, semantics).tolist() == [s.latency_ms for s in mixed_steps(model, shapes, semantics)]
+    requests = [s.decode_requests for s in shapes]
+    isl, osl = shapes[0].isl, shapes[0].osl
+    assert decode_step_totals(model, np.array(requests), isl, osl).tolist() == [decode_step(model, n, isl, osl).latency_ms for n in requests]
+
+
+@settings(max_examples=15, deadline=None)
+@given(batches=st.lists(st.integers(1, 512), min_size=1, max_size=12), isl=st.integers(1, 8000), osl=st.integers(1, 700))
+def test_static_phases_of_many_batches_equal_one_at_a_time(batches, isl, osl):
+    model = StepModel(make_pricer("native", QWEN_FP8))
+    assert static_generation_many(model, batches, isl, osl) == [static_generation(model, b, isl, osl) for b in batches]
+    assert static_context_many(model, batches, isl, isl // 2) == [static_context(model, b, isl, isl // 2) for b in batches]
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,11 @@ import numpy as np
 from estimator.deployment import Deployment, require_positive
 from estimator.disagg.combine import disagg_row
 from estimator.disagg.ranking import quicksort_desc
-from estimator.disagg.workers import Calibration, Role, WorkerRow, round_decimals, worker_row
+from estimator.disagg.workers import Calibration, Role, WorkerRow, round_decimals, worker_rows
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import StaticPoint
+from estimator.scheduler.facts import deployment_facts
+from estimator.scheduler.static import static_memory
 from estimator.steps import Semantics
 
 log = logging.getLogger(__name__)
@@ -59,19 +61,32 @@ def worker_candidates(
     calibration: Calibration,
     pricer: str = "native",
 ) -> list[WorkerRow]:
-    """Worker rows of one deployment at growing batches, up to the first that does not fit; a
-    batch with no perf data is skipped."""
-    rows = []
+    """Worker rows of one deployment at growing batches, up to the first that does not fit (memory
+    needs no pricing, so the walk runs first and the fitting batches are priced together); a batch
+    with no perf data is skipped."""
+    fitting = fitting_batches(deployment, batches, point, role)
+    try:
+        return worker_rows(deployment, point, fitting, role, semantics, calibration, pricer)
+    except PerfDataMissingError:
+        rows = []
+        for b in fitting:
+            try:
+                rows += worker_rows(deployment, point, (b,), role, semantics, calibration, pricer)
+            except PerfDataMissingError as exc:
+                log.debug("%s batch %d skipped: %s", role.value, b, exc)
+        return rows
+
+
+def fitting_batches(deployment: Deployment, batches: Iterable[int], point: StaticPoint, role: Role) -> list[int]:
+    """The batches before the first one whose worker does not fit in memory (OOM or KV-OOM)."""
+    facts = deployment_facts(deployment)
+    fitting = []
     for b in batches:
-        try:
-            row = worker_row(deployment, dataclasses.replace(point, batch_size=b), role, semantics, calibration, pricer)
-        except PerfDataMissingError as exc:
-            log.debug("%s batch %d skipped: %s", role.value, b, exc)
-            continue
-        if not row.fits:
+        memory = static_memory(facts, deployment, dataclasses.replace(point, batch_size=b), role.mode)
+        if memory.oom or memory.kv_oom:
             break
-        rows.append(row)
-    return rows
+        fitting.append(b)
+    return fitting
 
 
 @dataclass(frozen=True)

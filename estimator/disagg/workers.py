@@ -12,11 +12,12 @@ import dataclasses
 import enum
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
-from estimator.scheduler import StaticMode, StaticPoint, run_static
+from estimator.scheduler import StaticMode, StaticPoint
+from estimator.scheduler.static import run_static_batches
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import MemoryVerdict
@@ -104,15 +105,33 @@ def worker_row(
     pricer: str = "native",
 ) -> WorkerRow:
     """The worker row of one role at one batch (point.batch_size requests per attention-DP rank)."""
-    raw = run_static(deployment, dataclasses.replace(point, nextn_accepted=0.0), role.mode, pricer)
-    phase = raw.context if role is Role.PREFILL else raw.generation
-    ms = corrected_ms(phase, calibration.correction(role))
-    context_ms, generation_ms = (ms, 0.0) if role is Role.PREFILL else (0.0, ms)
-    row = static_row(deployment_facts(deployment), deployment, point, role.mode, context_ms, generation_ms, raw.memory)
+    return worker_rows(deployment, point, (point.batch_size,), role, semantics, calibration, pricer)[0]
+
+
+def worker_rows(
+    deployment: Deployment,
+    point: StaticPoint,
+    batches: Sequence[int],
+    role: Role,
+    semantics: Semantics = Semantics.UNCACHED,
+    calibration: Calibration = Calibration(),
+    pricer: str = "native",
+) -> list[WorkerRow]:
+    """worker_row at every batch size, the role's phase priced for all of them in one call (a
+    perf-data miss at any batch raises PerfDataMissingError)."""
     legacy = Semantics.parse(semantics) is Semantics.LEGACY
-    row = round_row(row) if legacy else row
     progress = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
-    if role is Role.DECODE and progress > 1.0:
-        row = project_speculative(row, progress, role.mode)
+    facts = deployment_facts(deployment)
+    rows = []
+    for b, raw in zip(batches, run_static_batches(deployment, dataclasses.replace(point, nextn_accepted=0.0), batches, role.mode, pricer)):
+        at_batch = dataclasses.replace(point, batch_size=b)
+        phase = raw.context if role is Role.PREFILL else raw.generation
+        ms = corrected_ms(phase, calibration.correction(role))
+        context_ms, generation_ms = (ms, 0.0) if role is Role.PREFILL else (0.0, ms)
+        row = static_row(facts, deployment, at_batch, role.mode, context_ms, generation_ms, raw.memory)
         row = round_row(row) if legacy else row
-    return WorkerRow(deployment, role, row, phase, raw.memory)
+        if role is Role.DECODE and progress > 1.0:
+            row = project_speculative(row, progress, role.mode)
+            row = round_row(row) if legacy else row
+        rows.append(WorkerRow(deployment, role, row, phase, raw.memory))
+    return rows

@@ -317,8 +317,11 @@ class NativePricer:
         return np.array([memo[key] for key in keys]).reshape(len(keys), len(c.names))
 
     def _price(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
-        """One kernel call over the shape rows; the first miss raises PerfDataMissingError."""
-        lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, shapes, is_context, float(scale))
+        """One kernel call over the distinct shape rows (rows price independently, so repeats are
+        copies); the first miss, in the caller's row order, raises PerfDataMissingError."""
+        distinct, inverse = np.unique(shapes, axis=0, return_inverse=True)
+        lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, distinct, is_context, float(scale))
+        lat, status = lat[inverse.ravel()], status[inverse.ravel()]
         if status.any():
             r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
             batch, s, prefix = shapes[r]

@@ -6,9 +6,10 @@ the estimate CLI's speculative projection for roles prefill / decode / static
 """
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from estimator.deployment import Deployment, require_positive
 from estimator.errors import InvalidInputError
@@ -16,7 +17,8 @@ from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MemoryVerdict, memory_use, verdict
 from estimator.scheduler.policies import POLICIES
-from estimator.steps import DEFAULT_STRIDE, ZERO_STEP, StepCost, StepModel, static_context, static_generation
+from estimator.steps import DEFAULT_STRIDE, ZERO_STEP, StepCost, StepModel
+from estimator.steps.phases import static_context_many, static_generation_many
 
 STATIC_COLUMNS = (
     "model", "isl", "osl", "prefix", "concurrency", "request_rate", "bs", "global_bs", "ttft", "tpot", "seq/s",
@@ -66,18 +68,29 @@ class StaticResult:
 
 def run_static(deployment: Deployment, point: StaticPoint, mode: StaticMode | str = StaticMode.STATIC, pricer: str = "native") -> StaticResult:
     """Estimate one static batch (BaseBackend.run_static, then the speculative projection)."""
+    return run_static_batches(deployment, point, (point.batch_size,), mode, pricer)[0]
+
+
+def run_static_batches(deployment: Deployment, point: StaticPoint, batches: Sequence[int], mode: StaticMode | str = StaticMode.STATIC,
+                       pricer: str = "native") -> list[StaticResult]:  # fmt: skip
+    """run_static of `point` at every batch size, each phase priced for all of them in one call
+    (a perf-data miss at any batch raises PerfDataMissingError)."""
     mode = StaticMode(mode)
     progress = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
     model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
-    b = point.batch_size
-    context = ZERO_STEP if mode is StaticMode.GENERATION else static_context(model, b, point.isl, point.prefix)
-    generation = ZERO_STEP if mode is StaticMode.CONTEXT else static_generation(model, b, point.isl, point.osl, point.stride)
+    n = len(batches)
+    contexts = [ZERO_STEP] * n if mode is StaticMode.GENERATION else static_context_many(model, batches, point.isl, point.prefix)
+    generations = [ZERO_STEP] * n if mode is StaticMode.CONTEXT else static_generation_many(model, batches, point.isl, point.osl, point.stride)
     facts = deployment_facts(deployment)
-    memory = static_memory(facts, deployment, point, mode)
-    row = static_row(facts, deployment, point, mode, context.latency_ms, generation.latency_ms, memory)
-    if mode is not StaticMode.CONTEXT and progress > 1.0:
-        row = project_speculative(row, progress, mode)
-    return StaticResult(row, context, generation, memory)
+    results = []
+    for b, context, generation in zip(batches, contexts, generations):
+        at_batch = dataclasses.replace(point, batch_size=b)
+        memory = static_memory(facts, deployment, at_batch, mode)
+        row = static_row(facts, deployment, at_batch, mode, context.latency_ms, generation.latency_ms, memory)
+        if mode is not StaticMode.CONTEXT and progress > 1.0:
+            row = project_speculative(row, progress, mode)
+        results.append(StaticResult(row, context, generation, memory))
+    return results
 
 
 def static_memory(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode) -> MemoryVerdict:

@@ -126,16 +126,49 @@ def mixed_step(model: StepModel, shape: MixedShape, semantics: Semantics = Seman
 
 def mixed_steps(model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics = Semantics.UNCACHED) -> list[MixedStepCost]:
     """Price mixed steps with one context_many and one generation_many call for the whole list."""
-    pack = PACKINGS[Semantics.parse(semantics)]
-    active = [s for s in shapes if _prices_anything(s)]
-    packings = [pack(s, s.decode_requests * model.query_multiplier) for s in active]
-    ctx_rows = [row for p in packings for row in p.pass1 + p.pass2]
-    gen_rows = [(s.decode_requests * model.query_multiplier, decode_kv_position(s.isl, s.osl)) for s in active if s.decode_requests > 0]
-    ctx_lat = model.pricer.context_many(np.array(ctx_rows, dtype=np.float64).reshape(-1, 3), model.seq_scale) if ctx_rows else None
-    gen_lat = model.pricer.generation_many(np.array(gen_rows, dtype=np.float64).reshape(-1, 2), model.gen_scale) if gen_rows else None
-    composer = _Composer(model, ctx_lat, gen_lat)
-    next_packing = iter(packings)
-    return [composer.compose(s, next(next_packing)) if _prices_anything(s) else _empty_step(model) for s in shapes]
+    priced = _PricedShapes(model, shapes, semantics)
+    composer = _Composer(model, priced)
+    return [_empty_step(model) if packing is None else composer.compose(i) for i, packing in enumerate(priced.packings)]
+
+
+def mixed_step_totals(model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics = Semantics.UNCACHED) -> np.ndarray:
+    """The latency_ms of each of mixed_steps(model, shapes, semantics), bit-identical, without the
+    per-op records (the sweeps' hot path): steps with one request group are composed as arrays."""
+    priced = _PricedShapes(model, shapes, semantics)
+    composer = _Composer(model, priced)
+    totals = np.zeros(len(shapes))
+    single = []
+    for i, packing in enumerate(priced.packings):
+        if packing is not None and len(packing.pass1) == 1:
+            single.append(i)
+        elif packing is not None:
+            totals[i] = composer.compose(i).latency_ms
+    if single:
+        totals[single] = composer.single_group_totals(np.array(single))
+    return totals
+
+
+class _PricedShapes:
+    """Shapes with their packings (None: the shape prices nothing) and the price matrices of all of
+    them, from one context_many and one generation_many call; ctx_at / gen_at index each shape's
+    first context row and its decode row (-1: no decoders)."""
+
+    def __init__(self, model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics):
+        pack = PACKINGS[Semantics.parse(semantics)]
+        self.shapes = shapes
+        self.packings = [pack(s, s.decode_requests * model.query_multiplier) if _prices_anything(s) else None for s in shapes]
+        ctx_rows, gen_rows = [], []
+        self.ctx_at, self.gen_at = np.zeros(len(shapes), dtype=np.int64), np.full(len(shapes), -1, dtype=np.int64)
+        for i, (s, p) in enumerate(zip(shapes, self.packings)):
+            if p is None:
+                continue
+            self.ctx_at[i] = len(ctx_rows)
+            ctx_rows += p.pass1 + p.pass2
+            if s.decode_requests > 0:
+                self.gen_at[i] = len(gen_rows)
+                gen_rows.append((s.decode_requests * model.query_multiplier, decode_kv_position(s.isl, s.osl)))
+        self.ctx_lat = model.pricer.context_many(np.array(ctx_rows, dtype=np.float64).reshape(-1, 3), model.seq_scale) if ctx_rows else None
+        self.gen_lat = model.pricer.generation_many(np.array(gen_rows, dtype=np.float64).reshape(-1, 2), model.gen_scale) if gen_rows else None
 
 
 def _prices_anything(shape: MixedShape) -> bool:
@@ -151,34 +184,30 @@ def _empty_step(model: StepModel) -> MixedStepCost:
 
 
 class _Composer:
-    """Composes steps from the batched price matrices, consuming their rows in order."""
+    """Composes the priced shapes' steps from their rows of the price matrices."""
 
-    def __init__(self, model: StepModel, ctx_lat: np.ndarray | None, gen_lat: np.ndarray | None):
-        self.ctx_lat, self.gen_lat = ctx_lat, gen_lat
-        self.ctx_row = self.gen_row = 0
+    def __init__(self, model: StepModel, priced: _PricedShapes):
+        self.priced = priced
         self.shared = model.context_fold(exclude=CONTEXT_ATTENTION)
         self.context = model.context_fold(only=CONTEXT_ATTENTION)
         self.decode = model.generation_fold(only=GENERATION_ATTENTION)
 
-    def _take_ctx(self, n: int) -> np.ndarray:
-        rows = self.ctx_lat[self.ctx_row : self.ctx_row + n]
-        self.ctx_row += n
-        return rows
-
-    def compose(self, shape: MixedShape, packing: Packing) -> MixedStepCost:
+    def compose(self, i: int) -> MixedStepCost:
+        """Shape i's step with its per-op breakdown."""
+        shape, packing, at = self.priced.shapes[i], self.priced.packings[i], int(self.priced.ctx_at[i])
+        ctx_lat, n1, n2 = self.priced.ctx_lat, len(packing.pass1), len(packing.pass2)
         weights = np.array(packing.weights)
-        shared = self.shared.apply(_pass1_values(self._take_ctx(len(packing.pass1)), weights)[None, :])
+        shared = self.shared.apply(_pass1_values(ctx_lat[at : at + n1], weights)[None, :])
         shared_ms = float(sequential_sum(shared)[0])
         context_ms, context_src = 0.0, DEFAULT_SOURCE
         if packing.pass2:
-            folded = self.context.apply((weights @ self._take_ctx(len(packing.pass2)))[None, :]) / packing.chunks
+            folded = self.context.apply((weights @ ctx_lat[at + n1 : at + n1 + n2])[None, :]) / packing.chunks
             context_ms = float(sequential_sum(folded)[0])
             context_src = self.context.sources[0] if self.context.names else DEFAULT_SOURCE
         decode_ms, decode_src = 0.0, DEFAULT_SOURCE
         if shape.decode_requests > 0:
-            folded = self.decode.apply(self.gen_lat[self.gen_row : self.gen_row + 1])
-            self.gen_row += 1
-            decode_ms = float(sequential_sum(folded)[0])
+            g = int(self.priced.gen_at[i])
+            decode_ms = float(sequential_sum(self.decode.apply(self.priced.gen_lat[g : g + 1]))[0])
             decode_src = self.decode.sources[0] if self.decode.names else DEFAULT_SOURCE
         ops = self.shared.costs(shared[0]) + (
             OpCost(SCALED_CONTEXT_ATTENTION, context_ms, context_src),
@@ -186,6 +215,22 @@ class _Composer:
         )
         total = sum((shared_ms, context_ms, decode_ms))
         return MixedStepCost(total, ops, shared_ms, context_ms, decode_ms)
+
+    def single_group_totals(self, idx: np.ndarray) -> np.ndarray:
+        """compose(i).latency_ms for shapes i in idx whose packing has one request group (weight
+        1.0, so pass 1 and pass 2 are plain rows), summed in compose's order."""
+        priced = self.priced
+        at = priced.ctx_at[idx]
+        totals = sequential_sum(self.shared.apply(priced.ctx_lat[at]))
+        has_pass2 = np.array([bool(priced.packings[i].pass2) for i in idx])
+        if has_pass2.any():
+            chunks = np.array([priced.packings[i].chunks for i in idx[has_pass2]], dtype=np.float64)
+            totals[has_pass2] += sequential_sum(self.context.apply(priced.ctx_lat[at[has_pass2] + 1]) / chunks[:, None])
+        g = priced.gen_at[idx]
+        decoding = g >= 0
+        if decoding.any():
+            totals[decoding] += sequential_sum(self.decode.apply(priced.gen_lat[g[decoding]]))
+        return totals
 
 
 def _pass1_values(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -208,6 +253,7 @@ __all__ = [
     "legacy_packing",
     "mixed_step",
     "mixed_steps",
+    "mixed_step_totals",
     "request_groups",
     "uncached_packing",
 ]

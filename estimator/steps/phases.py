@@ -6,6 +6,7 @@ Mirrors the reference engine (aiconfigurator-core 0.12.0 ``Engine::run_static`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -49,10 +50,17 @@ def require_prefix_below_isl(prefix: int, isl: int) -> None:
 
 def static_context(model: StepModel, batch: int, isl: int, prefix: int = 0) -> StepCost:
     """Prefill of `batch` requests of isl tokens, `prefix` of them cached (ms per op)."""
+    return static_context_many(model, (batch,), isl, prefix)[0]
+
+
+def static_context_many(model: StepModel, batches: Sequence[int], isl: int, prefix: int = 0) -> list[StepCost]:
+    """static_context at every batch size, from one context_many call."""
     require_prefix_below_isl(prefix, isl)
     fold = model.context_fold()
-    lat = fold.apply(model.pricer.context_many(np.array([[batch, isl - prefix, prefix]]), model.seq_scale))
-    return step_cost(fold, lat[0], sequential_sum(lat)[0])
+    shapes = np.array([[b, isl - prefix, prefix] for b in batches], dtype=np.float64).reshape(-1, 3)
+    lat = fold.apply(model.pricer.context_many(shapes, model.seq_scale))
+    totals = sequential_sum(lat)
+    return [step_cost(fold, lat[i], totals[i]) for i in range(len(batches))]
 
 
 def generation_steps(osl: int, stride: int = DEFAULT_STRIDE) -> tuple[np.ndarray, np.ndarray]:
@@ -67,14 +75,23 @@ def generation_steps(osl: int, stride: int = DEFAULT_STRIDE) -> tuple[np.ndarray
 def static_generation(model: StepModel, batch: int, isl: int, osl: int, stride: int = DEFAULT_STRIDE) -> StepCost:
     """All osl-1 decode steps of a static batch (ms per op): each sampled step at KV position
     isl+i+1 is folded by name, then weighted by the steps it stands for."""
+    return static_generation_many(model, (batch,), isl, osl, stride)[0]
+
+
+def static_generation_many(model: StepModel, batches: Sequence[int], isl: int, osl: int, stride: int = DEFAULT_STRIDE) -> list[StepCost]:
+    """static_generation at every batch size, from one generation_many call."""
     offsets, weights = generation_steps(osl, stride)
     if offsets.size == 0:
-        return ZERO_STEP
+        return [ZERO_STEP] * len(batches)
     fold = model.generation_fold()
-    shapes = np.column_stack((np.full(offsets.size, batch * model.query_multiplier), isl + offsets + 1))
-    folded = fold.apply(model.pricer.generation_many(shapes, model.gen_scale))
-    per_op = np.cumsum(folded * weights[:, None], axis=0)[-1:]
-    return step_cost(fold, per_op[0], sequential_sum(per_op)[0])
+    queries = np.repeat(np.array(batches, dtype=np.float64) * model.query_multiplier, offsets.size)
+    shapes = np.column_stack((queries, np.tile(isl + offsets + 1, len(batches))))
+    folded = fold.apply(model.pricer.generation_many(shapes, model.gen_scale)).reshape(len(batches), offsets.size, -1)
+    steps = []
+    for per_sample in folded:
+        per_op = np.cumsum(per_sample * weights[:, None], axis=0)[-1:]
+        steps.append(step_cost(fold, per_op[0], sequential_sum(per_op)[0]))
+    return steps
 
 
 def decode_step(model: StepModel, requests: int, isl: int, osl: int) -> StepCost:
@@ -85,3 +102,16 @@ def decode_step(model: StepModel, requests: int, isl: int, osl: int) -> StepCost
     shape = np.array([[requests * model.query_multiplier, decode_kv_position(isl, osl)]])
     lat = fold.apply(model.pricer.generation_many(shape, model.gen_scale))
     return step_cost(fold, lat[0], sequential_sum(lat)[0])
+
+
+def decode_step_totals(model: StepModel, requests: np.ndarray, isl: int, osl: int) -> np.ndarray:
+    """decode_step(model, n, isl, osl).latency_ms for every n in `requests`, bit-identical, from one
+    generation_many call (0.0 where n <= 0)."""
+    requests = np.asarray(requests, dtype=np.int64)
+    totals = np.zeros(requests.size)
+    decoding = requests > 0
+    if decoding.any():
+        shapes = np.column_stack((requests[decoding] * model.query_multiplier, np.full(int(decoding.sum()), decode_kv_position(isl, osl))))
+        totals[decoding] = sequential_sum(model.generation_fold().apply(model.pricer.generation_many(shapes, model.gen_scale)))
+    return totals
+

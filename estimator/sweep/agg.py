@@ -24,7 +24,7 @@ from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlan, AggPoint, plan_a
 from estimator.scheduler.agg import agg_memory, agg_row, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts, step_pricer
 from estimator.scheduler.memory import MemoryVerdict
-from estimator.steps import Semantics, StepModel, decode_step, mixed_steps
+from estimator.steps import Semantics, StepCost, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
 from estimator.sweep.sla import Workload
 
@@ -99,19 +99,31 @@ def price_points(deployment: Deployment, points: Sequence[GridPoint], semantics:
 
 
 def _priced_rows(deployment: Deployment, model: StepModel, points: Sequence[GridPoint], semantics: Semantics) -> list[dict]:
-    """run_agg's pricing and row for many points: all mixed steps in one call, decode steps once per size."""
+    """run_agg's pricing and row for many points: the totals of every mixed step and of every
+    distinct decode step, each set from one batched call (rows need no per-op breakdown)."""
     policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
-    mix = iter(mixed_steps(model, [g.shape for p in points for g in p.plan.mix], semantics))
+    mix = iter(mixed_step_totals(model, [g.shape for p in points for g in p.plan.mix], semantics).tolist())
     decode = {}
+    for p in points:
+        decode.setdefault((p.plan.genonly_requests, p.point.isl, p.point.osl), None)
+    for (n, isl, osl), total in zip(decode, _decode_totals(model, list(decode))):
+        decode[n, isl, osl] = StepCost(total, ())
     rows = []
     for p in points:
-        steps = [next(mix) for _ in p.plan.mix]
-        n = p.plan.genonly_requests
-        if n not in decode:
-            decode[n] = decode_step(model, n, p.point.isl, p.point.osl)
+        steps = [StepCost(next(mix), ()) for _ in p.plan.mix]
         dtpi = decode_tokens_per_iteration(deployment.nextn, p.point.nextn_accepted)
-        rows.append(agg_row(facts, deployment, policy, p.point, p.plan, steps, decode[n], p.memory, dtpi))
+        genonly = decode[p.plan.genonly_requests, p.point.isl, p.point.osl]
+        rows.append(agg_row(facts, deployment, policy, p.point, p.plan, steps, genonly, p.memory, dtpi))
     return rows
+
+
+def _decode_totals(model: StepModel, keys: Sequence[tuple[int, int, int]]) -> list[float]:
+    """Decode step totals of (requests, isl, osl) keys, one batched call per (isl, osl)."""
+    totals = {}
+    for isl, osl in dict.fromkeys((isl, osl) for _, isl, osl in keys):
+        group = [k for k in keys if k[1:] == (isl, osl)]
+        totals.update(zip(group, decode_step_totals(model, np.array([n for n, _, _ in group]), isl, osl).tolist()))
+    return [totals[k] for k in keys]
 
 
 def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = "native") -> list[dict]:
