@@ -47,3 +47,8 @@ class Pricer(Protocol):
     def generation_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
         """Generation latencies (ms) at many shapes: rows (batch, s) -> float64[n_shapes, n_ops]."""
         ...
+
+    def restricted(self, context_names: frozenset[str], generation_names: frozenset[str]) -> Pricer:
+        """A view pricing only the named ops, in op order, each at the same price as in the full
+        lists (an op's price does not depend on the others)."""
+        ...

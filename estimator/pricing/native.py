@@ -1,6 +1,8 @@
 """The native pricer: op lists compiled to arrays and priced by one Numba call per phase."""
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +58,12 @@ class CompiledOps:
     floats: np.ndarray  # float64[n, N_FLOAT]
     missing: tuple[str, ...]  # per op: "" or the description of the missing data key
     sources: tuple[str, ...]  # per op source tag
+
+    def subset(self, names: frozenset[str]) -> CompiledOps:
+        """The ops named in `names`, in op order."""
+        keep = [i for i, n in enumerate(self.names) if n in names]
+        pick = lambda values: tuple(values[i] for i in keep)  # noqa: E731
+        return CompiledOps(pick(self.names), self.kinds[keep], self.ints[keep], self.floats[keep], pick(self.missing), pick(self.sources))
 
 
 class OpCompiler:
@@ -273,6 +281,17 @@ class NativePricer:
         self.context = compiler.compile(context_ops)
         self.generation = compiler.compile(generation_ops)
         self._memo: dict[bool, dict[tuple, np.ndarray]] = {True: {}, False: {}}  # is_context -> shape -> latencies
+        self._views: dict[tuple[frozenset[str], frozenset[str]], NativePricer] = {}
+
+    def restricted(self, context_names: frozenset[str], generation_names: frozenset[str]) -> NativePricer:
+        """A view pricing only the named ops, in op order (same tables, its own memo; cached)."""
+        key = (frozenset(context_names), frozenset(generation_names))
+        if key not in self._views:
+            view = copy.copy(self)
+            view.context, view.generation = self.context.subset(key[0]), self.generation.subset(key[1])
+            view._memo, view._views = {True: {}, False: {}}, {}
+            self._views[key] = view
+        return self._views[key]
 
     @property
     def context_names(self) -> tuple[str, ...]:

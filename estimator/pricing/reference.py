@@ -62,13 +62,18 @@ class ReferencePricer:
         self._generation_ids = list(range(len(self.spec["generation_ops"])))
         self._probe()
 
-    def restricted(self, context_names: set[str], generation_names: set[str]) -> ReferencePricer:
-        """A view pricing only the named ops (same engine), e.g. attention alone for large grids."""
-        view = copy.copy(self)
-        view._context_ids = [i for i in self._context_ids if _op_name(self.spec["context_ops"][i]) in context_names]
-        view._generation_ids = [i for i in self._generation_ids if _op_name(self.spec["generation_ops"][i]) in generation_names]
-        view._probe()
-        return view
+    def restricted(self, context_names: frozenset[str], generation_names: frozenset[str]) -> ReferencePricer:
+        """A view pricing only the named ops (same engine), e.g. attention alone for large grids (cached)."""
+        views = self.__dict__.setdefault("_views", {})
+        key = (frozenset(context_names), frozenset(generation_names))
+        if key not in views:
+            view = copy.copy(self)
+            view._views = {}
+            view._context_ids = [i for i in self._context_ids if _op_name(self.spec["context_ops"][i]) in key[0]]
+            view._generation_ids = [i for i in self._generation_ids if _op_name(self.spec["generation_ops"][i]) in key[1]]
+            view._probe()
+            views[key] = view
+        return views[key]
 
     def _probe(self) -> None:
         """Names, sources and row counts of the priced ops, from one evaluation per phase."""

@@ -11,6 +11,7 @@ SOL % columns. Per op and call (ms, x scale_factor):
 """
 from __future__ import annotations
 
+import copy
 import functools
 
 import numpy as np
@@ -119,6 +120,18 @@ class SolPricer:
         self.context_names, self.generation_names = self.context.names, self.generation.names
         self.context_sources = tuple(_source(op) for op in context_ops)
         self.generation_sources = tuple(_source(op) for op in generation_ops)
+
+    def restricted(self, context_names: frozenset[str], generation_names: frozenset[str]) -> SolPricer:
+        """A view pricing only the named ops, in op order."""
+        view = copy.copy(self)
+        keep_c = [i for i, n in enumerate(self.context_names) if n in context_names]
+        keep_g = [i for i, n in enumerate(self.generation_names) if n in generation_names]
+        view.context, view.generation = self.context.subset(frozenset(context_names)), self.generation.subset(frozenset(generation_names))
+        view._floats = {True: self._floats[True][keep_c], False: self._floats[False][keep_g]}
+        view.context_names, view.generation_names = view.context.names, view.generation.names
+        view.context_sources = tuple(self.context_sources[i] for i in keep_c)
+        view.generation_sources = tuple(self.generation_sources[i] for i in keep_g)
+        return view
 
     def context_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
         return self._many(self.context, np.asarray(shapes, dtype=np.float64), True)

@@ -14,7 +14,8 @@ from typing import Sequence
 import numpy as np
 
 from estimator.errors import InvalidInputError
-from estimator.steps.fold import OpCost, StepCost, sequential_sum
+from estimator.pricing.base import Pricer
+from estimator.steps.fold import OpCost, StepCost, op_fold, sequential_sum
 from estimator.steps.phases import StepModel, decode_kv_position
 
 CONTEXT_ATTENTION = "context_attention"  # the only op pass 2 prices (pass 1 skips it)
@@ -127,7 +128,7 @@ def mixed_step(model: StepModel, shape: MixedShape, semantics: Semantics = Seman
 def mixed_steps(model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics = Semantics.UNCACHED) -> list[MixedStepCost]:
     """Price mixed steps with one context_many and one generation_many call for the whole list."""
     priced = _PricedShapes(model, shapes, semantics)
-    composer = _Composer(model, priced)
+    composer = _Composer(priced)
     return [_empty_step(model) if packing is None else composer.compose(i) for i, packing in enumerate(priced.packings)]
 
 
@@ -135,7 +136,7 @@ def mixed_step_totals(model: StepModel, shapes: Sequence[MixedShape], semantics:
     """The latency_ms of each of mixed_steps(model, shapes, semantics), bit-identical, without the
     per-op records (the sweeps' hot path): steps with one request group are composed as arrays."""
     priced = _PricedShapes(model, shapes, semantics)
-    composer = _Composer(model, priced)
+    composer = _Composer(priced)
     totals = np.zeros(len(shapes))
     single = []
     for i, packing in enumerate(priced.packings):
@@ -150,25 +151,44 @@ def mixed_step_totals(model: StepModel, shapes: Sequence[MixedShape], semantics:
 
 class _PricedShapes:
     """Shapes with their packings (None: the shape prices nothing) and the price matrices of all of
-    them, from one context_many and one generation_many call; ctx_at / gen_at index each shape's
-    first context row and its decode row (-1: no decoders)."""
+    them, one call per pass, each pass pricing only its own ops (PASS_OPS). p1_at / p2_at index each
+    shape's first pass-1 and pass-2 rows, gen_at its decode row (-1: no decoders)."""
 
     def __init__(self, model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics):
         pack = PACKINGS[Semantics.parse(semantics)]
         self.shapes = shapes
         self.packings = [pack(s, s.decode_requests * model.query_multiplier) if _prices_anything(s) else None for s in shapes]
-        ctx_rows, gen_rows = [], []
-        self.ctx_at, self.gen_at = np.zeros(len(shapes), dtype=np.int64), np.full(len(shapes), -1, dtype=np.int64)
+        p1_rows, p2_rows, gen_rows = [], [], []
+        self.p1_at, self.p2_at = np.zeros(len(shapes), dtype=np.int64), np.zeros(len(shapes), dtype=np.int64)
+        self.gen_at = np.full(len(shapes), -1, dtype=np.int64)
         for i, (s, p) in enumerate(zip(shapes, self.packings)):
             if p is None:
                 continue
-            self.ctx_at[i] = len(ctx_rows)
-            ctx_rows += p.pass1 + p.pass2
+            self.p1_at[i], self.p2_at[i] = len(p1_rows), len(p2_rows)
+            p1_rows += p.pass1
+            p2_rows += p.pass2
             if s.decode_requests > 0:
                 self.gen_at[i] = len(gen_rows)
                 gen_rows.append((s.decode_requests * model.query_multiplier, decode_kv_position(s.isl, s.osl)))
-        self.ctx_lat = model.pricer.context_many(np.array(ctx_rows, dtype=np.float64).reshape(-1, 3), model.seq_scale) if ctx_rows else None
-        self.gen_lat = model.pricer.generation_many(np.array(gen_rows, dtype=np.float64).reshape(-1, 2), model.gen_scale) if gen_rows else None
+        self.pass1, self.pass2, self.pass3 = pass_pricers(model.pricer)
+        self.p1_lat = self.pass1.context_many(_rows(p1_rows, 3), model.seq_scale) if p1_rows else None
+        self.p2_lat = self.pass2.context_many(_rows(p2_rows, 3), model.seq_scale) if p2_rows else None
+        self.gen_lat = self.pass3.generation_many(_rows(gen_rows, 2), model.gen_scale) if gen_rows else None
+
+
+def pass_pricers(pricer: Pricer) -> tuple[Pricer, Pricer, Pricer]:
+    """Views of the pricer holding each pass's ops: pass 1 every context op but context attention,
+    pass 2 context attention, pass 3 generation attention (the folds still select by name)."""
+    context = frozenset(pricer.context_names)
+    return (
+        pricer.restricted(context - {CONTEXT_ATTENTION}, frozenset()),
+        pricer.restricted(context & {CONTEXT_ATTENTION}, frozenset()),
+        pricer.restricted(frozenset(), frozenset(pricer.generation_names) & {GENERATION_ATTENTION}),
+    )
+
+
+def _rows(rows: list, width: int) -> np.ndarray:
+    return np.array(rows, dtype=np.float64).reshape(-1, width)
 
 
 def _prices_anything(shape: MixedShape) -> bool:
@@ -186,28 +206,28 @@ def _empty_step(model: StepModel) -> MixedStepCost:
 class _Composer:
     """Composes the priced shapes' steps from their rows of the price matrices."""
 
-    def __init__(self, model: StepModel, priced: _PricedShapes):
+    def __init__(self, priced: _PricedShapes):
         self.priced = priced
-        self.shared = model.context_fold(exclude=CONTEXT_ATTENTION)
-        self.context = model.context_fold(only=CONTEXT_ATTENTION)
-        self.decode = model.generation_fold(only=GENERATION_ATTENTION)
+        self.shared = op_fold(priced.pass1.context_names, priced.pass1.context_sources, exclude=CONTEXT_ATTENTION)
+        self.context = op_fold(priced.pass2.context_names, priced.pass2.context_sources, only=CONTEXT_ATTENTION)
+        self.decode = op_fold(priced.pass3.generation_names, priced.pass3.generation_sources, only=GENERATION_ATTENTION)
 
     def compose(self, i: int) -> MixedStepCost:
         """Shape i's step with its per-op breakdown."""
-        shape, packing, at = self.priced.shapes[i], self.priced.packings[i], int(self.priced.ctx_at[i])
-        ctx_lat, n1, n2 = self.priced.ctx_lat, len(packing.pass1), len(packing.pass2)
+        priced = self.priced
+        shape, packing, a, b = priced.shapes[i], priced.packings[i], int(priced.p1_at[i]), int(priced.p2_at[i])
         weights = np.array(packing.weights)
-        shared = self.shared.apply(_pass1_values(ctx_lat[at : at + n1], weights)[None, :])
+        shared = self.shared.apply(_pass1_values(priced.p1_lat[a : a + len(packing.pass1)], weights)[None, :])
         shared_ms = float(sequential_sum(shared)[0])
         context_ms, context_src = 0.0, DEFAULT_SOURCE
         if packing.pass2:
-            folded = self.context.apply((weights @ ctx_lat[at + n1 : at + n1 + n2])[None, :]) / packing.chunks
+            folded = self.context.apply((weights @ priced.p2_lat[b : b + len(packing.pass2)])[None, :]) / packing.chunks
             context_ms = float(sequential_sum(folded)[0])
             context_src = self.context.sources[0] if self.context.names else DEFAULT_SOURCE
         decode_ms, decode_src = 0.0, DEFAULT_SOURCE
         if shape.decode_requests > 0:
-            g = int(self.priced.gen_at[i])
-            decode_ms = float(sequential_sum(self.decode.apply(self.priced.gen_lat[g : g + 1]))[0])
+            g = int(priced.gen_at[i])
+            decode_ms = float(sequential_sum(self.decode.apply(priced.gen_lat[g : g + 1]))[0])
             decode_src = self.decode.sources[0] if self.decode.names else DEFAULT_SOURCE
         ops = self.shared.costs(shared[0]) + (
             OpCost(SCALED_CONTEXT_ATTENTION, context_ms, context_src),
@@ -220,12 +240,11 @@ class _Composer:
         """compose(i).latency_ms for shapes i in idx whose packing has one request group (weight
         1.0, so pass 1 and pass 2 are plain rows), summed in compose's order."""
         priced = self.priced
-        at = priced.ctx_at[idx]
-        totals = sequential_sum(self.shared.apply(priced.ctx_lat[at]))
+        totals = sequential_sum(self.shared.apply(priced.p1_lat[priced.p1_at[idx]]))
         has_pass2 = np.array([bool(priced.packings[i].pass2) for i in idx])
         if has_pass2.any():
             chunks = np.array([priced.packings[i].chunks for i in idx[has_pass2]], dtype=np.float64)
-            totals[has_pass2] += sequential_sum(self.context.apply(priced.ctx_lat[at[has_pass2] + 1]) / chunks[:, None])
+            totals[has_pass2] += sequential_sum(self.context.apply(priced.p2_lat[priced.p2_at[idx[has_pass2]]]) / chunks[:, None])
         g = priced.gen_at[idx]
         decoding = g >= 0
         if decoding.any():
