@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
+from estimator.scheduler.facts import step_pricer
 from estimator.steps import (
     MixedShape,
     Semantics,
@@ -272,3 +273,19 @@ def test_sol_pricer_equals_reference_sol_mode(name):
         got = sol.generation_ops(b, s)
         assert [(o.name, o.source) for o in got] == [(w[0], w[3]) for w in want]
         assert all(_close(o.latency_ms, w[1]) for o, w in zip(got, want))
+
+
+@pytest.mark.parametrize("kind", ["native", "sol", "reference"])
+def test_restricted_views_price_each_op_as_the_full_lists(kind):
+    """Pricer.restricted keeps op order and prices every kept op exactly as the full lists do."""
+    full = step_pricer(kind, QWEN_FP8)
+    keep_c, keep_g = {"context_attention", "context_qkv_gemm"}, {"generation_attention"}
+    view = full.restricted(frozenset(keep_c), frozenset(keep_g))
+    ctx = np.array([[1, 3000, 0], [4, 2048, 512]], dtype=np.float64)
+    gen = np.array([[64, 4100], [3, 300]], dtype=np.float64)
+    c_cols = [i for i, n in enumerate(full.context_names) if n in keep_c]
+    g_cols = [i for i, n in enumerate(full.generation_names) if n in keep_g]
+    assert view.context_names == tuple(full.context_names[i] for i in c_cols) and len(c_cols) == 2
+    assert view.generation_names == ("generation_attention",)
+    assert view.context_many(ctx, 1.5).tolist() == full.context_many(ctx, 1.5)[:, c_cols].tolist()
+    assert view.generation_many(gen).tolist() == full.generation_many(gen)[:, g_cols].tolist()

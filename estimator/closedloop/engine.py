@@ -41,9 +41,8 @@ import numpy as np
 from estimator.closedloop.pricing import PassTables
 from estimator.deployment import Deployment
 from estimator.errors import PerfDataMissingError
-from estimator.pricing import PRICERS, native_model
+from estimator.pricing import PRICERS
 from estimator.pricing.base import Pricer
-from estimator.pricing.native import NativePricer
 from estimator.scheduler.facts import step_pricer
 from estimator.steps.fold import op_fold, sequential_sum
 from estimator.steps.mixed import CONTEXT_ATTENTION, GENERATION_ATTENTION
@@ -230,20 +229,10 @@ class _ComponentPricers:
 
 @functools.lru_cache(maxsize=64)
 def _component_pricers(model: PassModel) -> _ComponentPricers:
-    """The full pricer, plus an attention-only pricer so that the large attention grids do not price
-    every op at every node (the SOL pricer is priced whole)."""
+    """The full pricer, plus a view of it holding the KV-reading ops only, so that the large
+    attention grids do not price every op at every node."""
     full = step_pricer(model.pricer, model.deployment)
-    if hasattr(full, "restricted"):
-        return _ComponentPricers(full, full.restricted(set(CONTEXT_KV_OPS), set(GENERATION_KV_OPS)), model)
-    if model.pricer != "native":
-        return _ComponentPricers(full, full, model)
-    ops = native_model(model.deployment)
-    attention = NativePricer(
-        ops.tables,
-        [op for op in ops.ops.context if op.name in CONTEXT_KV_OPS],
-        [op for op in ops.ops.generation if op.name in GENERATION_KV_OPS],
-    )
-    return _ComponentPricers(full, attention, model)
+    return _ComponentPricers(full, full.restricted(frozenset(CONTEXT_KV_OPS), frozenset(GENERATION_KV_OPS)), model)
 
 
 def _price_tolerant(price, shapes: np.ndarray, n_ops: int) -> np.ndarray:
