@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import statistics
 import time
 import warnings
 
@@ -44,16 +45,16 @@ def timed(fn):
     return result, time.perf_counter() - start
 
 
-def run_case(mode: str, tps: tuple[int, ...], sla: Sla, workloads) -> tuple[float, float, int]:
-    """(our seconds, reference seconds, best rows compared) over fresh workloads; raises if any result differs."""
-    ours_s = theirs_s = 0.0
-    rows = 0
+def run_case(mode: str, tps: tuple[int, ...], sla: Sla, workloads) -> tuple[list[float], list[float], int]:
+    """(our seconds per sweep, reference seconds per sweep, best rows compared) over fresh
+    workloads; raises if any result differs."""
+    ours_s, theirs_s, rows = [], [], 0
     for isl, osl in workloads:
         t = task(mode, tps, isl, osl, sla)
         ours, seconds = timed(lambda: our_sweep(t, sla).best)
-        ours_s += seconds
+        ours_s.append(seconds)
         theirs, seconds = timed(lambda: reference_sweep(t, sla))
-        theirs_s += seconds
+        theirs_s.append(seconds)
         diffs = compare_frames(t.id, theirs, ours, ours.columns)
         if failures(diffs):
             raise AssertionError(explain(diffs))
@@ -61,27 +62,37 @@ def run_case(mode: str, tps: tuple[int, ...], sla: Sla, workloads) -> tuple[floa
     return ours_s, theirs_s, rows
 
 
+def fresh(workloads, repeats: int, offset: int) -> list[tuple[int, int]]:
+    """Each workload `repeats` times, every copy's isl shifted so that no sweep repeats another's."""
+    return [(isl + offset + 3 * r, osl) for isl, osl in workloads for r in range(repeats)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=len(WORKLOADS), help="fresh workloads timed per case (1-3)")
+    parser.add_argument("--repeats", type=int, default=3, help="fresh copies of each workload (isl shifted) per case")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     workloads = WORKLOADS[: args.workloads]
     for mode, tps in SWEEPS.values():
         for sla in TARGETS.values():
             run_case(mode, tps, sla, [WARMUP])  # tables, engines and kernels warm on both sides
-    print(f"{MODEL} {SYSTEM} {BACKEND}, legacy semantics; workloads (isl, osl) {list(workloads)}")
-    for regime, shift in (("default collector", 0), ("warm heap frozen", 13)):
+    print(f"{MODEL} {SYSTEM} {BACKEND}, legacy semantics; workloads (isl, osl) {list(workloads)}, {args.repeats} fresh copies each;")
+    print("median ms per sweep (mean in brackets); the ratio is of the medians")
+    for regime, shift in (("default collector", 0), ("warm heap frozen", 1000)):
         if shift:
             gc.collect()
             gc.freeze()
         print(f" {regime}:")
         for (name, (mode, tps)), (targets, sla) in ((s, t) for s in SWEEPS.items() for t in TARGETS.items()):
-            offset = shift + (7 if targets != "one target" else 0)  # every case and regime prices fresh workloads
-            shifted = [(isl + offset, osl) for isl, osl in workloads]
-            ours, theirs, rows = run_case(mode, tps, dataclasses.replace(sla), shifted)
-            print(f"  {name:<16} {targets:<17} ours {ours * 1000 / len(shifted):8.1f} ms, aiconfigurator "
-                  f"{theirs * 1000 / len(shifted):8.1f} ms per sweep -> {theirs / ours:5.1f}x  (identical: {rows} best rows)")
+            offset = shift + (1 if targets != "one target" else 0)  # every case and regime prices fresh workloads
+            ours, theirs, rows = run_case(mode, tps, dataclasses.replace(sla), fresh(workloads, args.repeats, offset))
+            print(f"  {name:<16} {targets:<17} ours {_ms(ours)}, aiconfigurator {_ms(theirs)} -> "
+                  f"{statistics.median(theirs) / statistics.median(ours):5.1f}x  (identical: {rows} best rows)")
+
+
+def _ms(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds) * 1000:7.1f} ({statistics.mean(seconds) * 1000:7.1f})"
 
 
 if __name__ == "__main__":

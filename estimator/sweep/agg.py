@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -140,38 +140,63 @@ def parallel_name(deployment: Deployment) -> str:
     return f"tp{d.tp}pp{d.pp}dp{d.attention_dp}etp{d.moe_tp}ep{d.moe_ep}"
 
 
-Accept = Callable[[float, float], np.ndarray]  # (ttft target, tpot target) -> mask of the table rows that pass
+class AggRows:
+    """Priced agg rows (AGG_COLUMNS records, table order): columns as arrays and row selections as
+    DataFrames on demand, so picking the best rows never builds the full table."""
+
+    def __init__(self, rows: Sequence[Mapping[str, object]]):
+        self.rows = rows
+
+    @classmethod
+    def of(cls, table: pd.DataFrame) -> AggRows:
+        return cls(table.to_dict("records"))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str, dtype=None) -> np.ndarray:
+        return np.array([r[name] for r in self.rows], dtype=dtype)
+
+    def take(self, indices: Sequence[int]) -> pd.DataFrame:
+        """The rows at `indices`, in that order, as a DataFrame."""
+        return agg_table([self.rows[i] for i in indices])
+
+    def frame(self) -> pd.DataFrame:
+        return agg_table(self.rows)
 
 
-def within_targets(table: pd.DataFrame) -> Accept:
+Accept = Callable[[float, float], np.ndarray]  # (ttft target, tpot target) -> mask of the rows that pass
+
+
+def within_targets(rows: AggRows) -> Accept:
     """The legacy filter: tpot <= target and ttft <= target, on the unrounded values."""
-    ttft, tpot = table["ttft"].to_numpy(np.float64), table["tpot"].to_numpy(np.float64)
+    ttft, tpot = rows.column("ttft", np.float64), rows.column("tpot", np.float64)
     return lambda ttft_target, tpot_target: (tpot <= tpot_target) & (ttft <= ttft_target)
 
 
-def best_agg(table: pd.DataFrame, pairs: Sequence[tuple[float, float]], top_k: int, semantics: Semantics,
+def best_agg(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, semantics: Semantics,
              accept: Accept | None = None) -> pd.DataFrame:  # fmt: skip
     """The best rows: per deployment (table order) and target, the accepted rows (default:
     within_targets) ranked by seq/s, top_k of them (0 keeps all); then merged without repeats and
     ranked by tokens/s/gpu. Legacy mode ranks 3-decimal values and rounds the rows, as the
     reference's DataFrames do."""
     legacy = semantics is Semantics.LEGACY
-    accept = accept or within_targets(table)
-    seq_s, tps_gpu = (table[c].to_numpy(np.float64) for c in ("seq/s", "tokens/s/gpu"))
+    accept = accept or within_targets(rows)
+    seq_s, tps_gpu = (rows.column(c, np.float64) for c in ("seq/s", "tokens/s/gpu"))
     if legacy:
         seq_s, tps_gpu = np.round(seq_s, LEGACY_DECIMALS), np.round(tps_gpu, LEGACY_DECIMALS)
-    labels = table["parallel"].to_numpy()
+    labels = rows.column("parallel", object)
     selections = []
     for label in dict.fromkeys(labels):
-        rows = np.flatnonzero(labels == label)
+        members = np.flatnonzero(labels == label)
         for ttft_target, tpot_target in pairs:
-            passing = rows[accept(ttft_target, tpot_target)[rows]]
+            passing = members[accept(ttft_target, tpot_target)[members]]
             ranked = passing[quicksort_desc(seq_s[passing])]
             selections.append((ranked[:top_k] if top_k > 0 else ranked).tolist())
-    best = table.iloc[merge_ranked(selections, key=lambda i: tps_gpu[i])].reset_index(drop=True)
+    best = rows.take(merge_ranked(selections, key=lambda i: tps_gpu[i]))
     return best.round(LEGACY_DECIMALS) if legacy else best
 
 
-def agg_table(rows: Sequence[dict]) -> pd.DataFrame:
+def agg_table(rows: Sequence[Mapping[str, object]]) -> pd.DataFrame:
     """Rows as a DataFrame with the AGG_COLUMNS (built column-wise: several times faster than from records)."""
     return pd.DataFrame({c: [r[c] for r in rows] for c in AGG_COLUMNS}, columns=list(AGG_COLUMNS))

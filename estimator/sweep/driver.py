@@ -1,8 +1,9 @@
 """Sweep drivers: enumerate every deployment, keep the full table, pick the best rows."""
 from __future__ import annotations
 
+import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import pandas as pd
@@ -27,7 +28,7 @@ from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import EstimatorError
 from estimator.scheduler import StaticPoint
 from estimator.steps import Semantics
-from estimator.sweep.agg import AggOptions, agg_rows, agg_table, best_agg
+from estimator.sweep.agg import AggOptions, AggRows, agg_rows, best_agg
 from estimator.sweep.refined import KneeSearch, refine_agg
 from estimator.sweep.sla import Sla, Workload
 
@@ -40,8 +41,14 @@ Report = Callable[[list, int, int], None]  # (table rows computed in this unit, 
 class SweepResult:
     """A finished sweep."""
 
-    table: pd.DataFrame  # every evaluated operating point, unrounded, in evaluation order
     best: pd.DataFrame  # the best rows, ranked by tokens/s/gpu (3-decimal rounded in legacy mode)
+    tabulate: Callable[[], pd.DataFrame] = field(repr=False, compare=False)  # builds `table`
+
+    @functools.cached_property
+    def table(self) -> pd.DataFrame:
+        """Every evaluated operating point, unrounded, in evaluation order (built on first access:
+        picking the best rows does not need it)."""
+        return self.tabulate()
 
 
 def sweep_agg(
@@ -60,15 +67,15 @@ def sweep_agg(
     workload.require_prefix_below_isl("agg run")
     pairs = sla.pairs(workload.osl)
     tick = _Ticker(report, len(deployments))
-    table = agg_table(_per_deployment(deployments, lambda d: agg_rows(d, workload, options, semantics, pricer), tick))
+    rows = AggRows(_per_deployment(deployments, lambda d: agg_rows(d, workload, options, semantics, pricer), tick))
     if refined is None:
-        best = best_agg(table, pairs, options.top_k, semantics)
+        best, tabulate = best_agg(rows, pairs, options.top_k, semantics), rows.frame
     else:
-        judged = refine_agg(table, pairs, refined)
-        table, best = judged.table, best_agg(judged.repriced, pairs, options.top_k, semantics, judged.accept)
+        judged = refine_agg(rows.frame(), pairs, refined)
+        best, tabulate = best_agg(AggRows.of(judged.repriced), pairs, options.top_k, semantics, judged.accept), lambda: judged.table
     if best.empty:
         log.warning("agg sweep: no operating point meets the targets")
-    return SweepResult(table, best)
+    return SweepResult(best, tabulate)
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ def sweep_disagg(
     best = disagg_frame([dict(zip(DISAGG_COLUMNS, k)) for k in merged], rounded=semantics is Semantics.LEGACY)
     if best.empty:
         log.warning("disagg sweep: no worker combination meets the targets")
-    return SweepResult(disagg_frame([c.row for c in combos.matched], rounded=False), best)
+    return SweepResult(best, lambda: disagg_frame([c.row for c in combos.matched], rounded=False))
 
 
 def row_key(row: dict) -> tuple:
