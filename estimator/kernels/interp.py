@@ -161,15 +161,19 @@ def _log2c(x):
 
 
 @njit(cache=True)
-def _pick_anchors(cand_d, cand_lat, cand_sol):
-    """The first HOLD_NEIGHBOURS valid candidates (ascending distance) and the support radius R
-    (the next valid distance; inf when there is none). Returns (n, d[], util[], R, R_found)."""
+def _pick_anchors(cand_d, cand_idx, coords, lat, kind, p):
+    """The first HOLD_NEIGHBOURS valid candidates (ascending distance; candidate t is leaf
+    cand_idx[t]) and the support radius R (the next valid distance; inf when there is none). A
+    leaf's SOL is computed only when the candidate is reached. Returns (n, d[], util[], R, R_found)."""
     n_pick = 0
     pick_d = np.empty(HOLD_NEIGHBOURS)
     pick_u = np.empty(HOLD_NEIGHBOURS)
     for t in range(cand_d.shape[0]):
-        la, sa = cand_lat[t], cand_sol[t]
-        if not (math.isfinite(la) and la > 0.0 and math.isfinite(sa) and sa > 0.0):
+        la = lat[cand_idx[t]]
+        if not (math.isfinite(la) and la > 0.0):
+            continue
+        sa = sol(kind, p, coords[cand_idx[t]])
+        if not (math.isfinite(sa) and sa > 0.0):
             continue
         if n_pick == HOLD_NEIGHBOURS:
             return n_pick, pick_d, pick_u, cand_d[t], True
@@ -181,14 +185,16 @@ def _pick_anchors(cand_d, cand_lat, cand_sol):
 
 @njit(cache=True)
 def _insert(buf_d, buf_i, nb, d, idx):
-    """Insert (d, idx) into the ascending best-M buffer, ties keeping visit order; returns the new size."""
+    """Insert (d, idx) into the best-M buffer kept in ascending (distance, leaf index) order;
+    returns the new size. The buffer ends up holding the M smallest pairs whatever the visit order
+    (for a scan in leaf order this is the reference's rule: ties keep visit order)."""
     m = buf_d.shape[0]
     if nb == m:
-        if d >= buf_d[m - 1]:
+        if d > buf_d[m - 1] or (d == buf_d[m - 1] and idx > buf_i[m - 1]):
             return nb
         nb -= 1
     pos = nb
-    while pos > 0 and buf_d[pos - 1] > d:
+    while pos > 0 and (buf_d[pos - 1] > d or (buf_d[pos - 1] == d and buf_i[pos - 1] > idx)):
         buf_d[pos] = buf_d[pos - 1]
         buf_i[pos] = buf_i[pos - 1]
         pos -= 1
@@ -199,12 +205,7 @@ def _insert(buf_d, buf_i, nb, d, idx):
 
 @njit(cache=True)
 def _buffered_anchors(buf_d, buf_i, nb, coords, lat, kind, p):
-    cand_lat = np.empty(nb)
-    cand_sol = np.empty(nb)
-    for t in range(nb):
-        cand_lat[t] = lat[buf_i[t]]
-        cand_sol[t] = sol(kind, p, coords[buf_i[t]])
-    return _pick_anchors(buf_d[:nb], cand_lat, cand_sol)
+    return _pick_anchors(buf_d[:nb], buf_i[:nb], coords, lat, kind, p)
 
 
 @njit(cache=True)
@@ -260,32 +261,85 @@ def grid_hold(coords, logs, lat, q, kind, p):
     picked = _buffered_anchors(buf_d, buf_i, nb, coords, lat, kind, p)
     if n > buf_d.shape[0] and not picked[4] and picked[0] <= HOLD_NEIGHBOURS:
         order = np.argsort(dist, kind="mergesort")
-        sols = np.empty(n)
-        for r in range(n):
-            sols[r] = sol(kind, p, coords[order[r]])
-        picked = _pick_anchors(dist[order], lat[order], sols)
+        picked = _pick_anchors(dist[order], order, coords, lat, kind, p)
     return _hold_finish(picked[0], picked[1], picked[2], picked[3], kind, p, q)
 
 
 @njit(cache=True)
-def _grid3_hold(s_off, o1, o2, xyz, logs, v, g, q, kind, p):
-    """grid_hold over slice g, visiting the tree in order and skipping every subtree whose partial
-    distance already rules it out of the buffer (same buffer, hence same result, as the flat scan)."""
+def _first_at_or_above(keys, lo, hi, x):
+    """The first index in [lo, hi) whose key is >= x (hi when none); keys ascending."""
+    while lo < hi and keys[lo] < x:
+        lo += 1
+    return lo
+
+
+@njit(cache=True)
+def _nearer_side(left, lo, right, hi, d_left, d_right):
+    """Which pointer to visit next: 0 for left, 1 for right, -1 when both sides are done."""
+    if left < lo and right >= hi:
+        return -1
+    if right >= hi or (left >= lo and d_left <= d_right):
+        return 0
+    return 1
+
+
+@njit(cache=True)
+def _grid3_hold(s_off, k0, o1, k1, o2, xyz, logs, v, g, q, kind, p):
+    """grid_hold over slice g, walking each level's nodes outward from the query (nearest first on
+    either side) and closing a side once its next node's partial distance exceeds the full buffer's
+    worst. The buffer keeps the smallest (distance, leaf index) pairs in any visit order, so the
+    result is the flat scan's (tested)."""
     lo, hi = s_off[g], s_off[g + 1]
     q0, q1, q2 = _log2c(q[0]), _log2c(q[1]), _log2c(q[2])
     m = HOLD_NEIGHBOURS + HOLD_SLACK
     buf_d = np.empty(m)
     buf_i = np.empty(m, dtype=np.int64)
     nb = 0
-    for i in range(lo, hi):
-        delta = logs[o2[o1[i]], 0] - q0
-        d0 = delta * delta
-        if nb == m and math.sqrt(d0) >= buf_d[m - 1]:
+    right = _first_at_or_above(k0, lo, hi, q[0])
+    left = right - 1
+    while True:
+        d_left = (logs[o2[o1[left]], 0] - q0) ** 2 if left >= lo and o2[o1[left]] < o2[o1[left + 1]] else 0.0
+        d_right = (logs[o2[o1[right]], 0] - q0) ** 2 if right < hi and o2[o1[right]] < o2[o1[right + 1]] else 0.0
+        side = _nearer_side(left, lo, right, hi, d_left, d_right)
+        if side < 0:
+            break
+        i = left if side == 0 else right
+        d0 = d_left if side == 0 else d_right
+        empty = o2[o1[i]] >= o2[o1[i + 1]]
+        if not empty and nb == m and math.sqrt(d0) > buf_d[m - 1]:
+            if side == 0:
+                left = lo - 1
+            else:
+                right = hi
             continue
-        for j in range(o1[i], o1[i + 1]):
-            delta = logs[o2[j], 1] - q1
-            d1 = d0 + delta * delta
-            if nb == m and math.sqrt(d1) >= buf_d[m - 1]:
+        if side == 0:
+            left -= 1
+        else:
+            right += 1
+        if empty:
+            continue
+        a1, b1 = o1[i], o1[i + 1]
+        r1 = _first_at_or_above(k1, a1, b1, q[1])
+        l1 = r1 - 1
+        while True:
+            e_left = d0 + (logs[o2[l1], 1] - q1) ** 2 if l1 >= a1 and o2[l1] < o2[l1 + 1] else 0.0
+            e_right = d0 + (logs[o2[r1], 1] - q1) ** 2 if r1 < b1 and o2[r1] < o2[r1 + 1] else 0.0
+            side1 = _nearer_side(l1, a1, r1, b1, e_left, e_right)
+            if side1 < 0:
+                break
+            j = l1 if side1 == 0 else r1
+            d1 = e_left if side1 == 0 else e_right
+            if side1 == 0:
+                l1 -= 1
+            else:
+                r1 += 1
+            if o2[j] >= o2[j + 1]:
+                continue
+            if nb == m and math.sqrt(d1) > buf_d[m - 1]:
+                if side1 == 0:
+                    l1 = a1 - 1
+                else:
+                    r1 = b1
                 continue
             for t in range(o2[j], o2[j + 1]):
                 delta = logs[t, 2] - q2
@@ -310,7 +364,7 @@ def grid3_query(fdat, idat, hdr, base, g, q, transform_axis, kind, p):
     if st == OUT_OF_RANGE:
         xyz = fv(fdat, hdr, base + 7).reshape((-1, 3))
         logs = fv(fdat, hdr, base + 8).reshape((-1, 3))
-        return _grid3_hold(s_off, o1, o2, xyz, logs, v, g, q, kind, p)
+        return _grid3_hold(s_off, fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), o2, xyz, logs, v, g, q, kind, p)
     return st, val
 
 
