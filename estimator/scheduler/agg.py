@@ -53,13 +53,13 @@ class AggPoint:
     max_seq_len: int | None = None  # TRT-LLM KV slot length, tokens; None: isl + osl
 
     def __post_init__(self) -> None:
-        for name in ("isl", "osl", "batch_size"):
-            require_positive(name, getattr(self, name))
-        if self.ctx_tokens is not None:
-            require_positive("ctx_tokens", self.ctx_tokens)
-        if self.max_seq_len is not None:
-            require_positive("max_seq_len", self.max_seq_len)
-        object.__setattr__(self, "prefix", int(self.prefix or 0))
+        sizes = (("isl", self.isl), ("osl", self.osl), ("batch_size", self.batch_size), ("ctx_tokens", self.ctx_tokens),
+                 ("max_seq_len", self.max_seq_len))  # fmt: skip
+        for name, value in sizes:
+            if value is not None and (type(value) is not int or value < 1):  # the grid's hot path: plain ints
+                require_positive(name, value)
+        if type(self.prefix) is not int:
+            object.__setattr__(self, "prefix", int(self.prefix or 0))
         if self.prefix < 0:
             raise InvalidInputError(f"prefix must be >= 0, got {self.prefix}")
 
