@@ -338,9 +338,12 @@ class NativePricer:
     def _price(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
         """One kernel call over the distinct shape rows (rows price independently, so repeats are
         copies); the first miss, in the caller's row order, raises PerfDataMissingError."""
-        distinct, inverse = np.unique(shapes, axis=0, return_inverse=True)
+        slot: dict[tuple, int] = {}  # distinct row -> its index among the distinct rows, first-seen order
+        inverse = [slot.setdefault(tuple(row), len(slot)) for row in shapes.tolist()]
+        distinct = shapes if len(slot) == len(inverse) else np.array(list(slot), dtype=np.float64).reshape(-1, shapes.shape[1])
         lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, distinct, is_context, float(scale))
-        lat, status = lat[inverse.ravel()], status[inverse.ravel()]
+        if distinct is not shapes:
+            lat, status = lat[inverse], status[inverse]
         if status.any():
             r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
             batch, s, prefix = shapes[r]

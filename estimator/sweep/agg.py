@@ -198,5 +198,11 @@ def best_agg(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, se
 
 
 def agg_table(rows: Sequence[Mapping[str, object]]) -> pd.DataFrame:
-    """Rows as a DataFrame with the AGG_COLUMNS (built column-wise: several times faster than from records)."""
-    return pd.DataFrame({c: [r[c] for r in rows] for c in AGG_COLUMNS}, columns=list(AGG_COLUMNS))
+    """Rows as a DataFrame with the AGG_COLUMNS, built column-wise from arrays (numbers typed by
+    numpy, text and None-bearing columns as objects): several times faster than from records."""
+    return pd.DataFrame({c: _column_array([r[c] for r in rows]) for c in AGG_COLUMNS}, columns=list(AGG_COLUMNS))
+
+
+def _column_array(values: list) -> np.ndarray:
+    numeric = all(type(v) in (int, float) for v in values)
+    return np.array(values) if numeric else np.array(values, dtype=object)
