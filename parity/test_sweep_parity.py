@@ -44,12 +44,13 @@ class SweepTask:
     prefill_max_num_tokens: int = 16384  # disagg
     moe: MoeSizes = MoeSizes()  # attention-DP and MoE sizes swept (MoE models only)
     pricer: str = "native"  # ours: "reference" for models without a native op builder
+    autoscale: bool = False  # disagg: engines picked per pool at one worker each (pick_autoscale)
 
     @property
     def id(self) -> str:
         targets = f"rl{self.sla.request_latency:g}" if self.sla.request_latency else f"ttft{self.sla.ttft:g}-tpot{'_'.join(f'{t:g}' for t in self.sla.tpots)}"
         return (f"{self.mode}-{self.model.split('/')[1]}-{self.system}-{self.backend}-{self.isl}x{self.osl}-p{self.prefix}"
-                f"-n{self.nextn}-tp{''.join(map(str, self.tps))}-{targets}")
+                f"-n{self.nextn}-tp{''.join(map(str, self.tps))}-{targets}{'-autoscale' if self.autoscale else ''}")
 
     @property
     def layouts(self) -> list[Deployment]:
@@ -84,8 +85,15 @@ MOE_TASKS = [
     SweepTask("disagg", "Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "vllm", 4096, 512, Sla(3000.0, (40.0,)), (2, 4),
               moe=MoeSizes(dp=(1,), moe_tp=(1, 2), moe_ep=(1, 2, 4)), pricer="reference"),
 ]  # fmt: skip
-CI_TASKS = TASKS[:4] + MOE_TASKS[:1]
-FULL_TASKS = TASKS[4:] + MOE_TASKS[1:]
+# autoscale picking: targets met by some engines, then targets no engine meets (the closest-engine fallback)
+AUTOSCALE_TASKS = [
+    SweepTask("disagg", "Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", 4096, 512, Sla(2000.0, (30.0, 50.0)), autoscale=True),
+    SweepTask("disagg", "meta-llama/Meta-Llama-3.1-70B", "b200_sxm", "trtllm", 8192, 256, Sla(200.0, (4.0,)), autoscale=True),
+    SweepTask("disagg", "Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "vllm", 4096, 512, Sla(3000.0, (40.0,)), (2, 4),
+              moe=MoeSizes(dp=(1,), moe_tp=(1, 2), moe_ep=(1, 2, 4)), pricer="reference", autoscale=True),
+]  # fmt: skip
+CI_TASKS = TASKS[:4] + MOE_TASKS[:1] + AUTOSCALE_TASKS[:2]
+FULL_TASKS = TASKS[4:] + MOE_TASKS[1:] + AUTOSCALE_TASKS[2:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,6 +132,7 @@ def reference_sweep(task: SweepTask, sla: Sla, top_k: int | None = None) -> pd.D
         decode_backend_name=task.backend, decode_model_config=reference_config(base, False), decode_parallel_config_list=_parallel(task),
         decode_latency_correction=1.08, prefill_max_num_tokens=task.prefill_max_num_tokens, prefill_num_worker_list=list(range(1, 33)),
         decode_num_worker_list=list(range(1, 33)), num_gpu_list=list(range(1, 9)), require_same_tp=task.backend == "sglang",
+        autoscale=task.autoscale,
     )  # fmt: skip
 
 
@@ -150,8 +159,8 @@ def our_sweep(task: SweepTask, sla: Sla, top_k: int | None = None):
         options = AggOptions(top_k=task.top_k if top_k is None else top_k)
         return sweep_agg(task.layouts, task.workload, sla, options, LEGACY, task.pricer)
     limits = WorkerLimits(total_gpus=frozenset(range(1, 9)), same_tp=Backend(task.backend) is Backend.SGLANG)
-    return sweep_disagg(task.layouts, task.layouts, task.workload, sla, DisaggOptions(task.prefill_max_num_tokens, limits=limits), LEGACY,
-                        task.pricer)  # fmt: skip
+    options = DisaggOptions(task.prefill_max_num_tokens, limits=limits, autoscale=task.autoscale)
+    return sweep_disagg(task.layouts, task.layouts, task.workload, sla, options, LEGACY, task.pricer)
 
 
 def our_workers(task: SweepTask, role: Role) -> pd.DataFrame:
@@ -226,8 +235,8 @@ def test_candidate_set_equals_reference_full(task):
 
 
 @pytest.mark.reference
-def test_sweep_parity_fails_on_a_perturbed_value():
-    task = CI_TASKS[0]
+@pytest.mark.parametrize("task", [CI_TASKS[0], AUTOSCALE_TASKS[0]], ids=lambda t: t.id)
+def test_sweep_parity_fails_on_a_perturbed_value(task):
     ours = our_sweep(task, task.sla).best
     ours.loc[3, "tokens/s/gpu"] *= 1 + 1e-7
     bad = failures(compare_frames(task.id, reference_sweep(task, task.sla), ours, ours.columns))

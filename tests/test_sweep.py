@@ -311,6 +311,33 @@ def test_sweep_disagg_prints_the_best_configurations():
     assert "sweep [" in err and "4/4" in err
 
 
+def test_autoscale_pairs_one_worker_each_and_ranks_by_tokens_per_gpu():
+    options = DisaggOptions(autoscale=True)
+    result = sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), TARGETS, options, UNCACHED)
+    best, table = result.best, result.table
+    assert not best.empty and len(best) <= options.top_n and set(best["(p)workers"]) == set(best["(d)workers"]) == {1}
+    assert best["tokens/s/gpu"].is_monotonic_decreasing and len(table) >= len(best)
+    assert (best["ttft"] < TARGETS.ttft).all() and (best["tpot"] < max(TARGETS.tpots)).all()
+    assert best["ttft"].tolist() == pytest.approx((best["(p)prefill_step_ms"] * options.calibration.ttft_factor).tolist(), rel=1e-12)
+    assert table["(p)parallel"].value_counts().max() == table["(d)parallel"].nunique()  # one engine per layout and pool
+
+
+def test_autoscale_falls_back_to_the_closest_engines(caplog):
+    with caplog.at_level(logging.WARNING):
+        best = sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), Sla(1.0, (1.0,)), DisaggOptions(autoscale=True), UNCACHED).best
+    assert not best.empty and "no prefill candidate meets TTFT < 1 ms" in caplog.text and "no decode candidate meets TPOT < 1 ms" in caplog.text
+
+
+@pytest.mark.parametrize("sla,refined,message", [
+    (TARGETS, ReplayOptions(), "does not take refined SLAs"),
+    (Sla(2000.0, (), request_latency=30000.0), None, "needs TPOT targets"),
+])  # fmt: skip
+def test_autoscale_rejects_what_it_cannot_honour_before_pricing(sla, refined, message, monkeypatch):
+    monkeypatch.setattr("estimator.sweep.driver.worker_candidates", lambda *a, **k: pytest.fail("priced before the check"))
+    with pytest.raises(InvalidInputError, match=message):
+        sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), sla, DisaggOptions(autoscale=True), UNCACHED, refined=refined)
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--out", "table.txt"], "--out must end in .csv or .parquet, got 'table.txt'"),
     (["--prefix", "4096"], "prefix (4096) must be smaller than the effective isl (4096) for an agg run"),

@@ -79,6 +79,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-prefill-workers", type=int, default=32, help="disagg: prefill replicas at most (default 32)")
     p.add_argument("--max-decode-workers", type=int, default=32, help="disagg: decode replicas at most (default 32)")
     p.add_argument("--top-n", type=int, default=DEFAULT_TOP_N, help="disagg: best rows per target (default 5)")
+    p.add_argument("--autoscale", action="store_true",
+                   help="disagg: pick prefill and decode engines independently, one worker each, at --ttft and the largest --tpot")  # fmt: skip
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     add_pricer_arg(p)
     p.add_argument("--refined-sla", action="store_true", help="gate and reprice candidates by the closed-loop replay")
@@ -145,7 +147,7 @@ def run_sweep(args: argparse.Namespace, report: ProgressBar):
         prefill_workers=tuple(range(1, args.max_prefill_workers + 1)), decode_workers=tuple(range(1, args.max_decode_workers + 1)),
         total_gpus=frozenset(range(1, args.total_gpus + 1)), same_tp=base.backend is Backend.SGLANG,
     )  # fmt: skip
-    options = DisaggOptions(args.prefill_max_num_tokens, args.decode_max_batch_size, limits, top_n=args.top_n)
+    options = DisaggOptions(args.prefill_max_num_tokens, args.decode_max_batch_size, limits, top_n=args.top_n, autoscale=args.autoscale)
     return sweep_disagg(prefill, decode, workload, sla, options, semantics, args.pricer, report, refined=replay)
 
 

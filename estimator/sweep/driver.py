@@ -11,6 +11,7 @@ import pandas as pd
 from estimator.closedloop import ReplayOptions
 from estimator.deployment import Deployment, require_positive
 from estimator.disagg import DISAGG_COLUMNS, Calibration, Role
+from estimator.disagg.autoscale import autoscale_pairs, top_by_tokens_per_gpu
 from estimator.disagg.ranking import merge_ranked
 from estimator.disagg.search import (
     DEFAULT_DECODE_MAX_NUM_TOKENS,
@@ -25,7 +26,7 @@ from estimator.disagg.search import (
     worker_candidates,
 )
 from estimator.disagg.workers import LEGACY_DECIMALS
-from estimator.errors import EstimatorError
+from estimator.errors import EstimatorError, InvalidInputError
 from estimator.scheduler import StaticPoint
 from estimator.steps import Semantics
 from estimator.sweep.agg import AggOptions, AggRows, agg_rows, best_agg
@@ -87,6 +88,7 @@ class DisaggOptions:
     limits: WorkerLimits = WorkerLimits()  # worker counts and GPU limits of the rate matching
     calibration: Calibration = Calibration()  # corrections, TTFT factor, degradations
     top_n: int = DEFAULT_TOP_N  # best rows per target
+    autoscale: bool = False  # engines picked per pool at one worker each (no rate matching), at the TTFT and the largest TPOT target
 
     def __post_init__(self) -> None:
         for name in ("prefill_max_num_tokens", "decode_max_num_tokens", "top_n"):
@@ -109,8 +111,12 @@ def sweep_disagg(
     raw TTFT and each layout's row is knee-tuned by the closed-loop replay."""
     semantics = Semantics.parse(semantics)
     workload.require_prefix_below_isl("disagg run")
+    if options.autoscale and refined is not None:
+        raise InvalidInputError("autoscale picking prices no rate-matched deployment, so it does not take refined SLAs")
+    if options.autoscale and not sla.tpots:
+        raise InvalidInputError("autoscale picking needs TPOT targets (a request-latency SLA gives none)")
     pairs = sla.pairs(workload.osl)
-    tick = _Ticker(report, len(prefill) + len(decode) + len(pairs))
+    tick = _Ticker(report, len(prefill) + len(decode) + (1 if options.autoscale else len(pairs)))
     point = StaticPoint(workload.isl, workload.osl, 1, workload.prefix, workload.nextn_accepted,
                         free_gpu_memory_fraction=workload.free_gpu_memory_fraction)  # fmt: skip
     budget_isl = workload.isl if semantics is Semantics.LEGACY else workload.isl - workload.prefix
@@ -121,6 +127,10 @@ def sweep_disagg(
             d, batches[r], point, r, semantics, options.calibration, pricer), lambda _: tick([]))
         for role, deployments in ((Role.PREFILL, prefill), (Role.DECODE, decode))
     }  # fmt: skip
+    if options.autoscale:
+        result = _autoscaled(workers[Role.PREFILL], workers[Role.DECODE], sla, options, semantics)
+        tick(result.table.to_dict("records"))
+        return result
     combos = Combos(workers[Role.PREFILL], workers[Role.DECODE], options.limits, options.calibration)
     selections = []
     for ttft, tpot in pairs:
@@ -134,6 +144,16 @@ def sweep_disagg(
     if best.empty:
         log.warning("disagg sweep: no worker combination meets the targets")
     return SweepResult(best, lambda: disagg_frame([c.row for c in combos.matched], rounded=False))
+
+
+def _autoscaled(prefill: list, decode: list, sla: Sla, options: DisaggOptions, semantics: Semantics) -> SweepResult:
+    """The autoscale pick (aiconfigurator's sweep_disagg(autoscale=True)) at the TTFT and the
+    largest TPOT target; the pairs it formed are the table."""
+    pairs = autoscale_pairs(prefill, decode, sla.ttft, max(sla.tpots), semantics, options.calibration, options.top_n)
+    best = disagg_frame(top_by_tokens_per_gpu(pairs, options.top_n), rounded=False)
+    if best.empty:
+        log.warning("disagg sweep: no prefill or decode worker candidate to pick from")
+    return SweepResult(best, lambda: disagg_frame(pairs, rounded=False))
 
 
 def row_key(row: dict) -> tuple:
