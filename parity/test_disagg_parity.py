@@ -35,8 +35,14 @@ class DisaggCase:
     @property
     def id(self) -> str:
         p, d, x = self.prefill, self.decode, self.point
+        memory = "".join(f"-{k}{v:g}" for k, v in self.memory_settings().items())
         return (f"{p.model.split('/')[1]}-{p.system}-{p.backend.value}-n{p.nextn}-p{x.prefill_workers}xtp{p.tp}b{x.prefill_batch_size}"
-                f"-d{x.decode_workers}xtp{d.tp}b{x.decode_batch_size}-{x.isl}x{x.osl}-p{x.prefix}")
+                f"-d{x.decode_workers}xtp{d.tp}b{x.decode_batch_size}-{x.isl}x{x.osl}-p{x.prefix}{memory}")
+
+    def memory_settings(self) -> dict:
+        """The point's KV budget fractions and slot lengths that are set, under the reference's keyword names."""
+        names = [f"{r}{k}" for k in ("free_gpu_memory_fraction", "max_seq_len") for r in ("", "prefill_", "decode_")]
+        return {n: getattr(self.point, n) for n in names if getattr(self.point, n) is not None}
 
 
 def _case(model: str, system: str, backend: str, i: int) -> DisaggCase:
@@ -70,7 +76,16 @@ VERIFIED = DisaggCase(
     Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2),
     DisaggPoint(32768, 512, 1, 2, 16, 1),
 )  # legacy-semantics.md 3.2
-CI_CASES = [VERIFIED, *ci_cases()]
+_QWEN = {b: Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", b, tp=2) for b in ("sglang", "trtllm", "vllm")}
+# per-role memory settings: KV slots per role (both fit, then the decode slot overflows), per-role KV budgets
+MEMORY_CASES = [
+    DisaggCase(_QWEN["sglang"], _QWEN["sglang"], DisaggPoint(4096, 512, 4, 1, 64, 1, max_seq_len=9000, prefill_max_seq_len=20000)),
+    DisaggCase(_QWEN["trtllm"], _QWEN["trtllm"], DisaggPoint(4096, 512, 4, 1, 64, 1, decode_max_seq_len=20000)),
+    DisaggCase(_QWEN["vllm"], _QWEN["vllm"], DisaggPoint(4096, 512, 4, 1, 64, 1, free_gpu_memory_fraction=0.9,
+                                                          decode_free_gpu_memory_fraction=0.2)),
+    DisaggCase(_QWEN["sglang"], _QWEN["sglang"], DisaggPoint(2048, 256, 2, 1, 32, 2, prefill_free_gpu_memory_fraction=0.05)),
+]  # fmt: skip
+CI_CASES = [VERIFIED, *ci_cases(), *MEMORY_CASES]
 FULL_CASES = [c for c in full_cases() if c.id not in {k.id for k in CI_CASES}]
 
 
@@ -112,6 +127,7 @@ def reference_disagg_row(case: DisaggCase) -> dict:
         prefill_num_worker=x.prefill_workers, decode_model_config=reference_config(d, False),
         decode_batch_size=x.decode_batch_size, decode_num_worker=x.decode_workers,
         speculative_profile=SpeculativeDecodingProfile.from_inputs(p.nextn, x.nextn_accepted if p.nextn else None),
+        **case.memory_settings(),
     )  # fmt: skip
     row = summary.get_result_dict()
     return {**{c: row[c] for c in DISAGG_COLUMNS if c in row}, "oom": bool(summary.check_oom())}

@@ -5,7 +5,8 @@ prompt tokens against the --ctx-tokens budget. --json prints the full unrounded 
 --detail time adds the scheduling line and per-step per-op tables with SOL (roofline) columns.
 --estimate-mode disagg prices --prefill-num-workers prefill workers (static batches of
 --prefill-batch-size prompts) and --decode-num-workers decode workers; each --prefill-* /
---decode-* size defaults to the shared one.
+--decode-* size and memory setting defaults to the shared one (the reference's short forms
+--p-tp, --d-bs, --p-workers, ... are accepted).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from estimator.scheduler import AggPoint, AggResult, StaticMode, StaticPoint, ru
 from estimator.steps import DEFAULT_STRIDE, Semantics, StepCost
 
 MODES = ("agg", "disagg", *(m.value for m in StaticMode))
-ROLE_SIZES = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")  # per-role overrides of the shared sizes
+ROLE_SIZES = {"tp": "tp", "pp": "pp", "attention_dp": "dp", "moe_tp": "etp", "moe_ep": "ep"}  # per-role size -> short flag (--p-tp, --d-ep)
 BAR_WIDTH = 12
 
 
@@ -38,7 +39,8 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nextn-accepted", type=float, default=None, help="accepted draft tokens per decode step")
     p.add_argument("--stride", type=int, default=DEFAULT_STRIDE, help="static decode sampling stride")
     p.add_argument("--free-gpu-memory-fraction", type=float, default=None, help="KV budget fraction (default: backend's)")
-    p.add_argument("--max-seq-len", type=int, default=None, help="TRT-LLM KV slot length (default isl + osl)")
+    p.add_argument("--max-seq-len", type=int, default=None,
+                   help="KV slot per request, tokens (agg: TRT-LLM's max_seq_len; static and disagg: every backend; default isl + osl)")  # fmt: skip
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     p.add_argument("--detail", choices=("time",), default=None, help="time: scheduling and per-op tables")
     p.add_argument("--json", action="store_true", help="print the full unrounded result row as one JSON object")
@@ -46,10 +48,15 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="agg/disagg: also replay the point closed-loop (engine-priced passes; protocol steady by "
                         "default) and print the refined figures beside the closed-form ones")
     for role in ("prefill", "decode"):
-        for size in ROLE_SIZES:
-            p.add_argument(f"--{role}-{size.replace('_', '-')}-size", type=int, default=None, help=f"disagg: {role} {size} size (default: shared)")
-        p.add_argument(f"--{role}-batch-size", type=int, default=None, help=f"disagg: {role} batch size (required)")
-        p.add_argument(f"--{role}-num-workers", type=int, default=None, help=f"disagg: {role} workers (required)")
+        short = role[0]
+        for size, alias in ROLE_SIZES.items():
+            p.add_argument(f"--{role}-{size.replace('_', '-')}-size", f"--{short}-{alias}", type=int, default=None,
+                           help=f"disagg: {role} {size} size (default: shared)")  # fmt: skip
+        p.add_argument(f"--{role}-batch-size", f"--{short}-bs", type=int, default=None, help=f"disagg: {role} batch size (required)")
+        p.add_argument(f"--{role}-num-workers", f"--{short}-workers", type=int, default=None, help=f"disagg: {role} workers (required)")
+        p.add_argument(f"--{role}-free-gpu-memory-fraction", type=float, default=None,
+                       help=f"disagg: {role} workers' KV budget fraction (default --free-gpu-memory-fraction)")  # fmt: skip
+        p.add_argument(f"--{role}-max-seq-len", type=int, default=None, help=f"disagg: {role} workers' KV slot per request (default --max-seq-len)")
     p.add_argument("--decode-system", default=None, help="disagg: decode workers' system (default --system)")
 
 
@@ -81,6 +88,7 @@ def estimate(args: argparse.Namespace, pricer: str):
     point = StaticPoint(
         isl=args.isl, osl=args.osl, batch_size=args.batch_size, prefix=args.prefix,
         nextn_accepted=nextn_accepted(args), stride=args.stride, free_gpu_memory_fraction=args.free_gpu_memory_fraction,
+        max_seq_len=args.max_seq_len,
     )  # fmt: skip
     return run_static(deployment, point, args.mode, pricer)
 
@@ -101,6 +109,9 @@ def disagg_point(args: argparse.Namespace) -> DisaggPoint:
         isl=args.isl, osl=args.osl, prefill_batch_size=args.prefill_batch_size, prefill_workers=args.prefill_num_workers,
         decode_batch_size=args.decode_batch_size, decode_workers=args.decode_num_workers, prefix=args.prefix,
         nextn_accepted=nextn_accepted(args), stride=args.stride, free_gpu_memory_fraction=args.free_gpu_memory_fraction,
+        prefill_free_gpu_memory_fraction=args.prefill_free_gpu_memory_fraction,
+        decode_free_gpu_memory_fraction=args.decode_free_gpu_memory_fraction, max_seq_len=args.max_seq_len,
+        prefill_max_seq_len=args.prefill_max_seq_len, decode_max_seq_len=args.decode_max_seq_len,
     )  # fmt: skip
 
 

@@ -27,15 +27,24 @@ class DisaggPoint:
     nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= A <= nextn)
     stride: int = DEFAULT_STRIDE  # static decode sampling stride
     free_gpu_memory_fraction: float | None = None  # KV budget fraction of both workers; None: backend's
+    prefill_free_gpu_memory_fraction: float | None = None  # the prefill worker's; None: free_gpu_memory_fraction
+    decode_free_gpu_memory_fraction: float | None = None  # the decode worker's; None: free_gpu_memory_fraction
+    max_seq_len: int | None = None  # KV slot per request of both workers, tokens; None: isl + 1 (prefill), isl + osl (decode)
+    prefill_max_seq_len: int | None = None  # the prefill worker's; None: max_seq_len
+    decode_max_seq_len: int | None = None  # the decode worker's; None: max_seq_len
 
     def __post_init__(self) -> None:
         for name in ("prefill_batch_size", "prefill_workers", "decode_batch_size", "decode_workers"):
             require_positive(name, getattr(self, name))
 
     def worker_point(self, role: Role) -> StaticPoint:
-        """The static batch one worker of `role` runs."""
-        batch = self.prefill_batch_size if role is Role.PREFILL else self.decode_batch_size
-        return StaticPoint(self.isl, self.osl, batch, self.prefix, self.nextn_accepted, self.stride, self.free_gpu_memory_fraction)
+        """The static batch one worker of `role` runs, with the role's memory settings."""
+        prefill = role is Role.PREFILL
+        batch = self.prefill_batch_size if prefill else self.decode_batch_size
+        fraction = self.prefill_free_gpu_memory_fraction if prefill else self.decode_free_gpu_memory_fraction
+        slot = self.prefill_max_seq_len if prefill else self.decode_max_seq_len
+        return StaticPoint(self.isl, self.osl, batch, self.prefix, self.nextn_accepted, self.stride,
+                           self.free_gpu_memory_fraction if fraction is None else fraction, self.max_seq_len if slot is None else slot)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -48,10 +48,13 @@ class StaticPoint:
     nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= A <= nextn)
     stride: int = DEFAULT_STRIDE  # static generation prices every stride-th KV position
     free_gpu_memory_fraction: float | None = None  # KV budget fraction; None: the backend's default
+    max_seq_len: int | None = None  # KV slot per request, tokens; None: isl + 1 (static_ctx) or isl + osl
 
     def __post_init__(self) -> None:
         for name in ("isl", "osl", "batch_size", "stride"):
             require_positive(name, getattr(self, name))
+        if self.max_seq_len is not None:
+            require_positive("max_seq_len", self.max_seq_len)
         if not 0 <= self.prefix < self.isl:
             raise InvalidInputError(f"prefix ({self.prefix}) must be within [0, isl ({self.isl}))")
 
@@ -95,15 +98,16 @@ def run_static_batches(deployment: Deployment, point: StaticPoint, batches: Sequ
 
 def static_memory(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode) -> MemoryVerdict:
     """Footprint per mode: prefill tokens (no MTP share) for static / static_ctx, one token per
-    request (full MTP multiplier) for static_gen; static_ctx holds isl+1 KV tokens per request."""
+    request (full MTP multiplier) for static_gen; each request holds max_seq_len KV tokens (default
+    isl+1 for static_ctx, isl+osl otherwise)."""
     policy, b = POLICIES[deployment.backend], point.batch_size
     prefill_tokens = (point.isl - point.prefix) * b
-    if mode is StaticMode.CONTEXT:
-        use = memory_use(facts, policy, b, point.isl + 1, prefill_tokens, 0)
-    elif mode is StaticMode.GENERATION:
-        use = memory_use(facts, policy, b, point.isl + point.osl, b, None)
+    default_slot = point.isl + 1 if mode is StaticMode.CONTEXT else point.isl + point.osl
+    slot = point.max_seq_len if point.max_seq_len is not None else default_slot
+    if mode is StaticMode.GENERATION:
+        use = memory_use(facts, policy, b, slot, b, None)
     else:
-        use = memory_use(facts, policy, b, point.isl + point.osl, prefill_tokens, 0)
+        use = memory_use(facts, policy, b, slot, prefill_tokens, 0)
     fraction = point.free_gpu_memory_fraction
     if fraction is None:
         fraction = policy.default_kv_fraction(
