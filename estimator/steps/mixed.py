@@ -151,7 +151,7 @@ def mixed_step_totals(model: StepModel, shapes: Sequence[MixedShape], semantics:
 
 class _PricedShapes:
     """Shapes with their packings (None: the shape prices nothing) and the price matrices of all of
-    them, one call per pass, each pass pricing only its own ops (PASS_OPS). p1_at / p2_at index each
+    them, one call per pass, each pass pricing only its own ops (pass_pricers). p1_at / p2_at index each
     shape's first pass-1 and pass-2 rows, gen_at its decode row (-1: no decoders)."""
 
     def __init__(self, model: StepModel, shapes: Sequence[MixedShape], semantics: Semantics):

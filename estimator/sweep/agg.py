@@ -103,11 +103,8 @@ def _priced_rows(deployment: Deployment, model: StepModel, points: Sequence[Grid
     distinct decode step, each set from one batched call (rows need no per-op breakdown)."""
     policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
     mix = iter(mixed_step_totals(model, [g.shape for p in points for g in p.plan.mix], semantics).tolist())
-    decode = {}
-    for p in points:
-        decode.setdefault((p.plan.genonly_requests, p.point.isl, p.point.osl), None)
-    for (n, isl, osl), total in zip(decode, _decode_totals(model, list(decode))):
-        decode[n, isl, osl] = StepCost(total, ())
+    keys = list(dict.fromkeys((p.plan.genonly_requests, p.point.isl, p.point.osl) for p in points))
+    decode = {key: StepCost(total, ()) for key, total in zip(keys, _decode_totals(model, keys))}
     rows = []
     for p in points:
         steps = [StepCost(next(mix), ()) for _ in p.plan.mix]
@@ -150,9 +147,6 @@ class AggRows:
     @classmethod
     def of(cls, table: pd.DataFrame) -> AggRows:
         return cls(table.to_dict("records"))
-
-    def __len__(self) -> int:
-        return len(self.rows)
 
     def column(self, name: str, dtype=None) -> np.ndarray:
         return np.array([r[name] for r in self.rows], dtype=dtype)
