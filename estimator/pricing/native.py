@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-
 from dataclasses import dataclass
 
 import numpy as np
