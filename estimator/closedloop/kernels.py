@@ -388,9 +388,9 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     hk = np.empty(clients, dtype=np.int64)  # cohort heap: decode pass of the last token
     hj = np.empty(clients, dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty(clients, dtype=np.int64)  # cohort heap: client
-    n_act = head = n_wait = running = 0
+    n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
     cohort = k == 1.0 and mixed  # decoders are a cohort (else: per request)
-    n_coh = epoch = joins = kv_coh = 0  # cohort size, decode passes so far, joins so far, summed KV
+    n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
     t = 0.0
     for c in range(clients):
         _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0)
@@ -411,7 +411,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
         if cohort and n_coh * decode_budget > budget:  # some decoder would starve: walk per request
             n_act = _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t)
             cohort = False
-            n_coh = 0
+            n_coh = np.int64(0)
         nc = nf = nd = ns = new_starts = kv_sum = 0
         if n_act > 0:
             nc, nf, nd, ns, new_starts, kv_sum, running = _form_pass(
@@ -450,7 +450,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                 epoch += 1
                 kv_coh += n_coh
                 if counting:
-                    run_v, run_c = _room(run_v, run_c, cnt, 1)
+                    run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
                     _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
             while n_coh > 0 and hk[0] == epoch:
                 c = hc[0]
@@ -511,7 +511,7 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, 
     if counting:
         run_v, run_c = _room(run_v, run_c, cnt, passes)
     flat = kind == AFFINE and params[DECODE_PER_KV] == 0.0  # the price ignores the KV: one evaluation serves every pass
-    flat_dur = affine_ms(params, 0, starts, takes, n_coh, kv) if flat else 0.0
+    flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
     for _ in range(passes):
         if it >= bound or next_due <= t:
             break
@@ -519,7 +519,7 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, 
         if flat:
             dur = flat_dur
         else:
-            dur = affine_ms(params, 0, starts, takes, n_coh, kv) if kind == AFFINE else engine_ms(params, data, hdr, 0, starts, takes, n_coh, kv)
+            dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if kind == AFFINE else engine_ms(params, data, hdr, np.int64(0), starts, takes, n_coh, kv)
         dur = dur + encoder_ms * 0
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
@@ -556,7 +556,7 @@ def _form_cohort(ri, order, n, hk, hj, hc):
     members' summed KV length."""
     kv = 0
     for i in range(n):
-        _join_cohort(ri, order[i], 0, i, hk, hj, hc, i)
+        _join_cohort(ri, order[i], np.int64(0), i, hk, hj, hc, i)
         kv += ri[order[i], ISL] + ri[order[i], MADE]
     return kv
 
@@ -639,7 +639,7 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handof
         if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= t):
             break
         it += 1
-        dur = affine_ms(params, 0, starts, takes, members[j], kv[j]) if kind == AFFINE else engine_ms(params, data, hdr, 0, starts, takes, members[j], kv[j])
+        dur = affine_ms(params, np.int64(0), starts, takes, members[j], kv[j]) if kind == AFFINE else engine_ms(params, data, hdr, np.int64(0), starts, takes, members[j], kv[j])
         if not (0.0 <= dur < np.inf):
             return it, NONFINITE, run_v, run_c
         end = t + dur
@@ -711,7 +711,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
             for b in range(nb):
                 starts[b] = prefix
                 takes[b] = ri[batch[b], NEW]
-            dur = affine_ms(p_params, nb, starts, takes, 0, 0) if p_kind == AFFINE else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, 0, 0)
+            dur = affine_ms(p_params, nb, starts, takes, np.int64(0), np.int64(0)) if p_kind == AFFINE else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
             dur = dur + encoder_ms
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
@@ -764,7 +764,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                         kv_sum += ri[c, ISL] + ri[c, MADE]
             if nb == 0:
                 continue
-            dur = affine_ms(d_params, 0, starts, takes, nb, kv_sum) if d_kind == AFFINE else engine_ms(d_params, d_data, d_hdr, 0, starts, takes, nb, kv_sum)
+            dur = affine_ms(d_params, np.int64(0), starts, takes, nb, kv_sum) if d_kind == AFFINE else engine_ms(d_params, d_data, d_hdr, np.int64(0), starts, takes, nb, kv_sum)
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break
@@ -780,7 +780,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                     epoch[j] += 1
                     kv_coh[j] += members
                     if counting:
-                        run_v, run_c = _room(run_v, run_c, cnt, 1)
+                        run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
                         _add_gaps(end - previous_end, members, cnt, run_v, run_c)
                 for x in range(nj):
                     gaps[x] = _decode(ri, rf, rq[j, x], end, k)

@@ -146,13 +146,13 @@ def _grid3_interior(s_off, k0, o1, k1, o2, k2, v, g, q, transform_axis, kind, p)
     c = q[0]
     i = _find_exact(k0, lo, hi, c)
     if i >= 0:
-        return _grid2_node(k1, o2, k2, v, o1[i], o1[i + 1], q, 1, transform_axis, kind, p)
+        return _grid2_node(k1, o2, k2, v, o1[i], o1[i + 1], q, np.int64(1), transform_axis, kind, p)
     if c < k0[lo] or c > k0[hi - 1]:
         return OUT_OF_RANGE, 0.0
     j = _bracket(k0, lo, hi, c)
-    st_lo, v_lo = _grid2_node(k1, o2, k2, v, o1[j - 1], o1[j], q, 1, transform_axis, kind, p)
-    st_hi, v_hi = _grid2_node(k1, o2, k2, v, o1[j], o1[j + 1], q, 1, transform_axis, kind, p)
-    return _combine(st_lo, v_lo, k0[j - 1], st_hi, v_hi, k0[j], c, 0, transform_axis, kind, p, q)
+    st_lo, v_lo = _grid2_node(k1, o2, k2, v, o1[j - 1], o1[j], q, np.int64(1), transform_axis, kind, p)
+    st_hi, v_hi = _grid2_node(k1, o2, k2, v, o1[j], o1[j + 1], q, np.int64(1), transform_axis, kind, p)
+    return _combine(st_lo, v_lo, k0[j - 1], st_hi, v_hi, k0[j], c, np.int64(0), transform_axis, kind, p, q)
 
 
 @njit(cache=True)
@@ -376,7 +376,7 @@ def grid2_query(fdat, idat, hdr, base, g, q, kind, p):
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
         return MISS, 0.0
-    st, val = _grid2_node(fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), v, lo, hi, q, 0, -1, kind, p)
+    st, val = _grid2_node(fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), v, lo, hi, q, np.int64(0), np.int64(-1), kind, p)
     if st == OUT_OF_RANGE:
         a, b = o1[lo], o1[hi]
         xy = fv(fdat, hdr, base + 5).reshape((-1, 2))

@@ -134,12 +134,12 @@ def _gemm(ints, f, x, fdat, idat, hdr):
         g = ints[I_SCALE_ID]
         mem = np.empty(N_PARAMS)
         mem[0] = p[2]
-        st_c, cs = _scale_table(fdat, idat, hdr, L.COMPUTE_SCALE, g, m, k, SOL_COMPUTE_SCALE, mem, False)
+        st_c, cs = _scale_table(fdat, idat, hdr, np.int64(L.COMPUTE_SCALE), g, m, k, np.int64(SOL_COMPUTE_SCALE), mem, False)
         if st_c != OK:
             return ST_MISS, 0.0
         lat -= cs
         if flags & FLAG_LOW_PRECISION_INPUT:
-            st_s, sm = _scale_table(fdat, idat, hdr, L.SCALE_MATRIX, g, m, k, SOL_SCALE_MATRIX, mem, True)
+            st_s, sm = _scale_table(fdat, idat, hdr, np.int64(L.SCALE_MATRIX), g, m, k, np.int64(SOL_SCALE_MATRIX), mem, True)
             if st_s != OK:
                 return ST_MISS, 0.0
             lat -= sm
@@ -162,7 +162,7 @@ def _context_table(fdat, idat, hdr, g, f, batch, s, prefix):
     q[0] = f[F_A]
     q[1] = full
     q[2] = batch
-    st, lat = grid3_query(fdat, idat, hdr, L.CONTEXT, g, q, 1, SOL_CONTEXT_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
+    st, lat = grid3_query(fdat, idat, hdr, np.int64(L.CONTEXT), g, q, np.int64(1), np.int64(SOL_CONTEXT_ATTENTION), f[F_SOL : F_SOL + N_PARAMS])
     if st != OK:
         return ST_MISS, 0.0
     if prefix > 0.0:
@@ -208,7 +208,7 @@ def _generation_attention(ints, f, fdat, idat, hdr, batch, s, imbalance):
     total = 0.0
     for i in range(5):
         q[2] = s_min + ((s_max - s_min) * i) // 4
-        st, lat = grid3_query(fdat, idat, hdr, L.GENERATION, g, q, -1, SOL_GENERATION_ATTENTION, f[F_SOL : F_SOL + N_PARAMS])
+        st, lat = grid3_query(fdat, idat, hdr, np.int64(L.GENERATION), g, q, np.int64(-1), np.int64(SOL_GENERATION_ATTENTION), f[F_SOL : F_SOL + N_PARAMS])
         if st != OK:
             return ST_MISS, 0.0
         total += lat
@@ -228,7 +228,7 @@ def _comm(ints, f, fdat, idat, hdr, x, base):
     if c < 0:
         return ST_MISS, 0.0
     size = math.ceil(x / max(ints[I_SEQ_SPLIT], 1)) * f[F_A]
-    st, lat = curve_query(fdat, idat, hdr, base, c, size, SOL_LINEAR, f[F_SOL : F_SOL + N_PARAMS])
+    st, lat = curve_query(fdat, idat, hdr, base, c, size, np.int64(SOL_LINEAR), f[F_SOL : F_SOL + N_PARAMS])
     if st != OK:
         return ST_MISS, 0.0
     return ST_OK, max(lat * f[F_B], 0.0) * f[F_SCALE]
@@ -252,7 +252,7 @@ def _moe(ints, f, fdat, idat, hdr, x):
         c = ints[I_LOW_LATENCY]
     if c < 0:
         return ST_MISS, 0.0
-    st, lat = token_curve_query(fdat, idat, hdr, L.MOE, c, tokens, SOL_MOE, f[F_SOL : F_SOL + N_PARAMS])
+    st, lat = token_curve_query(fdat, idat, hdr, np.int64(L.MOE), c, tokens, np.int64(SOL_MOE), f[F_SOL : F_SOL + N_PARAMS])
     if st != OK:
         return ST_MISS, 0.0
     return ST_OK, max(lat, 0.0) * f[F_SCALE]
@@ -284,9 +284,9 @@ def _price_one(kind, it, f, fdat, idat, hdr, batch, s, prefix, is_context, imbal
     if kind == OP_GENERATION_ATTENTION:
         return _generation_attention(it, f, fdat, idat, hdr, batch, s, imbalance)
     if kind == OP_CUSTOM_ALLREDUCE:
-        return _comm(it, f, fdat, idat, hdr, x, L.ALLREDUCE)
+        return _comm(it, f, fdat, idat, hdr, x, np.int64(L.ALLREDUCE))
     if kind == OP_NCCL:
-        return _comm(it, f, fdat, idat, hdr, x, L.NCCL)
+        return _comm(it, f, fdat, idat, hdr, x, np.int64(L.NCCL))
     if kind == OP_MOE:
         return _moe(it, f, fdat, idat, hdr, x)
     if kind == OP_P2P:
