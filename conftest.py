@@ -21,11 +21,15 @@ def _numba_cache_dir() -> Path:
     return NUMBA_CACHE_ROOT / (_WORKER or "seed")
 
 
-# Must happen before anything imports numba.
-if "NUMBA_CACHE_DIR" not in os.environ:
+# Must happen before anything imports numba. A NUMBA_CACHE_DIR the user set is kept; the one the
+# controller chose reaches the workers through the environment, so the marker tells them to take
+# their own (estimator then keys each directory by its jitted sources).
+_HARNESS_CHOSE = "ESTIMATOR_HARNESS_NUMBA_CACHE"
+if "NUMBA_CACHE_DIR" not in os.environ or os.environ.get(_HARNESS_CHOSE):
     if _WORKER and (NUMBA_CACHE_ROOT / "seed").is_dir() and not _numba_cache_dir().exists():
         shutil.copytree(NUMBA_CACHE_ROOT / "seed", _numba_cache_dir())
     os.environ["NUMBA_CACHE_DIR"] = str(_numba_cache_dir())
+    os.environ[_HARNESS_CHOSE] = "1"
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

@@ -34,8 +34,14 @@ def default_root() -> Path:
     return Path(root) / "numba"
 
 
+def keyed_cache_dir(root: Path, digest: str) -> Path:
+    """<root>/<digest>; a root that is already keyed by this digest (the directory a parent process
+    chose, inherited by a spawned worker) is kept, so parent and workers share one cache."""
+    return root if root.name == digest else root / digest
+
+
 def key_numba_cache() -> None:
-    """Point NUMBA_CACHE_DIR at <root>/<digest> (no-op when numba is already imported: its config is read)."""
+    """Point NUMBA_CACHE_DIR at the keyed cache directory (no-op when numba is already imported: its config is read)."""
     if "numba" in sys.modules:
         return
-    os.environ["NUMBA_CACHE_DIR"] = str(default_root() / jitted_sources_digest())
+    os.environ["NUMBA_CACHE_DIR"] = str(keyed_cache_dir(default_root(), jitted_sources_digest()))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import estimator.numba_cache as nc
 
@@ -24,3 +25,12 @@ def test_digest_follows_jitted_sources_only(tmp_path, monkeypatch):
 
 def test_cache_dir_is_keyed_under_the_root():
     assert os.environ["NUMBA_CACHE_DIR"].endswith(nc.jitted_sources_digest())
+
+
+def test_an_inherited_keyed_directory_is_not_keyed_again():
+    """A spawned worker inherits the parent's keyed NUMBA_CACHE_DIR and must share it, not nest a copy."""
+    digest = nc.jitted_sources_digest()
+    root = Path("/cache/numba")
+    assert nc.keyed_cache_dir(root, digest) == root / digest
+    assert nc.keyed_cache_dir(root / digest, digest) == root / digest
+    assert nc.keyed_cache_dir(root / "0123456789abcdef", digest) == root / "0123456789abcdef" / digest  # a stale key is a root
