@@ -153,12 +153,11 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
     (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
-    rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len; other models
-    TRT-LLM recipes are not resolved. Its SGLang
-    DeepSeek-R1 recipes on H200 and B200 launch with --chunked-prefill-size 32768 and
-    --stream-interval 10 (H200) / 30 (B200). Its vLLM recipes keep the engine default budget (8192,
-    chunked); its other SGLang recipes vary per model and are not resolved, so those rows keep the
-    engine defaults."""
+    rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len; the other
+    models' TRT-LLM recipes are not resolved. Its SGLang DeepSeek-R1 recipes on H200 and B200 launch
+    with --chunked-prefill-size 32768 and --stream-interval 10 (H200) / 30 (B200). Its vLLM recipes
+    keep the engine default budget (8192, chunked); its other SGLang recipes vary per model and are
+    not resolved, so those rows keep the engine defaults."""
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":

@@ -211,7 +211,7 @@ class _ComponentPricers:
     """Prices one step component (a fold of the context or generation op list) at many shapes."""
 
     full: Pricer  # the deployment's pricer
-    attention: Pricer  # a pricer of the attention ops only (the full pricer when it cannot be narrowed)
+    attention: Pricer  # the full pricer's view holding the KV-reading ops only (CONTEXT_KV_OPS, GENERATION_KV_OPS)
     model: PassModel
 
     def context(self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False) -> np.ndarray:

@@ -6,6 +6,9 @@ An op list is compiled (estimator.pricing.native) into parallel arrays:
   floats[i]  float64[N_FLOAT]: scale factor, shape constants, SOL parameters
 The evaluator returns per-op latencies (ms, already x scale_factor) and statuses. Tables come
 packed as (fdat, idat, hdr), see estimator.kernels.layout.
+
+Constants passed to jitted callees (SOL kinds, table slots, depths) are wrapped in np.int64: Numba
+compiles a separate copy of the callee, and of everything it calls, for each literal int argument.
 """
 from __future__ import annotations
 
