@@ -280,19 +280,21 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
                 firsts[nf] = c
                 nf += 1
         elif mixed and ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
-            left -= decode_budget
-            decs[nd] = c
-            nd += 1
-            kv_sum += ri[c, ISL] + ri[c, MADE]
+            left, nd, kv_sum = _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum)
     if not mixed and nc == 0:
         for p in range(n_act):
             c = order[p]
             if ri[c, TODO] == 0 and ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
-                left -= decode_budget
-                decs[nd] = c
-                nd += 1
-                kv_sum += ri[c, ISL] + ri[c, MADE]
+                left, nd, kv_sum = _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum)
     return nc, nf, nd, ns, new_starts, kv_sum, running
+
+
+@njit(cache=True)
+def _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum):
+    """Request c decodes in this pass: its budget spent, appended to decs, its KV length added.
+    Returns (left, nd, kv_sum)."""
+    decs[nd] = c
+    return left - decode_budget, nd + 1, kv_sum + ri[c, ISL] + ri[c, MADE]
 
 
 # ---------------------------------------------------------------------------------------------
