@@ -7,11 +7,15 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   than the engine, else the oldest slot (every sample row is older than every slot, so every row
   lands on the current slot, as in the baseline);
 * an empty or zero attention-DP size means no attention DP (1); MoE sizes are passed for MoE models only;
+* an agg row whose id names its layout (`..._tp8_ep8_...`: N GPUs, MoE EP M) while its parallel columns
+  give another GPU count is priced as the id's layout (`labelled_layout`); the row as recorded is kept
+  in `MappedRow.recorded` for the legacy method, which reproduces the baseline on the baseline's inputs;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -94,6 +98,8 @@ class MappedRow:
     model_note: str  # "" or how the model was aliased
     data_version: str | None  # the perf-data version priced
     version_note: str  # how the engine version was mapped
+    layout_note: str = ""  # "" or how the layout was taken from the row id instead of its columns
+    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -103,9 +109,52 @@ def map_measurement(m: Measurement) -> MappedRow:
         data_version, version_note = nearest_data_version(m.system, m.engine, m.engine_version)
     except EstimatorError as exc:
         return MappedRow(m, None, str(exc), model_used, model_note, None, "")
+    recorded = _mapped(m, model_used, model_note, data_version, version_note)
+    labelled = labelled_layout(m)
+    if labelled is None:
+        return recorded
+    layout, note = labelled
+    corrected = _mapped(dataclasses.replace(m, agg=layout), model_used, model_note, data_version, version_note)
+    return dataclasses.replace(corrected, measurement=m, layout_note=note, recorded=recorded)
+
+
+def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str, version_note: str) -> MappedRow:
     reason = unestimable_reason(m, model_used)
     inputs = None if reason else _inputs(m, model_used, data_version)
     return MappedRow(m, inputs, reason, model_used, model_note, data_version, version_note)
+
+
+_ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+|none)(?:_0)?_")  # InferenceX ids: ..._tp8_ep8_<n>, ..._tp8_0_ep8_0_<n>
+
+
+def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:
+    """(layout, note) when an agg row's id names N GPUs and MoE EP M (`_tpN_epM_`) but its columns
+    give another GPU count (tp x attention-DP x pp); None when they agree or the id names no layout.
+
+    The id's layout: attention DP over all N GPUs when the columns have tp 1 and attention DP > 1,
+    else TP N; MoE EP M and MoE TP N/M ("none": no EP); the batch per attention-DP rank is the
+    concurrency over the DP size when the columns follow that rule. Evidence: every such row whose
+    measurement repeats a row with a consistent id and columns has that row's layout (tested).
+    """
+    match, layout = _ID_LAYOUT.search(m.id), m.agg
+    if m.mode != "agg" or match is None or layout.tp is None or (layout.pp or 1) != 1:
+        return None
+    gpus, recorded_dp = int(match.group(1)), _dp(layout)
+    if layout.tp * recorded_dp == gpus:
+        return None
+    ep = 1 if match.group(2) == "none" else int(match.group(2))
+    if gpus % ep:
+        return None
+    dp = gpus if layout.tp == 1 and recorded_dp > 1 else 1
+    batch = layout.batch_size
+    if m.concurrency and batch is not None and batch * recorded_dp == m.concurrency:
+        batch = m.concurrency // dp
+    labelled = dataclasses.replace(layout, batch_size=batch, tp=gpus // dp, attention_dp=dp, moe_tp=gpus // ep, moe_ep=ep)
+    return labelled, (
+        f"layout from the row id ({match.group(0).strip('_')}): tp {labelled.tp}, attention DP {dp}, MoE tp {labelled.moe_tp} "
+        f"ep {ep}, batch {batch}; the columns say tp {layout.tp}, attention DP {recorded_dp}, MoE tp {layout.moe_tp} "
+        f"ep {layout.moe_ep}, batch {layout.batch_size} ({layout.tp * recorded_dp} GPUs)"
+    )
 
 
 def resolve_model(m: Measurement) -> tuple[str, str]:

@@ -17,7 +17,9 @@ from measurements.mapping import (
     AggInputs,
     DisaggInputs,
     bundled_architecture,
+    labelled_layout,
     map_all,
+    map_measurement,
     nearest_data_version,
     resolve_model,
 )
@@ -253,3 +255,69 @@ def test_disagg_inputs_keep_both_worker_layouts(mapped):
 def test_zero_attention_dp_means_no_attention_dp(mapped):
     row = next(r for r in mapped if r.measurement.agg and r.measurement.agg.attention_dp == 0)
     assert row.inputs.deployment.attention_dp == 1
+
+
+# ---- layouts named by the row id --------------------------------------------------------------
+
+
+def _agg_row(sample, row_id: str, concurrency: int, **layout):
+    """A sample agg row renamed `row_id` with the given concurrency and layout columns."""
+    m = next(m for m in sample if m.mode == "agg" and m.model == "deepseek-ai/DeepSeek-R1")
+    return dataclasses.replace(m, id=row_id, concurrency=concurrency, agg=dataclasses.replace(m.agg, pp=1, **layout))
+
+
+@pytest.mark.parametrize(
+    "row_id, columns, expected",
+    [
+        ("x_c16_tp8_ep8_1", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16), (8, 1, 1, 8, 16)),
+        ("x_c128_tp8_0_ep8_0_2", dict(tp=1, attention_dp=64, moe_tp=8, moe_ep=8, batch_size=2), (1, 8, 1, 8, 16)),
+        ("x_c4_tp4_ep4_3", dict(tp=4, attention_dp=4, moe_tp=1, moe_ep=16, batch_size=1), (4, 1, 1, 4, 4)),
+        ("x_c16_tp4_ep1_4", dict(tp=16, attention_dp=1, moe_tp=16, moe_ep=1, batch_size=16), (4, 1, 4, 1, 16)),
+    ],
+    ids=["tp-times-ep", "attention-dp", "dp-times-ep", "no-ep"],
+)
+def test_a_layout_contradicting_the_row_id_is_taken_from_the_id(sample, row_id, columns, expected):
+    m = _agg_row(sample, row_id, int(row_id.split("_c")[1].split("_")[0]), **columns)
+    layout, note = labelled_layout(m)
+    assert (layout.tp, layout.attention_dp, layout.moe_tp, layout.moe_ep, layout.batch_size) == expected
+    assert f"the columns say tp {columns['tp']}" in note
+    row = map_measurement(m)
+    assert (row.inputs.deployment.tp, row.inputs.deployment.attention_dp, row.inputs.batch_size) == (expected[0], expected[1], expected[4])
+    assert row.recorded.inputs.deployment.tp == columns["tp"] and row.recorded.layout_note == ""
+
+
+@pytest.mark.parametrize(
+    "row_id, columns",
+    [("x_c16_tp8_ep8_1", dict(tp=8, attention_dp=1, moe_tp=1, moe_ep=8, batch_size=16)),
+     ("x_c16_tp8_ep8_1", dict(tp=1, attention_dp=8, moe_tp=1, moe_ep=8, batch_size=2)),
+     ("x_c16_cfg12", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16))],
+    ids=["consistent", "consistent-dp", "id-names-no-layout"],
+)  # fmt: skip
+def test_a_layout_agreeing_with_the_id_or_without_one_is_kept(sample, row_id, columns):
+    m = _agg_row(sample, row_id, 16, **columns)
+    assert labelled_layout(m) is None
+    row = map_measurement(m)
+    assert row.recorded is None and row.layout_note == "" and row.inputs.deployment.tp == columns["tp"]
+
+
+def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
+    """Rows the mapping relabels and whose measurement a consistently labelled row repeats exactly
+    (same system, engine, model, lengths, TTFT and TPOT) get that row's layout, every one of them."""
+
+    def key(row):
+        m = row.measurement
+        return (m.system, m.engine, m.model, m.isl, m.osl, m.ttft_ms, m.tpot_ms)
+
+    def sizes(row):
+        d = row.inputs.deployment
+        return (d.tp, d.attention_dp, d.moe_tp, d.moe_ep, row.inputs.batch_size)
+
+    consistent = collections.defaultdict(set)
+    for row in mapped:
+        if row.inputs and row.recorded is None and row.measurement.mode == "agg" and "_tp" in row.measurement.id:
+            consistent[key(row)].add(sizes(row))
+    relabelled = [row for row in mapped if row.recorded is not None]
+    confirmed = [row for row in relabelled if key(row) in consistent]
+    assert (len(relabelled), len(confirmed)) == (234, 61)
+    for row in confirmed:
+        assert sizes(row) in consistent[key(row)], row.measurement.id

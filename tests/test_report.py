@@ -2,6 +2,7 @@
 the rendered HTML's structure, and that the page loads in headless Chromium without console errors."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import re
@@ -35,7 +36,7 @@ def point(id_, method, covered, ttft=None, tpot=None, reason="", **extra) -> dic
         "ttft_meas_ms": 100.0, "tpot_meas_ms": 10.0, "system": "h200_sxm", "backend": "vllm", "mode": "agg",
         "model": "Qwen/Qwen3-32B", "concurrency": 8, "concurrency_bucket": "5-16", "isl": 1024, "osl": 128,
         "attention_dp": 1, "source": "inferencex", "engine_version": "0.19.0", "image": "vllm/vllm-openai:v0.19.0",
-        "model_used": "Qwen/Qwen3-32B", "model_note": "", "data_version": "0.24.0",
+        "model_used": "Qwen/Qwen3-32B", "model_note": "", "layout_note": "", "data_version": "0.24.0",
         "version_note": "measured 0.19.0 is older than every data version (0.24.0, 0.27.0): nearest 0.24.0", "pricer": "native",
         "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "engine_settings": "engine default",
     }  # fmt: skip
@@ -112,6 +113,21 @@ def test_legacy_and_uncached_predict_a_dense_row(dense_row):
     for name in ("legacy", "uncached"):
         r = predict(dense_row, name)
         assert r.covered and r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0, r.reason
+
+
+def test_only_legacy_prices_a_relabelled_row_as_recorded(dense_row):
+    """A row whose columns contradict its id's layout: legacy prices the columns as recorded (the
+    baseline's inputs), the other methods the id's layout."""
+    m = dense_row.measurement
+    relabelled = map_measurement(dataclasses.replace(m, agg=dataclasses.replace(m.agg, tp=2 * m.agg.tp)))
+    assert relabelled.inputs == dense_row.inputs and relabelled.recorded.inputs.deployment.tp == 2 * m.agg.tp
+
+    def figures(row, name):
+        r = predict(row, name)
+        return r.ttft_pred_ms, r.tpot_pred_ms
+
+    assert figures(relabelled, "legacy") == figures(relabelled.recorded, "legacy") != figures(dense_row, "legacy")
+    assert figures(relabelled, "uncached") == figures(dense_row, "uncached")
 
 
 def fake_closedloop(agg_row):

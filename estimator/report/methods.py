@@ -2,6 +2,8 @@
 
 * legacy / uncached: the closed-form estimate in that semantics: agg rows through AggEstimator
   with the baseline's budget ctx_tokens = isl; disagg rows through estimator.disagg.run_disagg.
+  legacy prices the row as recorded (`MappedRow.recorded`: the baseline's inputs) where the
+  mapping took the layout from the row id; every other method prices the id's layout.
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings. It replays the uncached closed-form row of the row's deployment
@@ -149,6 +151,8 @@ def step_prices(result) -> tuple[float, float]:
 
 def _closed_form_method(semantics: Semantics) -> Method:
     def method(row: MappedRow) -> Prediction:
+        if semantics is Semantics.LEGACY:
+            row = row.recorded or row
         result = closed_form(row, semantics)
         note = "; ".join(n for n in (pricing_note(row), memory_note(result)) if n)
         return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), note, *step_prices(result))

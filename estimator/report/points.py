@@ -9,13 +9,13 @@ from pathlib import Path
 import pandas as pd
 
 from estimator.report.batch import PointResult
-from measurements.mapping import MappedRow
+from measurements.mapping import AggInputs, MappedRow
 
 POINT_COLUMNS = (
     "id", "method", "covered", "reason", "ttft_pred_ms", "tpot_pred_ms", "ttft_meas_ms", "tpot_meas_ms", "note",
     "prefill_step_ms", "decode_step_ms",
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
-    "source", "engine_version", "image", "model_used", "model_note", "data_version", "version_note", "pricer",
+    "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer",
     "step_token_budget", "chunked_prefill", "stream_interval", "engine_settings",
 )  # fmt: skip
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
@@ -44,6 +44,8 @@ def concurrency_bucket(c: int | None) -> str:
 def row_columns(row: MappedRow) -> dict:
     """The measurement and mapping columns of one row."""
     m, layout = row.measurement, row.measurement.agg
+    if isinstance(row.inputs, AggInputs):
+        layout = row.inputs.deployment  # the layout priced (see MappedRow.layout_note)
     return {
         "ttft_meas_ms": m.ttft_ms,
         "tpot_meas_ms": m.tpot_ms,
@@ -61,6 +63,7 @@ def row_columns(row: MappedRow) -> dict:
         "image": m.image,
         "model_used": row.model_used,
         "model_note": row.model_note,
+        "layout_note": row.layout_note,
         "data_version": row.data_version,
         "version_note": row.version_note,
         "pricer": row.inputs.pricer if row.inputs else None,
@@ -95,7 +98,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
     points["covered"] = points["covered"].astype(str).str.lower() == "true"
-    for column in ("reason", "note", "model_note", "version_note"):
+    for column in ("reason", "note", "model_note", "layout_note", "version_note"):
         points[column] = points[column].fillna("")
     sidecar = provenance_path(path)
     return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})

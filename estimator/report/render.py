@@ -290,12 +290,13 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
 
 
 def mapping_decisions(points: pd.DataFrame) -> dict:
-    """Counts of the model-alias, version and pricer decisions."""
+    """Counts of the model-alias, layout, version and pricer decisions."""
     rows = points.drop_duplicates("id")
     aliased = rows[rows["model_note"] != ""]
     versions = rows.fillna({"engine_version": "not recorded", "data_version": "none"})
     return {
         "aliases": _counts(aliased, ["model", "model_used"]),
+        "layouts": _counts(rows[rows["layout_note"] != ""], ["system", "backend", "model"]),
         "versions": _counts(versions, ["backend", "engine_version", "data_version"]),
         "pricers": _counts(rows.fillna({"pricer": "not estimated"}), ["pricer"]),
     }
