@@ -7,9 +7,10 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   than the engine, else the oldest slot (every sample row is older than every slot, so every row
   lands on the current slot, as in the baseline);
 * an empty or zero attention-DP size means no attention DP (1); MoE sizes are passed for MoE models only;
-* an agg row whose id names its layout (`..._tp8_ep8_...`: N GPUs, MoE EP M) while its parallel columns
-  give another GPU count is priced as the id's layout (`labelled_layout`); the row as recorded is kept
-  in `MappedRow.recorded` for the legacy method, which reproduces the baseline on the baseline's inputs;
+* an agg row whose parallel columns contradict the run's GPU count (named by its id, `..._tp8_ep8_...`,
+  or bounded by the system's node) is priced as the run's layout (`labelled_layout`); the row as
+  recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline on
+  the baseline's inputs;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -25,6 +27,7 @@ from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import EstimatorError
 from estimator.models import native_families
 from estimator.models.config import bundled_model_configs_dir
+from estimator.perf.system_spec import load_system_spec
 from estimator.perf.versions import slot_sort_key, version_slots
 from measurements.schema import Layout, Measurement
 
@@ -128,33 +131,53 @@ _ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+|none)(?:_0)?_")  # InferenceX i
 
 
 def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:
-    """(layout, note) when an agg row's id names N GPUs and MoE EP M (`_tpN_epM_`) but its columns
-    give another GPU count (tp x attention-DP x pp); None when they agree or the id names no layout.
+    """(layout, note) for an agg row whose parallel columns contradict the run's GPU count; None
+    when they agree or nothing names the run's layout.
 
-    The id's layout: attention DP over all N GPUs when the columns have tp 1 and attention DP > 1,
-    else TP N; MoE EP M and MoE TP N/M ("none": no EP); the batch per attention-DP rank is the
-    concurrency over the DP size when the columns follow that rule. Evidence: every such row whose
-    measurement repeats a row with a consistent id and columns has that row's layout (tested).
+    The run's GPUs N and MoE EP M come from the row id (`_tpN_epM_`), or, for an id that names no
+    layout, from the columns' G = N x N GPUs on a system whose node holds fewer than G GPUs and has
+    no rack tier (every id-named contradiction in the sample is such an N-GPU EP-N run recorded as
+    N x N GPUs). The layout: attention DP over the N GPUs when the columns have tp 1 and attention
+    DP > 1, else TP N; MoE EP M and MoE TP N/M; the batch per attention-DP rank is the concurrency
+    over the DP size when the columns follow that rule. Evidence: every such row whose measurement
+    repeats a row with a consistent id and columns has that row's layout (tested).
     """
-    match, layout = _ID_LAYOUT.search(m.id), m.agg
-    if m.mode != "agg" or match is None or layout.tp is None or (layout.pp or 1) != 1:
+    layout = m.agg
+    if m.mode != "agg" or layout.tp is None or (layout.pp or 1) != 1:
         return None
-    gpus, recorded_dp = int(match.group(1)), _dp(layout)
-    if layout.tp * recorded_dp == gpus:
+    recorded_dp = _dp(layout)
+    named = _id_named_run(m.id) or _node_bound_run(m.system, layout.tp * recorded_dp)
+    if named is None or named[0] == layout.tp * recorded_dp:
         return None
-    ep = 1 if match.group(2) == "none" else int(match.group(2))
-    if gpus % ep:
-        return None
+    gpus, ep, source = named
     dp = gpus if layout.tp == 1 and recorded_dp > 1 else 1
     batch = layout.batch_size
     if m.concurrency and batch is not None and batch * recorded_dp == m.concurrency:
         batch = m.concurrency // dp
     labelled = dataclasses.replace(layout, batch_size=batch, tp=gpus // dp, attention_dp=dp, moe_tp=gpus // ep, moe_ep=ep)
     return labelled, (
-        f"layout from the row id ({match.group(0).strip('_')}): tp {labelled.tp}, attention DP {dp}, MoE tp {labelled.moe_tp} "
-        f"ep {ep}, batch {batch}; the columns say tp {layout.tp}, attention DP {recorded_dp}, MoE tp {layout.moe_tp} "
-        f"ep {layout.moe_ep}, batch {layout.batch_size} ({layout.tp * recorded_dp} GPUs)"
+        f"layout from {source}: tp {labelled.tp}, attention DP {dp}, MoE tp {labelled.moe_tp} ep {ep}, batch {batch}; "
+        f"the columns say tp {layout.tp}, attention DP {recorded_dp}, MoE tp {layout.moe_tp} ep {layout.moe_ep}, "
+        f"batch {layout.batch_size} ({layout.tp * recorded_dp} GPUs)"
     )
+
+
+def _id_named_run(row_id: str) -> tuple[int, int, str] | None:
+    """(GPUs, MoE EP, source) named by a row id, or None."""
+    match = _ID_LAYOUT.search(row_id)
+    if match is None:
+        return None
+    gpus, ep = int(match.group(1)), 1 if match.group(2) == "none" else int(match.group(2))
+    return (gpus, ep, f"the row id ({match.group(0).strip('_')})") if gpus % ep == 0 else None
+
+
+def _node_bound_run(system: str, recorded_gpus: int) -> tuple[int, int, str] | None:
+    """(N, N, source) when recorded_gpus = N x N exceeds the node of a system without a rack tier."""
+    spec = load_system_spec(system)
+    n = math.isqrt(recorded_gpus)
+    if spec.num_gpus_per_rack is not None or recorded_gpus <= spec.num_gpus_per_node or n * n != recorded_gpus:
+        return None
+    return n, n, f"the columns' {recorded_gpus} = {n} x {n} GPUs on {spec.num_gpus_per_node}-GPU {system} nodes ({n} GPUs, MoE EP {n})"
 
 
 def resolve_model(m: Measurement) -> tuple[str, str]:

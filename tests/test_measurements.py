@@ -260,9 +260,9 @@ def test_zero_attention_dp_means_no_attention_dp(mapped):
 # ---- layouts named by the row id --------------------------------------------------------------
 
 
-def _agg_row(sample, row_id: str, concurrency: int, **layout):
-    """A sample agg row renamed `row_id` with the given concurrency and layout columns."""
-    m = next(m for m in sample if m.mode == "agg" and m.model == "deepseek-ai/DeepSeek-R1")
+def _agg_row(sample, row_id: str, concurrency: int, system: str = "b200_sxm", **layout):
+    """A sample DeepSeek-R1 agg row on `system` renamed `row_id`, with the given concurrency and layout columns."""
+    m = next(m for m in sample if m.mode == "agg" and m.model == "deepseek-ai/DeepSeek-R1" and m.system == system)
     return dataclasses.replace(m, id=row_id, concurrency=concurrency, agg=dataclasses.replace(m.agg, pp=1, **layout))
 
 
@@ -273,11 +273,13 @@ def _agg_row(sample, row_id: str, concurrency: int, **layout):
         ("x_c128_tp8_0_ep8_0_2", dict(tp=1, attention_dp=64, moe_tp=8, moe_ep=8, batch_size=2), (1, 8, 1, 8, 16)),
         ("x_c4_tp4_ep4_3", dict(tp=4, attention_dp=4, moe_tp=1, moe_ep=16, batch_size=1), (4, 1, 1, 4, 4)),
         ("x_c16_tp4_ep1_4", dict(tp=16, attention_dp=1, moe_tp=16, moe_ep=1, batch_size=16), (4, 1, 4, 1, 16)),
+        ("x_c16_cfg5", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16), (8, 1, 1, 8, 16)),
+        ("x_c128_cfg6", dict(tp=1, attention_dp=16, moe_tp=4, moe_ep=4, batch_size=8), (1, 4, 1, 4, 32)),
     ],
-    ids=["tp-times-ep", "attention-dp", "dp-times-ep", "no-ep"],
+    ids=["tp-times-ep", "attention-dp", "dp-times-ep", "no-ep", "node-bound", "node-bound-attention-dp"],
 )
 def test_a_layout_contradicting_the_row_id_is_taken_from_the_id(sample, row_id, columns, expected):
-    m = _agg_row(sample, row_id, int(row_id.split("_c")[1].split("_")[0]), **columns)
+    m = _agg_row(sample, row_id, int(row_id.split("_c")[1].split("_")[0]), "b200_sxm", **columns)
     layout, note = labelled_layout(m)
     assert (layout.tp, layout.attention_dp, layout.moe_tp, layout.moe_ep, layout.batch_size) == expected
     assert f"the columns say tp {columns['tp']}" in note
@@ -287,22 +289,25 @@ def test_a_layout_contradicting_the_row_id_is_taken_from_the_id(sample, row_id, 
 
 
 @pytest.mark.parametrize(
-    "row_id, columns",
-    [("x_c16_tp8_ep8_1", dict(tp=8, attention_dp=1, moe_tp=1, moe_ep=8, batch_size=16)),
-     ("x_c16_tp8_ep8_1", dict(tp=1, attention_dp=8, moe_tp=1, moe_ep=8, batch_size=2)),
-     ("x_c16_cfg12", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16))],
-    ids=["consistent", "consistent-dp", "id-names-no-layout"],
+    "row_id, system, columns",
+    [("x_c16_tp8_ep8_1", "b200_sxm", dict(tp=8, attention_dp=1, moe_tp=1, moe_ep=8, batch_size=16)),
+     ("x_c16_tp8_ep8_1", "b200_sxm", dict(tp=1, attention_dp=8, moe_tp=1, moe_ep=8, batch_size=2)),
+     ("x_c16_cfg12", "b200_sxm", dict(tp=8, attention_dp=1, moe_tp=1, moe_ep=8, batch_size=16)),
+     ("x_c16_cfg12", "b200_sxm", dict(tp=16, attention_dp=2, moe_tp=1, moe_ep=32, batch_size=8)),
+     ("x_c16_cfg12", "gb200", dict(tp=16, attention_dp=1, moe_tp=1, moe_ep=16, batch_size=16))],
+    ids=["consistent", "consistent-dp", "within-the-node", "not-a-square", "rack-system"],
 )  # fmt: skip
-def test_a_layout_agreeing_with_the_id_or_without_one_is_kept(sample, row_id, columns):
-    m = _agg_row(sample, row_id, 16, **columns)
+def test_a_layout_agreeing_with_its_run_or_unnamed_is_kept(sample, row_id, system, columns):
+    m = _agg_row(sample, row_id, 16, system, **columns)
     assert labelled_layout(m) is None
     row = map_measurement(m)
     assert row.recorded is None and row.layout_note == "" and row.inputs.deployment.tp == columns["tp"]
 
 
 def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
-    """Rows the mapping relabels and whose measurement a consistently labelled row repeats exactly
-    (same system, engine, model, lengths, TTFT and TPOT) get that row's layout, every one of them."""
+    """Rows the mapping relabels (from the id or the node bound) and whose measurement a consistently
+    labelled row repeats exactly (same system, engine, model, lengths, TTFT and TPOT) get that row's
+    layout, every one of them."""
 
     def key(row):
         m = row.measurement
@@ -318,6 +323,6 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
             consistent[key(row)].add(sizes(row))
     relabelled = [row for row in mapped if row.recorded is not None]
     confirmed = [row for row in relabelled if key(row) in consistent]
-    assert (len(relabelled), len(confirmed)) == (234, 61)
+    assert (len(relabelled), len(confirmed)) == (385, 69)
     for row in confirmed:
         assert sizes(row) in consistent[key(row)], row.measurement.id
