@@ -17,6 +17,7 @@ import pandas as pd
 
 from estimator.perf.system_spec import load_system_spec
 from measurements import protocols
+from measurements.mapping import run_layout
 from measurements.schema import CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
 
 _LAYOUT_FIELDS = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
@@ -42,7 +43,8 @@ def silicon_measurement(row: dict) -> Measurement:
     fields = provenance_fields(row["silicon_data_source"])
     source = source_of(row["silicon_data_source"])
     concurrency = _int(fields.get("silicon_concurrency"))
-    recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"])
+    recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
+                                       _str(row["precision"]), _run_tp(row), row["mode"])  # fmt: skip
     engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity, row["system"])
     client = protocols.CLIENTS[source]
     return Measurement(
@@ -92,6 +94,17 @@ def source_of(provenance: str) -> str:
     if "gap-analysis" in provenance:
         return protocols.AIC_GAP_ANALYSIS
     return protocols.UNKNOWN_SOURCE
+
+
+def _run_tp(row: dict) -> int:
+    """The run's tensor-parallel size as its launch recipe takes it: the GPUs of the agg layout the
+    mapping prices (mapping.run_layout), 8 when they are not recorded."""
+    layout = _layout(row, "", workers=1)
+    if row["mode"] != "agg" or layout.tp is None:
+        return 8
+    run = run_layout(str(row["id"]), row["system"], layout, _int(provenance_fields(row["silicon_data_source"]).get("silicon_concurrency")))
+    layout = run[0] if run else layout
+    return layout.tp * (layout.attention_dp or 1)
 
 
 def _layout(row: dict, prefix: str, workers: int | None = None) -> Layout:

@@ -142,18 +142,22 @@ def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:
     over the DP size when the columns follow that rule. Evidence: every such row whose measurement
     repeats a row with a consistent id and columns has that row's layout (tested).
     """
-    layout = m.agg
-    if m.mode != "agg" or layout.tp is None or (layout.pp or 1) != 1:
+    return run_layout(m.id, m.system, m.agg, m.concurrency) if m.mode == "agg" else None
+
+
+def run_layout(row_id: str, system: str, layout: Layout, concurrency: int | None) -> tuple[Layout, str] | None:
+    """labelled_layout of an agg row's recorded layout."""
+    if layout.tp is None or (layout.pp or 1) != 1:
         return None
     recorded_dp = _dp(layout)
-    named = _id_named_run(m.id) or _node_bound_run(m.system, layout.tp * recorded_dp)
+    named = _id_named_run(row_id) or _node_bound_run(system, layout.tp * recorded_dp)
     if named is None or named[0] == layout.tp * recorded_dp:
         return None
     gpus, ep, source = named
     dp = gpus if layout.tp == 1 and recorded_dp > 1 else 1
     batch = layout.batch_size
-    if m.concurrency and batch is not None and batch * recorded_dp == m.concurrency:
-        batch = m.concurrency // dp
+    if concurrency and batch is not None and batch * recorded_dp == concurrency:
+        batch = concurrency // dp
     labelled = dataclasses.replace(layout, batch_size=batch, tp=gpus // dp, attention_dp=dp, moe_tp=gpus // ep, moe_ep=ep)
     return labelled, (
         f"layout from {source}: tp {labelled.tp}, attention DP {dp}, MoE tp {labelled.moe_tp} ep {ep}, batch {batch}; "

@@ -40,8 +40,9 @@ class EngineSettings:
     chunked_prefill: bool  # a prompt may be split across steps
     max_num_seqs: int | None  # running-request cap; None: derived by the engine from KV capacity
     citation: str  # the public document
-    stream_interval: int = 1  # output tokens per streamed chunk, the first chunk included (SGLang); 1: every token
+    stream_interval: int = 1  # output tokens per streamed chunk after the first token (SGLang); 1: every token
     mixed_batches: bool = True  # a step may carry prefill chunks and decodes together (SGLang default: off)
+    recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval); 1: every pass
 
 
 INFERENCEX = "inferencex"
@@ -138,36 +139,95 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int) -> EngineSet
     return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation)
 
 
-# InferenceX's SGLang DeepSeek-R1 recipes, per system: (chunked_prefill_size, stream_interval, file at commit).
-SGLANG_DSR1_RECIPES = MappingProxyType(
+@dataclass(frozen=True)
+class SglangFlags:
+    """The scheduler flags of one SGLang launch that the replay follows."""
+
+    chunked_prefill_size: int  # --chunked-prefill-size (the step token budget)
+    stream_interval: int  # --stream-interval (recorded; the first token goes out at once, so TTFT and TPOT do not move)
+    recv_interval: int  # --scheduler-recv-interval (1 when not given)
+
+
+def _dsr1_fp8_blackwell(tp: int, c: int) -> SglangFlags:
+    return SglangFlags(8192, 30, 10) if tp == 4 else SglangFlags(32768, 30, 30 if c >= 16 else 10)
+
+
+def _dsr1_fp4_blackwell(tp: int, c: int) -> SglangFlags:
+    return SglangFlags(16384, 10, 30 if c >= 16 else 10)
+
+
+def _dsr1_fp8_h200(tp: int, c: int) -> SglangFlags:
+    return SglangFlags(32768, 10, 1)
+
+
+def _qwen35_fp8_b300(tp: int, c: int) -> SglangFlags:
+    return SglangFlags(16384, 50, 10)
+
+
+def _qwen35_fp8_h200(tp: int, c: int) -> SglangFlags:
+    return SglangFlags(16384, 50, 1)
+
+
+_DSR1_FP8_B200 = ("dsr1_fp8_b200.sh: TP 8: --chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10; "
+                  "TP 4: 8192 and 10; --stream-interval 30")  # fmt: skip
+_DSR1_FP4 = "--chunked-prefill-size 16384 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 10"
+SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[object, str]] = MappingProxyType(
     {
-        "h200_sxm": (32768, 10, "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73"),
-        "b200_sxm": (32768, 30, "benchmarks/dsr1_fp8_b200.sh @ 1fc5d73"),
+        ("dsr1", "fp8", "b200_sxm"): (_dsr1_fp8_blackwell, f"benchmarks/{_DSR1_FP8_B200} (every stored version: @ 1fc5d73, df64f87, "
+                                                           "6c5e4c5; single_node/ @ 3b8a2f9, 16ffb65; fixed_seq_len/ @ 8eec0d4, 432945d)"),
+        ("dsr1", "fp8", "b300_sxm"): (_dsr1_fp8_blackwell, "benchmarks/single_node/dsr1_fp8_b300.sh @ 5632483 and fixed_seq_len/ @ "
+                                                           f"8eec0d4 (the B200 recipe as is): {_DSR1_FP8_B200}"),
+        ("dsr1", "fp4", "b200_sxm"): (_dsr1_fp4_blackwell, f"benchmarks/dsr1_fp4_b200.sh @ 1fc5d73, df64f87; single_node/ @ 3b8a2f9, "
+                                                           f"285b662; fixed_seq_len/ @ 8eec0d4 (without attention DP): {_DSR1_FP4}"),
+        ("dsr1", "fp4", "b300_sxm"): (_dsr1_fp4_blackwell, "benchmarks/single_node/dsr1_fp4_b300.sh @ b14590a, 5632483; fixed_seq_len/ "
+                                                           f"@ 8eec0d4: {_DSR1_FP4}"),
+        ("dsr1", "fp8", "h200_sxm"): (_dsr1_fp8_h200, "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73, d1c47c8; single_node/ @ 161e7f6, 285b662; "
+                                                      "fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 32768 --stream-interval 10"),
+        ("qwen3.5", "fp8", "b300_sxm"): (_qwen35_fp8_b300, "benchmarks/single_node/qwen3.5_fp8_b300.sh @ 5632483; fixed_seq_len/ @ "
+                                                           "f89cdfe, 1534ee2: --chunked-prefill-size 16384 --stream-interval 50 "
+                                                           "--scheduler-recv-interval 10"),
+        ("qwen3.5", "fp8", "h200_sxm"): (_qwen35_fp8_h200, "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ "
+                                                           "@ 8eec0d4: --chunked-prefill-size 16384 --stream-interval 50"),
     }
-)
+)  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.
+# Their --max-running-requests (128 / 256 / 512 by TP and lengths) is not applied: the sample holds these recipes' runs at
+# concurrencies above it (256 and 512 against 128), so the versions that ran predate the cap.
+QWEN35_MODELS = frozenset({"Qwen/Qwen3.5-397B-A17B"})
+
+
+def sglang_recipe(model: str, precision: str | None, system: str, gpus: int, concurrency: int) -> EngineSettings | None:
+    """The scheduler flags an InferenceX SGLang recipe launches with (None: no recipe resolved)."""
+    family = "dsr1" if model in DSR1_MODELS else "qwen3.5" if model in QWEN35_MODELS else None
+    entry = SGLANG_RECIPES.get((family, precision, system))
+    if entry is None:
+        return None
+    rule, recipe = entry
+    flags = rule(gpus, concurrency)
+    return EngineSettings(
+        step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=None,
+        citation=f"SemiAnalysisAI/InferenceX {recipe}", stream_interval=flags.stream_interval, mixed_batches=False,
+        recv_interval=flags.recv_interval,
+    )  # fmt: skip
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "",
-                    system: str = "") -> EngineSettings | None:  # fmt: skip
+                    system: str = "", precision: str | None = None, gpus: int = 8, mode: str = "agg") -> EngineSettings | None:  # fmt: skip
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
     (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
     rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len; the other
-    models' TRT-LLM recipes are not resolved. Its SGLang DeepSeek-R1 recipes on H200 and B200 launch
-    with --chunked-prefill-size 32768 and --stream-interval 10 (H200) / 30 (B200). Its vLLM recipes
-    keep the engine default budget (8192, chunked); its other SGLang recipes vary per model and are
-    not resolved, so those rows keep the engine defaults."""
+    models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1 (FP8 on H200, B200,
+    B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
+    interval and scheduler receive interval (sglang_recipe; `gpus` is the
+    run's tensor-parallel size; agg rows only: the disagg runs use other recipes); recipes whose stored versions disagree (Qwen3.5 on B200, GLM-5) are
+    not resolved. Its vLLM recipes keep the engine default budget (8192, chunked)."""
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
         return trtllm_recipe(model, isl, osl, concurrency)
-    if engine == "sglang" and model in DSR1_MODELS and system in SGLANG_DSR1_RECIPES:
-        budget, interval, recipe = SGLANG_DSR1_RECIPES[system]
-        citation = (f"SemiAnalysisAI/InferenceX {recipe}: sglang.launch_server --chunked-prefill-size {budget} "
-                    f"--stream-interval {interval}")  # fmt: skip
-        return EngineSettings(step_token_budget=budget, chunked_prefill=True, max_num_seqs=None, citation=citation, stream_interval=interval,
-                              mixed_batches=False)  # fmt: skip
+    if engine == "sglang" and mode == "agg":  # single-node agg recipes
+        return sglang_recipe(model, precision, system, gpus, concurrency)
     return None
 
 
@@ -188,6 +248,7 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         max_num_seqs=engine.max_num_seqs,
         stream_interval=engine.stream_interval,
         mixed_batches=engine.mixed_batches,
+        recv_interval=engine.recv_interval,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

@@ -43,8 +43,9 @@ class Protocol:
     step_token_budget: int | None  # engine tokens per step: max_num_batched_tokens / chunked_prefill_size / max_num_tokens
     chunked_prefill: bool | None  # a prompt may be split across steps
     max_num_seqs: int | None  # engine cap on running requests; None: derived by the engine from KV capacity
-    stream_interval: int | None  # output tokens per streamed chunk, first chunk included (SGLang --stream-interval); None: 1
+    stream_interval: int | None  # output tokens per streamed chunk (SGLang --stream-interval; the first token goes out at once); None: 1
     mixed_batches: bool | None  # a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); None: true
+    recv_interval: int | None  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval); None: 1
     engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
     engine_citation: str  # public document the engine settings come from
 
@@ -147,8 +148,10 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "step_token_budget": "engine tokens per step (max_num_batched_tokens / chunked_prefill_size / max_num_tokens)",
         "chunked_prefill": "true: prompts may be split across steps",
         "max_num_seqs": "engine cap on running requests; empty: derived by the engine from KV capacity",
-        "stream_interval": "output tokens per streamed chunk, the first one included (SGLang --stream-interval); empty: 1",
+        "stream_interval": "output tokens per streamed chunk after the first token, which goes out at once (SGLang --stream-interval); empty: 1",
         "mixed_batches": "true: a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); empty: true",
+        "recv_interval": ("the scheduler takes in new requests only after this many decode-only steps since it last did, at once "
+                          "after a step that prefills (SGLang --scheduler-recv-interval); empty: 1"),
         "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
         "engine_citation": "public document the engine settings come from",
     }

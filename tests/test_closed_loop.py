@@ -516,23 +516,6 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
     assert closed_loop_for_agg_row(row, vllm, pricing="row")["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
 
 
-def test_stream_interval_delays_the_first_token_the_client_sees():
-    """SGLang streams every s tokens, the first chunk included: TTFT + (s - 1) TPOT, the client's TPOT
-    spreads the rest, request latency unchanged; s = 1 is the unstreamed replay; s >= osl caps at osl."""
-    row = dict(run_agg(QWEN, AggPoint(2048, 128, 4)).row)
-    plain = closed_loop_for_agg_row(row, QWEN, settings=EngineSettings(8192, True))
-    chunked = closed_loop_for_agg_row(row, QWEN, settings=EngineSettings(8192, True, stream_interval=30))
-    assert chunked["ttft"] == pytest.approx(plain["ttft"] + 29 * plain["tpot"], rel=1e-12)
-    assert chunked["tpot"] == pytest.approx(plain["tpot"] * 98 / 127, rel=1e-12)
-    assert chunked["request_latency"] == pytest.approx(plain["request_latency"], rel=1e-12)
-    assert chunked["stream_interval"] == 30 and plain["stream_interval"] == 1
-    short = dict(run_agg(QWEN, AggPoint(2048, 8, 4)).row)
-    capped = closed_loop_for_agg_row(short, QWEN, settings=EngineSettings(8192, True, stream_interval=30))
-    assert capped["tpot"] == 0.0 and capped["ttft"] == pytest.approx(capped["request_latency"], rel=1e-12)
-    with pytest.raises(InvalidInputError, match="stream_interval"):
-        EngineSettings(8192, True, stream_interval=0)
-
-
 def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
     """SGLang's default: a pass that prefills carries no decoder. At C = 2 with staggered prompts a
     decoder skips the other prompt's prefill pass: its TPOT grows; C = 1 is unchanged."""
@@ -545,6 +528,25 @@ def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
     assert run(1, False) == run(1, True)
     assert run(2, False).tpot_mean > run(2, True).tpot_mean
     assert run(2, False) == run(2, False, "python")
+
+
+def test_recv_interval_holds_new_requests_behind_running_decodes():
+    """SGLang's --scheduler-recv-interval n: a request that arrives while decodes run is taken in
+    only after up to n decode passes. At C = 1 nothing else runs (the scheduler idles and takes
+    each request in at once): unchanged; at C = 4 the staggered arrivals wait, so TTFT grows, and
+    they are prefilled together, so fewer prefill passes interrupt the decoders and TPOT shrinks;
+    Numba equals the oracle."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+
+    def run(clients, interval, impl="numba"):
+        plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), clients, 512, 64)
+        return replay_agg(plan, AggSpec(EngineSettings(4096, True, mixed=False, recv_interval=interval)), pricer, impl).stats
+
+    assert run(1, 30) == run(1, 1)
+    assert run(4, 30).ttft_mean > run(4, 1).ttft_mean and run(4, 30).tpot_mean < run(4, 1).tpot_mean
+    assert run(4, 30) == run(4, 30, "python") and run(4, 1) == run(4, 1, "python")
+    with pytest.raises(InvalidInputError, match="recv_interval"):
+        EngineSettings(8192, True, recv_interval=0)
 
 
 def test_engine_refinement_of_result_rows():

@@ -111,19 +111,41 @@ def test_undocumented_sources_leave_the_client_protocol_empty(sample):
 
 
 def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(sample):
-    """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule, its SGLang DeepSeek-R1 rows on
-    H200/B200 the recipe's chunked prefill size and stream interval; every other row the engine defaults."""
+    """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule; its SGLang agg rows with a
+    resolved recipe (DeepSeek-R1/V3 FP8 on H200/B200/B300, FP4 on B200/B300, Qwen3.5 FP8 on
+    H200/B300) the recipe's flags; every other row the engine defaults."""
+    resolved = {(f, p, s) for f, p, s in protocols.SGLANG_RECIPES}
     for m in sample:
         p = m.protocol
         recipe_models = protocols.DSR1_MODELS | protocols.GPTOSS_MODELS | protocols.LLAMA_70B_MODELS
+        family = "dsr1" if m.model in protocols.DSR1_MODELS else "qwen3.5" if m.model in protocols.QWEN35_MODELS else None
         if m.source == protocols.INFERENCEX and m.engine == "trtllm" and m.concurrency and m.model in recipe_models:
             assert p.engine_settings == "source" and "_trt" in p.engine_citation and p.chunked_prefill is False
             assert p.step_token_budget >= m.isl  # every recipe admits a whole prompt
-        elif m.source == protocols.INFERENCEX and m.engine == "sglang" and m.model in protocols.DSR1_MODELS and m.system in ("h200_sxm", "b200_sxm"):
-            assert p.engine_settings == "source" and "dsr1_fp8_" in p.engine_citation
-            assert (p.step_token_budget, p.stream_interval) == ((32768, 10) if m.system == "h200_sxm" else (32768, 30))
+        elif m.source == protocols.INFERENCEX and m.engine == "sglang" and m.mode == "agg" and (family, m.precision, m.system) in resolved:
+            assert p.engine_settings == "source" and p.mixed_batches is False and p.chunked_prefill is True, m.id
+            assert f"{family}_{m.precision}_" in p.engine_citation
         else:
-            assert p.engine_settings == "engine default"
+            assert p.engine_settings == "engine default", m.id
+
+
+@pytest.mark.parametrize(
+    "model, precision, system, gpus, concurrency, flags",
+    [
+        ("deepseek-ai/DeepSeek-R1", "fp8", "b200_sxm", 8, 16, (32768, 30, 30)),
+        ("deepseek-ai/DeepSeek-R1", "fp8", "b200_sxm", 8, 8, (32768, 30, 10)),
+        ("deepseek-ai/DeepSeek-V3", "fp8", "b300_sxm", 4, 64, (8192, 30, 10)),
+        ("deepseek-ai/DeepSeek-R1", "fp4", "b200_sxm", 8, 4, (16384, 10, 10)),
+        ("deepseek-ai/DeepSeek-R1", "fp8", "h200_sxm", 8, 64, (32768, 10, 1)),
+        ("Qwen/Qwen3.5-397B-A17B", "fp8", "b300_sxm", 4, 64, (16384, 50, 10)),
+        ("Qwen/Qwen3.5-397B-A17B", "fp8", "h200_sxm", 8, 64, (16384, 50, 1)),
+    ],
+)
+def test_sglang_recipe_flags(model, precision, system, gpus, concurrency, flags):
+    s = protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, gpus)
+    assert (s.step_token_budget, s.stream_interval, s.recv_interval, s.max_num_seqs, s.mixed_batches) == (*flags, None, False)
+    assert protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, gpus, "disagg") is None
+    assert protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, "b200_sxm", "bf16", gpus) is None
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def point(id_, method, covered, ttft=None, tpot=None, reason="", **extra) -> dic
         "attention_dp": 1, "source": "inferencex", "engine_version": "0.19.0", "image": "vllm/vllm-openai:v0.19.0",
         "model_used": "Qwen/Qwen3-32B", "model_note": "", "layout_note": "", "data_version": "0.24.0",
         "version_note": "measured 0.19.0 is older than every data version (0.24.0, 0.27.0): nearest 0.24.0", "pricer": "native",
-        "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "engine_settings": "engine default",
+        "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "recv_interval": 1, "engine_settings": "engine default",
     }  # fmt: skip
     return base | extra
 
@@ -135,7 +135,7 @@ def fake_closedloop(agg_row):
     return types.SimpleNamespace(
         Steady=lambda: ("steady",),
         Benchmark=lambda prompts_per_client, range_ratio: ("benchmark", prompts_per_client, range_ratio),
-        EngineSettings=lambda budget, chunked, max_num_seqs, stream_interval, mixed: (budget, chunked, max_num_seqs, stream_interval, mixed),
+        EngineSettings=lambda *settings: settings,
         closed_loop_for_agg_row=agg_row,
         closed_loop_for_disagg_row=agg_row,
     )
@@ -173,7 +173,7 @@ def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, mo
     p = dense_row.measurement.protocol
     assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, 123.0, 4.5)
     assert seen == {
-        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": (p.step_token_budget, p.chunked_prefill, p.max_num_seqs, 1, p.mixed_batches is not False),
+        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": (p.step_token_budget, p.chunked_prefill, p.max_num_seqs, p.mixed_batches is not False, 1),
         "pricer": "native", "ctx_tokens": p.step_token_budget, "deployment": dense_row.inputs.deployment,
     }  # fmt: skip
 

@@ -25,6 +25,7 @@ from numba import njit
 
 from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, engine_ms
 from estimator.closedloop.quantile import nearest_rank_index
+from estimator.closedloop.settings import PREFILL_RECV_WEIGHT
 
 OK, STALLED, NONFINITE, LIMIT = 0, 1, 2, 3
 
@@ -370,11 +371,12 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 
 @njit(cache=True, nogil=True)
-def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, decode_budget, k,
-                 turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
+def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, decode_budget,
+                 k, turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
-    them emit in every pass (mixed batches only). Returns (status, stats, completed born, completed at)."""
+    them emit in every pass (mixed batches with an intake before every pass only). Returns
+    (status, stats, completed born, completed at)."""
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -391,7 +393,9 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     hj = np.empty(clients, dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty(clients, dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
-    cohort = k == 1.0 and mixed  # decoders are a cohort (else: per request)
+    can_cohort = k == 1.0 and mixed and recv_interval == 1
+    cohort = can_cohort  # decoders are a cohort (else: per request)
+    since_recv = recv_interval  # weighted passes since the last intake of requests
     n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
     t = 0.0
     for c in range(clients):
@@ -405,11 +409,13 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
             status = OK
             break
         it += 1
-        while n_wait > 0 and rf[wq[head], VISIBLE] <= t:
-            order[n_act] = wq[head]
-            n_act += 1
-            head = (head + 1) % clients
-            n_wait -= 1
+        if since_recv >= recv_interval:
+            since_recv = 0
+            while n_wait > 0 and rf[wq[head], VISIBLE] <= t:
+                order[n_act] = wq[head]
+                n_act += 1
+                head = (head + 1) % clients
+                n_wait -= 1
         if cohort and n_coh * decode_budget > budget:  # some decoder would starve: walk per request
             n_act = _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t)
             cohort = False
@@ -427,6 +433,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                 status = STALLED
                 break
             t = max(t, rf[wq[head], VISIBLE])
+            since_recv = recv_interval
             continue
         dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
         dur = dur + encoder_ms * new_starts
@@ -437,6 +444,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
             break
         t_prev = t
         t += dur
+        since_recv += PREFILL_RECV_WEIGHT if nc > 0 else 1
         for i in range(ns):
             rf[svc[i], SERVICE] += dur
         counting = cnt[DONE] >= warm
@@ -482,7 +490,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                     n_coh = _join_cohort(ri, c, epoch, joins, hk, hj, hc, n_coh)
                     joins += 1
                     kv_coh += ri[c, ISL] + ri[c, MADE]
-        elif k == 1.0 and mixed:
+        elif can_cohort:
             cohort, n_act, n_coh, epoch, kv_coh = _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, hk, hj, hc)
             joins = n_coh
         for i in range(n_fin):

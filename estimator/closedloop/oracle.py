@@ -7,7 +7,9 @@ a decode pass advances k tokens through a fractional accumulator, the encoder ti
 TTFT path, TTFT accumulates pass durations (stats.py) and osl == 1 decodes nothing. Additions:
 the engine's max_num_seqs (admission stops at that many running requests, FIFO), decode
 requests that take several budget tokens (speculative queries), a run plan's dispatch cap
-(benchmark protocol), and a pass price that must be finite (else NoProgressError). The tandem's
+(benchmark protocol), SGLang's intake interval (new requests are taken in only every
+recv_interval weighted passes, settings.py), and a pass price that must be finite (else
+NoProgressError). The tandem's
 window closes at its last completion; the reference closed it at the launch of the last decode
 iteration, one decode step early.
 """
@@ -21,6 +23,7 @@ import numpy as np
 
 from estimator.closedloop.protocol import NO_DISPATCH_CAP, RunPlan
 from estimator.closedloop.pricing import PassShape
+from estimator.closedloop.settings import PREFILL_RECV_WEIGHT
 from estimator.closedloop.spec import (
     LIMIT_MESSAGE,
     NONFINITE_MESSAGE,
@@ -122,6 +125,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     run = _Run(plan, spec.prefix)
     budget, chunked, mixed = spec.settings.budget, spec.settings.chunked, spec.settings.mixed
     max_seqs = spec.settings.max_num_seqs or plan.clients
+    recv_interval = since_recv = spec.settings.recv_interval  # weighted passes since the last intake of requests
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
@@ -130,8 +134,10 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     for _ in range(agg_pass_bound(plan, spec.prefix)):
         if run.done >= plan.stop:
             return run.result()
-        while waiting and waiting[0].visible <= t:
-            active.append(waiting.popleft())
+        if since_recv >= recv_interval:
+            since_recv = 0
+            while waiting and waiting[0].visible <= t:
+                active.append(waiting.popleft())
         # ---- form one pass: walk active in order, spending the token budget ----
         left = budget
         running = sum(1 for r in active if r.admitted_at is not None)
@@ -167,6 +173,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             if not waiting:
                 raise NoProgressError(STALLED_MESSAGE)
             t = max(t, waiting[0].visible)  # idle jump to the next dispatch
+            since_recv = recv_interval  # an idle scheduler loops on to its next intake at once
             continue
         dur = pricer.pass_ms(PassShape(tuple(starts), tuple(takes), len(decs), sum(r.isl + r.made for r in decs)))
         dur = dur + spec.encoder_ms * new_starts
@@ -175,6 +182,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
         t += dur
+        since_recv += PREFILL_RECV_WEIGHT if takes else 1
         for r in active:
             if r.admitted_at is not None and r.made == 0:
                 r.service += dur

@@ -371,31 +371,13 @@ def figures(result: ClosedLoop, osl: int) -> dict:
     }  # fmt: skip
 
 
-def streamed(figures: dict, osl: int, interval: int) -> dict:
-    """The client's view of figures when the engine streams every `interval` output tokens, the first
-    chunk included: the first token arrives with the min(interval, osl)-th, (that - 1) decode gaps
-    later, and the client's TPOT = (e2e - TTFT)/(osl - 1) spreads the rest of the run (decode gaps
-    taken as uniform within a request, at the mean TPOT). ITL and request latency are unchanged."""
-    lead = min(interval, osl) - 1
-    if lead <= 0:
-        return figures
-    lag, share = lead * figures["tpot"], (osl - 1 - lead) / (osl - 1)
-    out = dict(figures)
-    for key in ("ttft", "ttft_p50", "ttft_p99", "ttft_max"):
-        out[key] = figures[key] + lag
-    for key in ("tpot", "tpot_p50", "tpot_p99"):
-        out[key] = figures[key] * share
-    return out
-
-
 def closed_loop_for_agg_row(row: Mapping, deployment: Deployment, *, pricing: str = ENGINE, protocol: str | Protocol = "steady",
                             settings: EngineSettings | None = None, pricer: str = "native") -> dict:  # fmt: skip
     """Closed-loop figures of one agg result row (run_agg's row) on its deployment: TTFT mean/p50/p99/max,
     TPOT and ITL statistics (ms), request_latency (ms), seq/s (system-wide), plus the pricing,
-    protocol and scheduler settings used, as the client sees them under the settings' stream
-    interval. Raises InvalidInputError / NoProgressError / PerfDataMissingError."""
+    protocol and scheduler settings used. Raises InvalidInputError / NoProgressError / PerfDataMissingError."""
     case = agg_case(row, ReplayOptions(pricing, protocol, settings, pricer), deployment)
-    return streamed(figures(replay_case(case), case.osl), case.osl, case.spec.settings.stream_interval) | _setup(case)
+    return figures(replay_case(case), case.osl) | _setup(case)
 
 
 def closed_loop_for_disagg_row(row: Mapping, prefill: Deployment, decode: Deployment, *, pricing: str = ENGINE,
@@ -418,6 +400,5 @@ def _setup(case: Case) -> dict:
     setup = {"pricing": case.pricing, "protocol": case.protocol.name}
     if isinstance(case, AggCase):
         s = case.spec.settings
-        setup |= {"budget": s.budget, "chunked": s.chunked, "max_num_seqs": s.max_num_seqs, "stream_interval": s.stream_interval,
-                  "mixed": s.mixed}  # fmt: skip
+        setup |= {"budget": s.budget, "chunked": s.chunked, "max_num_seqs": s.max_num_seqs, "mixed": s.mixed, "recv_interval": s.recv_interval}
     return setup

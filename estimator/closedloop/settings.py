@@ -12,11 +12,17 @@
 * TensorRT-LLM (``trtllm-serve`` / LLM API): ``max_num_tokens`` 8192, ``max_batch_size`` 2048,
   ``enable_chunked_prefill`` False (aiconfigurator models the same 8192 token budget).
 
-Every engine streams each token by default (stream interval 1). SGLang's scheduler sends a
-request's output only when ``len(output_ids) % stream_interval == 0`` or it finishes, the first
-token included, so with ``--stream-interval s`` a client sees its first token ``s - 1`` decode steps
-after the prefill (TRT-LLM always emits the first decoding iteration at once, so its interval does
-not move TTFT).
+Streaming does not move the client's TTFT or TPOT: SGLang with ``--stream-interval s > 1`` sends a
+request's output at its tokens 1, 1 + s, 1 + 2s, ... and at the finish (``len(output_ids) % s == 1``
+in 0.5.6 and 0.5.9's ``scheduler_output_processor_mixin``), so the first token goes out at once and
+the last with the finish.
+
+SGLang's ``--scheduler-recv-interval n`` (``SchedulerRecvSkipper``) makes the scheduler take in
+new requests only when a weighted count of the passes since it last did reaches n: a decode-only
+pass weighs 1, any pass that prefills weighs 1000 (so the next loop receives), and an idle
+scheduler loops without passes until it receives. A request that arrives while decodes run waits
+up to n decode passes before it can be prefilled. Every other engine receives before every pass
+(interval 1).
 
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
@@ -30,6 +36,7 @@ from estimator.deployment import Backend
 from estimator.errors import InvalidInputError
 
 GIB = 1 << 30
+PREFILL_RECV_WEIGHT = 1000  # SGLang SchedulerRecvSkipper: weight of a pass that is not decode-only
 
 
 @dataclass(frozen=True)
@@ -39,16 +46,16 @@ class EngineSettings:
     budget: int  # tokens per step: prefill tokens plus decode query tokens (>= 1)
     chunked: bool  # chunked prefill: a prompt may be split across steps
     max_num_seqs: int | None = None  # running requests per rank (>= 1); None: no cap
-    stream_interval: int = 1  # output tokens per streamed chunk, the first chunk included (SGLang --stream-interval; >= 1)
     mixed: bool = True  # a pass may carry prefill chunks and decoders together (SGLang: only with --enable-mixed-chunk)
+    recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval; >= 1)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
         object.__setattr__(self, "chunked", bool(self.chunked))
         if self.max_num_seqs is not None:
             object.__setattr__(self, "max_num_seqs", _positive("max_num_seqs", self.max_num_seqs))
-        object.__setattr__(self, "stream_interval", _positive("stream_interval", self.stream_interval))
         object.__setattr__(self, "mixed", bool(self.mixed))
+        object.__setattr__(self, "recv_interval", _positive("recv_interval", self.recv_interval))
 
 
 def _positive(name: str, value) -> int:
@@ -82,5 +89,12 @@ def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:
-    """The reference wiring: the row's ctx_tokens as the budget, chunking on, no sequence cap."""
+    """SGLang's ``--scheduler-recv-interval n`` (``SchedulerRecvSkipper``) makes the scheduler take in
+new requests only when a weighted count of the passes since it last did reaches n: a decode-only
+pass weighs 1, any pass that prefills weighs 1000 (so the next loop receives), and an idle
+scheduler loops without passes until it receives. A request that arrives while decodes run waits
+up to n decode passes before it can be prefilled. Every other engine receives before every pass
+(interval 1).
+
+The reference wiring: the row's ctx_tokens as the budget, chunking on, no sequence cap."""
     return EngineSettings(int(ctx_tokens), True, None)

@@ -184,8 +184,8 @@ def replay(row: MappedRow, protocol: str) -> dict:
             return closedloop.closed_loop_for_disagg_row(
                 result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
             )
-        settings = closedloop.EngineSettings(p.step_token_budget, p.chunked_prefill, p.max_num_seqs, p.stream_interval or 1,
-                                             p.mixed_batches is not False)  # fmt: skip
+        settings = closedloop.EngineSettings(p.step_token_budget, p.chunked_prefill, p.max_num_seqs, p.mixed_batches is not False,
+                                             p.recv_interval or 1)  # fmt: skip
         result_row = closed_form(row, Semantics.UNCACHED, ctx_tokens=p.step_token_budget).row
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer

@@ -16,7 +16,7 @@ POINT_COLUMNS = (
     "prefill_step_ms", "decode_step_ms",
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer",
-    "step_token_budget", "chunked_prefill", "stream_interval", "engine_settings",
+    "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "engine_settings",
 )  # fmt: skip
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
@@ -70,6 +70,7 @@ def row_columns(row: MappedRow) -> dict:
         "step_token_budget": m.protocol.step_token_budget,
         "chunked_prefill": m.protocol.chunked_prefill,
         "stream_interval": m.protocol.stream_interval or 1,
+        "recv_interval": m.protocol.recv_interval or 1,
         "engine_settings": m.protocol.engine_settings,
     }
 

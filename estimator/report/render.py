@@ -278,10 +278,13 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     return [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
-        "DeepSeek-R1 on H200/B200: chunked prefill size 32768 and a stream interval); the others use the engines' documented "
-        "defaults (the sample does not record the launch flags per row).",
-        f"{streamed} rows stream every {interval_values or 1} tokens (SGLang --stream-interval, first chunk included): the client sees the "
-        "first token that many decode steps minus one after the prefill.",
+        "DeepSeek-R1/V3 and Qwen3.5 FP8 where every stored recipe version agrees: chunked prefill size, stream interval, "
+        "scheduler receive interval, running-request cap); the others use the engines' documented defaults (the sample does "
+        "not record the launch flags per row).",
+        f"{streamed} rows stream every {interval_values or 1} tokens (SGLang --stream-interval): SGLang 0.5.6 and later send the "
+        "first token at once and the last with the finish, so neither TTFT nor TPOT moves.",
+        f"{(rows['recv_interval'].fillna(1) > 1).sum()} rows run SGLang with --scheduler-recv-interval 10 or 30: the scheduler takes "
+        "in new requests only every that many decode steps while decodes run, so an arriving prompt waits for the next intake.",
         f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
         f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
         f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off and a prompt plus the running decodes larger than "
