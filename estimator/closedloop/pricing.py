@@ -163,6 +163,7 @@ def engine_pricer(tables: PassTables, query_multiplier: int, dp_ranks: int = 1) 
 
 @njit(cache=True)
 def _slot(data, hdr, slot):
+    """Table `slot` of the packed data (slot passed as np.int64: one compiled callee for every slot)."""
     return data[hdr[2 * slot] : hdr[2 * slot + 1]]
 
 
@@ -265,18 +266,18 @@ def rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
     rows = n_dec * params[QUERY_MULTIPLIER]
     attention = 0.0
     if n_dec > 0:
-        attention = interp2(_slot(data, hdr, ATTENTION_ROWS_AXIS), _slot(data, hdr, KV_AXIS), _slot(data, hdr, DECODE_ATTENTION),
-                            rows, kv_sum / n_dec)  # fmt: skip
+        kv_axis, table = _slot(data, hdr, np.int64(KV_AXIS)), _slot(data, hdr, np.int64(DECODE_ATTENTION))
+        attention = interp2(_slot(data, hdr, np.int64(ATTENTION_ROWS_AXIS)), kv_axis, table, rows, kv_sum / n_dec)
     if n_chunks == 0:
-        return interp1(_slot(data, hdr, DECODE_ROWS_AXIS), _slot(data, hdr, DECODE_OTHER), rows) + attention
-    batch_axis, new_axis = _slot(data, hdr, CHUNK_BATCH_AXIS), _slot(data, hdr, CHUNK_NEW_AXIS)
-    start_axis, chunk_table = _slot(data, hdr, CHUNK_START_AXIS), _slot(data, hdr, CHUNK_ATTENTION)
+        return interp1(_slot(data, hdr, np.int64(DECODE_ROWS_AXIS)), _slot(data, hdr, np.int64(DECODE_OTHER)), rows) + attention
+    batch_axis, new_axis = _slot(data, hdr, np.int64(CHUNK_BATCH_AXIS)), _slot(data, hdr, np.int64(CHUNK_NEW_AXIS))
+    start_axis, chunk_table = _slot(data, hdr, np.int64(CHUNK_START_AXIS)), _slot(data, hdr, np.int64(CHUNK_ATTENTION))
     tokens = 0
     context = 0.0
     for i in range(n_chunks):
         tokens += takes[i]
         context += interp3(batch_axis, new_axis, start_axis, chunk_table, float(n_chunks), float(takes[i]), float(starts[i]))
-    shared = interp1(_slot(data, hdr, TOKEN_AXIS), _slot(data, hdr, SHARED), tokens + rows)
+    shared = interp1(_slot(data, hdr, np.int64(TOKEN_AXIS)), _slot(data, hdr, np.int64(SHARED)), tokens + rows)
     return shared + context / n_chunks + attention
 
 
