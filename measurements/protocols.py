@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Callable, Mapping
 
 from estimator.closedloop.settings import engine_defaults as replay_engine_defaults
 from measurements.schema import Protocol
@@ -171,7 +171,7 @@ def _qwen35_fp8_h200(tp: int, c: int) -> SglangFlags:
 _DSR1_FP8_B200 = ("dsr1_fp8_b200.sh: TP 8: --chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10; "
                   "TP 4: 8192 and 10; --stream-interval 30")  # fmt: skip
 _DSR1_FP4 = "--chunked-prefill-size 16384 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 10"
-SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[object, str]] = MappingProxyType(
+SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[Callable[[int, int], SglangFlags], str]] = MappingProxyType(
     {
         ("dsr1", "fp8", "b200_sxm"): (_dsr1_fp8_blackwell, f"benchmarks/{_DSR1_FP8_B200} (every stored version: @ 1fc5d73, df64f87, "
                                                            "6c5e4c5; single_node/ @ 3b8a2f9, 16ffb65; fixed_seq_len/ @ 8eec0d4, 432945d)"),
