@@ -17,8 +17,8 @@ import pandas as pd
 
 from estimator.perf.system_spec import load_system_spec
 from measurements import protocols
-from measurements.mapping import run_layout
-from measurements.schema import CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
+from measurements.layout import run_layout
+from measurements.schema import ADDED_COLUMNS, CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
 
 _LAYOUT_FIELDS = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 _IMAGE = re.compile(r"^[\w.\-#]+(/[\w.\-]+)+:[\w.\-]+$")  # registry/repo:tag
@@ -43,8 +43,9 @@ def silicon_measurement(row: dict) -> Measurement:
     fields = provenance_fields(row["silicon_data_source"])
     source = source_of(row["silicon_data_source"])
     concurrency = _int(fields.get("silicon_concurrency"))
+    agg = _layout(row, "", workers=1) if row["mode"] == "agg" else None
     recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
-                                       _str(row["precision"]), _run_tp(row), row["mode"])  # fmt: skip
+                                       _str(row["precision"]), _run_tp(str(row["id"]), row["system"], agg, concurrency), row["mode"])  # fmt: skip
     engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity, row["system"])
     client = protocols.CLIENTS[source]
     return Measurement(
@@ -63,7 +64,7 @@ def silicon_measurement(row: dict) -> Measurement:
         isl=int(row["isl"]),
         osl=int(row["osl"]),
         concurrency=concurrency,
-        agg=_layout(row, "", workers=1) if row["mode"] == "agg" else None,
+        agg=agg,
         prefill=_layout(row, "prefill_") if row["mode"] == "disagg" else None,
         decode=_layout(row, "decode_") if row["mode"] == "disagg" else None,
         ttft_ms=float(row["silicon_ttft_ms"]),
@@ -96,14 +97,13 @@ def source_of(provenance: str) -> str:
     return protocols.UNKNOWN_SOURCE
 
 
-def _run_tp(row: dict) -> int:
+def _run_tp(row_id: str, system: str, agg: Layout | None, concurrency: int | None) -> int | None:
     """The run's tensor-parallel size as its launch recipe takes it: the GPUs of the agg layout the
-    mapping prices (mapping.run_layout), 8 when they are not recorded."""
-    layout = _layout(row, "", workers=1)
-    if row["mode"] != "agg" or layout.tp is None:
-        return 8
-    run = run_layout(str(row["id"]), row["system"], layout, _int(provenance_fields(row["silicon_data_source"]).get("silicon_concurrency")))
-    layout = run[0] if run else layout
+    mapping prices (layout.run_layout); None for disagg rows or an unrecorded tp."""
+    if agg is None or agg.tp is None:
+        return None
+    run = run_layout(row_id, system, agg, concurrency)
+    layout = run[0] if run else agg
     return layout.tp * (layout.attention_dp or 1)
 
 
@@ -141,15 +141,16 @@ def write_measurements(measurements: Iterable[Measurement], path: str | Path) ->
 
 
 def load_measurements(path: str | Path) -> list[Measurement]:
-    """Read a project measurement CSV; a missing or unknown column raises ValueError naming it."""
+    """Read a project measurement CSV; a missing or unknown column raises ValueError naming it (a
+    column of ADDED_COLUMNS may be absent: files written before it read it as empty)."""
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
-        header = tuple(reader.fieldnames or ())
-        if set(header) != set(CSV_COLUMNS):
-            missing, extra = sorted(set(CSV_COLUMNS) - set(header)), sorted(set(header) - set(CSV_COLUMNS))
+        header = set(reader.fieldnames or ())
+        missing, extra = sorted(set(CSV_COLUMNS) - header - ADDED_COLUMNS), sorted(header - set(CSV_COLUMNS))
+        if missing or extra:
             raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")
-        types = column_types()
-        return [unflatten({k: _parse(v, types[k]) for k, v in record.items()}) for record in reader]
+        types, absent = column_types(), dict.fromkeys(ADDED_COLUMNS - header, "")
+        return [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}) for record in reader]
 
 
 def _cell(value: Any) -> str:

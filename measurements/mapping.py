@@ -8,9 +8,9 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   lands on the current slot, as in the baseline);
 * an empty or zero attention-DP size means no attention DP (1); MoE sizes are passed for MoE models only;
 * an agg row whose parallel columns contradict the run's GPU count (named by its id, `..._tp8_ep8_...`,
-  or bounded by the system's node) is priced as the run's layout (`labelled_layout`); the row as
-  recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline on
-  the baseline's inputs;
+  or bounded by the system's node) is priced as the run's layout (`measurements.layout`); the row
+  as recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline
+  on the baseline's inputs;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 """
@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import math
 import re
 from dataclasses import dataclass
 
@@ -27,8 +26,8 @@ from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import EstimatorError
 from estimator.models import native_families
 from estimator.models.config import bundled_model_configs_dir
-from estimator.perf.system_spec import load_system_spec
 from estimator.perf.versions import slot_sort_key, version_slots
+from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
 
 
@@ -101,7 +100,7 @@ class MappedRow:
     model_note: str  # "" or how the model was aliased
     data_version: str | None  # the perf-data version priced
     version_note: str  # how the engine version was mapped
-    layout_note: str = ""  # "" or how the layout was taken from the row id instead of its columns
+    layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
     recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set
 
 
@@ -127,61 +126,11 @@ def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str,
     return MappedRow(m, inputs, reason, model_used, model_note, data_version, version_note)
 
 
-_ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+|none)(?:_0)?_")  # InferenceX ids: ..._tp8_ep8_<n>, ..._tp8_0_ep8_0_<n>
-
-
 def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:
-    """(layout, note) for an agg row whose parallel columns contradict the run's GPU count; None
-    when they agree or nothing names the run's layout.
-
-    The run's GPUs N and MoE EP M come from the row id (`_tpN_epM_`), or, for an id that names no
-    layout, from the columns' G = N x N GPUs on a system whose node holds fewer than G GPUs and has
-    no rack tier (every id-named contradiction in the sample is such an N-GPU EP-N run recorded as
-    N x N GPUs). The layout: attention DP over the N GPUs when the columns have tp 1 and attention
-    DP > 1, else TP N; MoE EP M and MoE TP N/M; the batch per attention-DP rank is the concurrency
-    over the DP size when the columns follow that rule. Evidence: every such row whose measurement
-    repeats a row with a consistent id and columns has that row's layout (tested).
-    """
+    """(layout, note) when an agg row's columns contradict the run's GPU count (layout.run_layout).
+    Evidence: every such row whose measurement repeats a row with a consistent id and columns gets
+    that row's layout (tested)."""
     return run_layout(m.id, m.system, m.agg, m.concurrency) if m.mode == "agg" else None
-
-
-def run_layout(row_id: str, system: str, layout: Layout, concurrency: int | None) -> tuple[Layout, str] | None:
-    """labelled_layout of an agg row's recorded layout."""
-    if layout.tp is None or (layout.pp or 1) != 1:
-        return None
-    recorded_dp = _dp(layout)
-    named = _id_named_run(row_id) or _node_bound_run(system, layout.tp * recorded_dp)
-    if named is None or named[0] == layout.tp * recorded_dp:
-        return None
-    gpus, ep, source = named
-    dp = gpus if layout.tp == 1 and recorded_dp > 1 else 1
-    batch = layout.batch_size
-    if concurrency and batch is not None and batch * recorded_dp == concurrency:
-        batch = concurrency // dp
-    labelled = dataclasses.replace(layout, batch_size=batch, tp=gpus // dp, attention_dp=dp, moe_tp=gpus // ep, moe_ep=ep)
-    return labelled, (
-        f"layout from {source}: tp {labelled.tp}, attention DP {dp}, MoE tp {labelled.moe_tp} ep {ep}, batch {batch}; "
-        f"the columns say tp {layout.tp}, attention DP {recorded_dp}, MoE tp {layout.moe_tp} ep {layout.moe_ep}, "
-        f"batch {layout.batch_size} ({layout.tp * recorded_dp} GPUs)"
-    )
-
-
-def _id_named_run(row_id: str) -> tuple[int, int, str] | None:
-    """(GPUs, MoE EP, source) named by a row id, or None."""
-    match = _ID_LAYOUT.search(row_id)
-    if match is None:
-        return None
-    gpus, ep = int(match.group(1)), 1 if match.group(2) == "none" else int(match.group(2))
-    return (gpus, ep, f"the row id ({match.group(0).strip('_')})") if gpus % ep == 0 else None
-
-
-def _node_bound_run(system: str, recorded_gpus: int) -> tuple[int, int, str] | None:
-    """(N, N, source) when recorded_gpus = N x N exceeds the node of a system without a rack tier."""
-    spec = load_system_spec(system)
-    n = math.isqrt(recorded_gpus)
-    if spec.num_gpus_per_rack is not None or recorded_gpus <= spec.num_gpus_per_node or n * n != recorded_gpus:
-        return None
-    return n, n, f"the columns' {recorded_gpus} = {n} x {n} GPUs on {spec.num_gpus_per_node}-GPU {system} nodes ({n} GPUs, MoE EP {n})"
 
 
 def resolve_model(m: Measurement) -> tuple[str, str]:

@@ -148,30 +148,30 @@ class SglangFlags:
     recv_interval: int  # --scheduler-recv-interval (1 when not given)
 
 
-def _dsr1_fp8_blackwell(tp: int, c: int) -> SglangFlags:
-    return SglangFlags(8192, 30, 10) if tp == 4 else SglangFlags(32768, 30, 30 if c >= 16 else 10)
+FlagsRule = Callable[[int, int], SglangFlags | None]  # (tp, concurrency) -> the recipe's flags; None: no branch for that tp
+
+
+def _dsr1_fp8_blackwell(tp: int, c: int) -> SglangFlags | None:
+    """dsr1_fp8_b200.sh: a branch per TP (4 or 8); TP 8 receives every 30 passes from CONC 16 on."""
+    if tp == 4:
+        return SglangFlags(8192, 30, 10)
+    return SglangFlags(32768, 30, 30 if c >= 16 else 10) if tp == 8 else None
 
 
 def _dsr1_fp4_blackwell(tp: int, c: int) -> SglangFlags:
+    """dsr1_fp4_b200.sh (without attention DP): one branch; receives every 30 passes from CONC 16 on."""
     return SglangFlags(16384, 10, 30 if c >= 16 else 10)
 
 
-def _dsr1_fp8_h200(tp: int, c: int) -> SglangFlags:
-    return SglangFlags(32768, 10, 1)
-
-
-def _qwen35_fp8_b300(tp: int, c: int) -> SglangFlags:
-    return SglangFlags(16384, 50, 10)
-
-
-def _qwen35_fp8_h200(tp: int, c: int) -> SglangFlags:
-    return SglangFlags(16384, 50, 1)
+def _fixed(flags: SglangFlags) -> FlagsRule:
+    """A recipe whose flags depend on neither TP nor concurrency."""
+    return lambda tp, c: flags
 
 
 _DSR1_FP8_B200 = ("dsr1_fp8_b200.sh: TP 8: --chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10; "
                   "TP 4: 8192 and 10; --stream-interval 30")  # fmt: skip
 _DSR1_FP4 = "--chunked-prefill-size 16384 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 10"
-SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[Callable[[int, int], SglangFlags], str]] = MappingProxyType(
+SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingProxyType(
     {
         ("dsr1", "fp8", "b200_sxm"): (_dsr1_fp8_blackwell, f"benchmarks/{_DSR1_FP8_B200} (every stored version: @ 1fc5d73, df64f87, "
                                                            "6c5e4c5; single_node/ @ 3b8a2f9, 16ffb65; fixed_seq_len/ @ 8eec0d4, 432945d)"),
@@ -181,12 +181,12 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[Callable[[int, int], SglangF
                                                            f"285b662; fixed_seq_len/ @ 8eec0d4 (without attention DP): {_DSR1_FP4}"),
         ("dsr1", "fp4", "b300_sxm"): (_dsr1_fp4_blackwell, "benchmarks/single_node/dsr1_fp4_b300.sh @ b14590a, 5632483; fixed_seq_len/ "
                                                            f"@ 8eec0d4: {_DSR1_FP4}"),
-        ("dsr1", "fp8", "h200_sxm"): (_dsr1_fp8_h200, "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73, d1c47c8; single_node/ @ 161e7f6, 285b662; "
+        ("dsr1", "fp8", "h200_sxm"): (_fixed(SglangFlags(32768, 10, 1)), "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73, d1c47c8; single_node/ @ 161e7f6, 285b662; "
                                                       "fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 32768 --stream-interval 10"),
-        ("qwen3.5", "fp8", "b300_sxm"): (_qwen35_fp8_b300, "benchmarks/single_node/qwen3.5_fp8_b300.sh @ 5632483; fixed_seq_len/ @ "
+        ("qwen3.5", "fp8", "b300_sxm"): (_fixed(SglangFlags(16384, 50, 10)), "benchmarks/single_node/qwen3.5_fp8_b300.sh @ 5632483; fixed_seq_len/ @ "
                                                            "f89cdfe, 1534ee2: --chunked-prefill-size 16384 --stream-interval 50 "
                                                            "--scheduler-recv-interval 10"),
-        ("qwen3.5", "fp8", "h200_sxm"): (_qwen35_fp8_h200, "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ "
+        ("qwen3.5", "fp8", "h200_sxm"): (_fixed(SglangFlags(16384, 50, 1)), "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ "
                                                            "@ 8eec0d4: --chunked-prefill-size 16384 --stream-interval 50"),
     }
 )  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.
@@ -195,39 +195,40 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[Callable[[int, int], SglangF
 QWEN35_MODELS = frozenset({"Qwen/Qwen3.5-397B-A17B"})
 
 
-def sglang_recipe(model: str, precision: str | None, system: str, gpus: int, concurrency: int) -> EngineSettings | None:
-    """The scheduler flags an InferenceX SGLang recipe launches with (None: no recipe resolved)."""
+def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None, concurrency: int) -> EngineSettings | None:
+    """The scheduler flags an InferenceX SGLang recipe launches a run of `tp` GPUs with (None: no
+    recipe resolved, or no recipe branch for that tp)."""
     family = "dsr1" if model in DSR1_MODELS else "qwen3.5" if model in QWEN35_MODELS else None
     entry = SGLANG_RECIPES.get((family, precision, system))
-    if entry is None:
+    flags = entry[0](tp, concurrency) if entry is not None and tp is not None else None
+    if flags is None:
         return None
-    rule, recipe = entry
-    flags = rule(gpus, concurrency)
     return EngineSettings(
         step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=None,
-        citation=f"SemiAnalysisAI/InferenceX {recipe}", stream_interval=flags.stream_interval, mixed_batches=False,
+        citation=f"SemiAnalysisAI/InferenceX {entry[1]}", stream_interval=flags.stream_interval, mixed_batches=False,
         recv_interval=flags.recv_interval,
     )  # fmt: skip
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "",
-                    system: str = "", precision: str | None = None, gpus: int = 8, mode: str = "agg") -> EngineSettings | None:  # fmt: skip
+                    system: str = "", precision: str | None = None, tp: int | None = None, mode: str = "agg") -> EngineSettings | None:  # fmt: skip
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
     (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
     rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len; the other
-    models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1 (FP8 on H200, B200,
+    models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1/V3 (FP8 on H200, B200,
     B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
-    interval and scheduler receive interval (sglang_recipe; `gpus` is the
-    run's tensor-parallel size; agg rows only: the disagg runs use other recipes); recipes whose stored versions disagree (Qwen3.5 on B200, GLM-5) are
-    not resolved. Its vLLM recipes keep the engine default budget (8192, chunked)."""
+    interval and scheduler receive interval (sglang_recipe, agg rows only: the disagg runs use
+    other recipes; `tp` is the run's tensor-parallel size); recipes whose stored versions disagree
+    (Qwen3.5 on B200, GLM-5) are not resolved. Its vLLM recipes keep the engine default budget
+    (8192, chunked)."""
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
         return trtllm_recipe(model, isl, osl, concurrency)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
-        return sglang_recipe(model, precision, system, gpus, concurrency)
+        return sglang_recipe(model, precision, system, tp, concurrency)
     return None
 
 

@@ -104,6 +104,7 @@ def _base_type(hint: Any) -> type:
 
 
 CSV_COLUMNS = tuple(column_types())
+ADDED_COLUMNS = frozenset({"recv_interval"})  # columns added after the first format: a file without them reads them as empty
 
 _LAYOUT_DOCS = {
     "batch_size": "max concurrent requests per attention-DP rank of one worker",

@@ -549,6 +549,12 @@ def test_recv_interval_holds_new_requests_behind_running_decodes():
         EngineSettings(8192, True, recv_interval=0)
 
 
+def test_agg_row_figures_report_the_settings_replayed():
+    row = dict(run_agg(QWEN, AggPoint(2048, 128, 4)).row)
+    out = closed_loop_for_agg_row(row, QWEN, settings=EngineSettings(8192, True, 16, mixed=False, recv_interval=30))
+    assert (out["budget"], out["chunked"], out["max_num_seqs"], out["mixed"], out["recv_interval"]) == (8192, True, 16, False, 30)
+
+
 def test_engine_refinement_of_result_rows():
     rows = [dict(run_agg(QWEN, AggPoint(1024, 64, b)).row) for b in (1, 8)]
     out = refine_closed_loop_latency(pd.DataFrame(rows))

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import math
 
+import pandas as pd
 import pytest
 
 from estimator.perf.versions import version_slots
@@ -130,22 +131,43 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
 
 
 @pytest.mark.parametrize(
-    "model, precision, system, gpus, concurrency, flags",
+    "model, precision, system, tp, concurrency, flags",
     [
         ("deepseek-ai/DeepSeek-R1", "fp8", "b200_sxm", 8, 16, (32768, 30, 30)),
         ("deepseek-ai/DeepSeek-R1", "fp8", "b200_sxm", 8, 8, (32768, 30, 10)),
         ("deepseek-ai/DeepSeek-V3", "fp8", "b300_sxm", 4, 64, (8192, 30, 10)),
+        ("deepseek-ai/DeepSeek-V3", "fp8", "b300_sxm", 8, 64, (32768, 30, 30)),
         ("deepseek-ai/DeepSeek-R1", "fp4", "b200_sxm", 8, 4, (16384, 10, 10)),
+        ("deepseek-ai/DeepSeek-V3", "fp4", "b300_sxm", 4, 16, (16384, 10, 30)),
         ("deepseek-ai/DeepSeek-R1", "fp8", "h200_sxm", 8, 64, (32768, 10, 1)),
         ("Qwen/Qwen3.5-397B-A17B", "fp8", "b300_sxm", 4, 64, (16384, 50, 10)),
+        ("Qwen/Qwen3.5-397B-A17B", "fp8", "b300_sxm", 8, 2, (16384, 50, 10)),
         ("Qwen/Qwen3.5-397B-A17B", "fp8", "h200_sxm", 8, 64, (16384, 50, 1)),
     ],
 )
-def test_sglang_recipe_flags(model, precision, system, gpus, concurrency, flags):
-    s = protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, gpus)
+def test_sglang_recipe_flags(model, precision, system, tp, concurrency, flags):
+    def settings(system=system, precision=precision, tp=tp, mode="agg"):
+        return protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, tp, mode)
+
+    s = settings()
     assert (s.step_token_budget, s.stream_interval, s.recv_interval, s.max_num_seqs, s.mixed_batches) == (*flags, None, False)
-    assert protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, gpus, "disagg") is None
-    assert protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, "b200_sxm", "bf16", gpus) is None
+    assert settings(mode="disagg") is None and settings(precision="bf16") is None and settings(tp=None) is None
+
+
+def test_sglang_recipe_has_no_branch_for_other_tp_sizes():
+    """dsr1_fp8_b200.sh knows TP 4 and TP 8 only: a TP 2 run keeps the engine defaults."""
+    assert protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, 16, "deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 2) is None
+
+
+def test_recipe_branch_follows_the_priced_layout(mapped):
+    """A DeepSeek FP8 B200 SGLang row gets the TP 4 branch (budget 8192) exactly when the layout the
+    mapping prices has 4 GPUs, also where its columns said 16 (tp 16 x MoE 4 x 4)."""
+    rows = [r for r in mapped if r.inputs and r.measurement.engine == "sglang" and r.measurement.system == "b200_sxm"
+            and r.measurement.precision == "fp8" and r.measurement.protocol.engine_settings == "source"]  # fmt: skip
+    assert any(r.recorded is not None for r in rows)
+    for r in rows:
+        d = r.inputs.deployment
+        assert (r.measurement.protocol.step_token_budget == 8192) == (d.tp * d.attention_dp == 4), r.measurement.id
 
 
 @pytest.mark.parametrize(
@@ -197,6 +219,19 @@ def test_csv_round_trip(sample, tmp_path):
     path = tmp_path / "runs.csv"
     write_measurements(chosen, path)
     assert load_measurements(path) == chosen
+
+
+def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
+    """A file without the recv_interval column (ADDED_COLUMNS) reads it as empty; another missing
+    column is still rejected."""
+    path = tmp_path / "runs.csv"
+    write_measurements(sample[:3], path)
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.drop(columns=["recv_interval"]).to_csv(path, index=False)
+    assert load_measurements(path) == [dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, recv_interval=None)) for m in sample[:3]]
+    frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="ttft_ms"):
+        load_measurements(path)
 
 
 def test_csv_with_an_unknown_column_is_rejected(sample, tmp_path):
@@ -297,8 +332,9 @@ def _agg_row(sample, row_id: str, concurrency: int, system: str = "b200_sxm", **
         ("x_c16_tp4_ep1_4", dict(tp=16, attention_dp=1, moe_tp=16, moe_ep=1, batch_size=16), (4, 1, 4, 1, 16)),
         ("x_c16_cfg5", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16), (8, 1, 1, 8, 16)),
         ("x_c128_cfg6", dict(tp=1, attention_dp=16, moe_tp=4, moe_ep=4, batch_size=8), (1, 4, 1, 4, 32)),
+        ("x_c32_tp8_ep8_7", dict(tp=1, attention_dp=64, moe_tp=8, moe_ep=8, batch_size=32), (1, 8, 1, 8, 4)),
     ],
-    ids=["tp-times-ep", "attention-dp", "dp-times-ep", "no-ep", "node-bound", "node-bound-attention-dp"],
+    ids=["tp-times-ep", "attention-dp", "dp-times-ep", "no-ep", "node-bound", "node-bound-attention-dp", "batch-not-per-rank"],
 )
 def test_a_layout_contradicting_the_row_id_is_taken_from_the_id(sample, row_id, columns, expected):
     m = _agg_row(sample, row_id, int(row_id.split("_c")[1].split("_")[0]), "b200_sxm", **columns)
@@ -324,6 +360,31 @@ def test_a_layout_agreeing_with_its_run_or_unnamed_is_kept(sample, row_id, syste
     assert labelled_layout(m) is None
     row = map_measurement(m)
     assert row.recorded is None and row.layout_note == "" and row.inputs.deployment.tp == columns["tp"]
+
+
+@pytest.mark.parametrize(
+    "row_id, columns",
+    [("x_c16_tp8_ep3_1", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16)),
+     ("x_c16_tp0_ep8_1", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16)),
+     ("x_c16_tp8_ep0_1", dict(tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16)),
+     ("x_c12_tp8_ep8_1", dict(tp=1, attention_dp=12, moe_tp=1, moe_ep=12, batch_size=1))],
+    ids=["ep-not-dividing", "zero-gpus", "zero-ep", "requests-not-spreading-evenly"],
+)  # fmt: skip
+def test_an_id_layout_that_cannot_be_the_run_is_not_applied(sample, row_id, columns):
+    """An id naming an impossible run is not read (and the node bound is not tried instead)."""
+    m = _agg_row(sample, row_id, int(row_id.split("_c")[1].split("_")[0]), "b200_sxm", **columns)
+    assert labelled_layout(m) is None and map_measurement(m).recorded is None
+
+
+def test_a_pipelined_layout_is_kept(sample):
+    m = _agg_row(sample, "x_c16_tp8_ep8_1", 16, "b200_sxm", tp=64, attention_dp=1, moe_tp=8, moe_ep=8, batch_size=16)
+    assert labelled_layout(dataclasses.replace(m, agg=dataclasses.replace(m.agg, pp=2))) is None
+
+
+def test_a_dense_run_keeps_its_moe_cells(sample):
+    m = _agg_row(sample, "x_c16_tp2_epnone_1", 16, "b200_sxm", tp=4, attention_dp=1, moe_tp=None, moe_ep=None, batch_size=16)
+    layout, note = labelled_layout(m)
+    assert (layout.tp, layout.moe_tp, layout.moe_ep) == (2, None, None) and "MoE" not in note
 
 
 def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from estimator.cli import main
+from estimator.closedloop import EngineSettings
 from estimator.report import METHOD_NAMES, methods
 from estimator.report.batch import Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
@@ -135,7 +136,7 @@ def fake_closedloop(agg_row):
     return types.SimpleNamespace(
         Steady=lambda: ("steady",),
         Benchmark=lambda prompts_per_client, range_ratio: ("benchmark", prompts_per_client, range_ratio),
-        EngineSettings=lambda *settings: settings,
+        EngineSettings=lambda **settings: settings,
         closed_loop_for_agg_row=agg_row,
         closed_loop_for_disagg_row=agg_row,
     )
@@ -172,8 +173,10 @@ def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, mo
     r = predict(dense_row, "closed_loop")
     p = dense_row.measurement.protocol
     assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, 123.0, 4.5)
+    assert set(seen["settings"]) == {f.name for f in dataclasses.fields(EngineSettings)}
     assert seen == {
-        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": (p.step_token_budget, p.chunked_prefill, p.max_num_seqs, p.mixed_batches is not False, 1),
+        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": {"budget": p.step_token_budget, "chunked": p.chunked_prefill, "max_num_seqs": p.max_num_seqs,
+                     "mixed": p.mixed_batches is not False, "recv_interval": 1},
         "pricer": "native", "ctx_tokens": p.step_token_budget, "deployment": dense_row.inputs.deployment,
     }  # fmt: skip
 
@@ -362,6 +365,17 @@ def test_points_csv_round_trip_renders_the_same_page(fixture_points, tmp_path):
     points, provenance = read_points(path)
     assert provenance == PROVENANCE
     assert render_report(points, provenance, list(METHOD_NAMES)) == render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+
+
+def test_points_csv_without_added_columns_reads_their_defaults(fixture_points, tmp_path):
+    path = tmp_path / "points.csv"
+    write_points(fixture_points, path, PROVENANCE)
+    pd.read_csv(path).drop(columns=["layout_note", "recv_interval"]).to_csv(path, index=False)
+    points, _ = read_points(path)
+    assert (points["layout_note"] == "").all() and (points["recv_interval"] == 1).all()
+    pd.read_csv(path).drop(columns=["system"]).to_csv(path, index=False)
+    with pytest.raises(ValueError, match="system"):
+        read_points(path)
 
 
 def test_cli_rerenders_from_points(fixture_points, tmp_path):

@@ -515,7 +515,8 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
 def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, encoder_ms, kind, params, data, hdr,
                     starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
-    that would start at or after next_due (a waiting request becomes visible). The same float
+    that would start at or after next_due (a waiting request becomes visible). Cohort mode only:
+    it assumes an intake before every pass (recv_interval 1, see agg_calendar's can_cohort). The same float
     operations as the full pass loop, without its bookkeeping. Returns (t, epoch, kv, it, status, run_v, run_c)."""
     status = LIMIT
     if counting:

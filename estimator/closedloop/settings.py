@@ -89,12 +89,5 @@ def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:
-    """SGLang's ``--scheduler-recv-interval n`` (``SchedulerRecvSkipper``) makes the scheduler take in
-new requests only when a weighted count of the passes since it last did reaches n: a decode-only
-pass weighs 1, any pass that prefills weighs 1000 (so the next loop receives), and an idle
-scheduler loops without passes until it receives. A request that arrives while decodes run waits
-up to n decode passes before it can be prefilled. Every other engine receives before every pass
-(interval 1).
-
-The reference wiring: the row's ctx_tokens as the budget, chunking on, no sequence cap."""
+    """The reference wiring: the row's ctx_tokens as the budget, chunking on, no sequence cap."""
     return EngineSettings(int(ctx_tokens), True, None)

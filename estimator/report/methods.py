@@ -3,7 +3,8 @@
 * legacy / uncached: the closed-form estimate in that semantics: agg rows through AggEstimator
   with the baseline's budget ctx_tokens = isl; disagg rows through estimator.disagg.run_disagg.
   legacy prices the row as recorded (`MappedRow.recorded`: the baseline's inputs) where the
-  mapping took the layout from the row id; every other method prices the id's layout.
+  mapping replaced the recorded layout by the run's (row id or node bound, measurements.layout);
+  every other method prices the run's layout.
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings. It replays the uncached closed-form row of the row's deployment
@@ -184,8 +185,8 @@ def replay(row: MappedRow, protocol: str) -> dict:
             return closedloop.closed_loop_for_disagg_row(
                 result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
             )
-        settings = closedloop.EngineSettings(p.step_token_budget, p.chunked_prefill, p.max_num_seqs, p.mixed_batches is not False,
-                                             p.recv_interval or 1)  # fmt: skip
+        settings = closedloop.EngineSettings(budget=p.step_token_budget, chunked=p.chunked_prefill, max_num_seqs=p.max_num_seqs,
+                                             mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1)  # fmt: skip
         result_row = closed_form(row, Semantics.UNCACHED, ctx_tokens=p.step_token_budget).row
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer

@@ -4,6 +4,7 @@ the row's partition and provenance columns. Written to CSV; the report renders f
 from __future__ import annotations
 
 import json
+from types import MappingProxyType
 from pathlib import Path
 
 import pandas as pd
@@ -18,6 +19,8 @@ POINT_COLUMNS = (
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer",
     "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "engine_settings",
 )  # fmt: skip
+# columns added after the first format, with the value a file written before them implies
+ADDED_POINT_COLUMNS = MappingProxyType({"layout_note": "", "recv_interval": 1})
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
 
@@ -91,10 +94,14 @@ def write_points(points: pd.DataFrame, path: str | Path, provenance: dict) -> No
 
 
 def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The table and its provenance (empty when the sidecar is missing); a missing column raises ValueError."""
+    """The table and its provenance (empty when the sidecar is missing); a missing column raises
+    ValueError (one of ADDED_POINT_COLUMNS takes its default)."""
     path = Path(path)
     points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str},
                          keep_default_na=True)  # fmt: skip
+    for column, default in ADDED_POINT_COLUMNS.items():
+        if column not in points.columns:
+            points[column] = default
     missing = [c for c in POINT_COLUMNS if c not in points.columns]
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")

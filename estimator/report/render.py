@@ -273,23 +273,30 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     unchunked = rows[(rows["chunked_prefill"].astype(str).str.lower() == "false") & (rows["mode"] == "agg")]
     blocked = (unchunked["isl"] + unchunked["concurrency"].fillna(1) > unchunked["step_token_budget"]).sum()
     from_recipes = (rows["engine_settings"] == "source").sum()
-    intervals = rows["stream_interval"].fillna(1)
-    streamed, interval_values = (intervals > 1).sum(), " or ".join(str(int(v)) for v in sorted(set(intervals[intervals > 1])))
+    streamed, stream_values = _above_one(rows["stream_interval"])
+    receiving, recv_values = _above_one(rows["recv_interval"])
     return [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
         "DeepSeek-R1/V3 and Qwen3.5 FP8 where every stored recipe version agrees: chunked prefill size, stream interval, "
-        "scheduler receive interval, running-request cap); the others use the engines' documented defaults (the sample does "
-        "not record the launch flags per row).",
-        f"{streamed} rows stream every {interval_values or 1} tokens (SGLang --stream-interval): SGLang 0.5.6 and later send the "
-        "first token at once and the last with the finish, so neither TTFT nor TPOT moves.",
-        f"{(rows['recv_interval'].fillna(1) > 1).sum()} rows run SGLang with --scheduler-recv-interval 10 or 30: the scheduler takes "
-        "in new requests only every that many decode steps while decodes run, so an arriving prompt waits for the next intake.",
+        "scheduler receive interval); the others use the engines' documented defaults (the sample does not record the launch "
+        "flags per row).",
+        f"{streamed} rows stream every {stream_values} tokens (SGLang --stream-interval): SGLang 0.5.6 and 0.5.9 (read in their "
+        "source) send the first token at once and the last with the finish, so neither TTFT nor TPOT moves.",
+        f"{receiving} rows run SGLang with --scheduler-recv-interval {recv_values}: the scheduler takes in new requests only every "
+        "that many decode steps while decodes run, so an arriving prompt waits for the next intake.",
         f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
         f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
         f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off and a prompt plus the running decodes larger than "
         "the step token budget, so the replay admits such a prompt only once the decodes free the budget.",
     ]
+
+
+def _above_one(values: pd.Series) -> tuple[int, str]:
+    """(rows with a value above 1, those values joined by "or"); an empty cell counts as 1."""
+    values = values.fillna(1)
+    above = sorted({int(v) for v in values[values > 1]})
+    return int((values > 1).sum()), " or ".join(map(str, above)) or "1"
 
 
 def mapping_decisions(points: pd.DataFrame) -> dict:
