@@ -173,21 +173,39 @@ _DSR1_FP8_B200 = ("dsr1_fp8_b200.sh: TP 8: --chunked-prefill-size 32768 --schedu
 _DSR1_FP4 = "--chunked-prefill-size 16384 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 10"
 SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingProxyType(
     {
-        ("dsr1", "fp8", "b200_sxm"): (_dsr1_fp8_blackwell, f"benchmarks/{_DSR1_FP8_B200} (every stored version: @ 1fc5d73, df64f87, "
-                                                           "6c5e4c5; single_node/ @ 3b8a2f9, 16ffb65; fixed_seq_len/ @ 8eec0d4, 432945d)"),
-        ("dsr1", "fp8", "b300_sxm"): (_dsr1_fp8_blackwell, "benchmarks/single_node/dsr1_fp8_b300.sh @ 5632483 and fixed_seq_len/ @ "
-                                                           f"8eec0d4 (the B200 recipe as is): {_DSR1_FP8_B200}"),
-        ("dsr1", "fp4", "b200_sxm"): (_dsr1_fp4_blackwell, f"benchmarks/dsr1_fp4_b200.sh @ 1fc5d73, df64f87; single_node/ @ 3b8a2f9, "
-                                                           f"285b662; fixed_seq_len/ @ 8eec0d4 (without attention DP): {_DSR1_FP4}"),
-        ("dsr1", "fp4", "b300_sxm"): (_dsr1_fp4_blackwell, "benchmarks/single_node/dsr1_fp4_b300.sh @ b14590a, 5632483; fixed_seq_len/ "
-                                                           f"@ 8eec0d4: {_DSR1_FP4}"),
-        ("dsr1", "fp8", "h200_sxm"): (_fixed(SglangFlags(32768, 10, 1)), "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73, d1c47c8; single_node/ @ 161e7f6, 285b662; "
-                                                      "fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 32768 --stream-interval 10"),
-        ("qwen3.5", "fp8", "b300_sxm"): (_fixed(SglangFlags(16384, 50, 10)), "benchmarks/single_node/qwen3.5_fp8_b300.sh @ 5632483; fixed_seq_len/ @ "
-                                                           "f89cdfe, 1534ee2: --chunked-prefill-size 16384 --stream-interval 50 "
-                                                           "--scheduler-recv-interval 10"),
-        ("qwen3.5", "fp8", "h200_sxm"): (_fixed(SglangFlags(16384, 50, 1)), "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ "
-                                                           "@ 8eec0d4: --chunked-prefill-size 16384 --stream-interval 50"),
+        ("dsr1", "fp8", "b200_sxm"): (
+            _dsr1_fp8_blackwell,
+            f"benchmarks/{_DSR1_FP8_B200} (every stored version: @ 1fc5d73, df64f87, 6c5e4c5; single_node/ @ 3b8a2f9, 16ffb65; "
+            "fixed_seq_len/ @ 8eec0d4, 432945d)",
+        ),
+        ("dsr1", "fp8", "b300_sxm"): (
+            _dsr1_fp8_blackwell,
+            f"benchmarks/single_node/dsr1_fp8_b300.sh @ 5632483 and fixed_seq_len/ @ 8eec0d4 (the B200 recipe as is): {_DSR1_FP8_B200}",
+        ),
+        ("dsr1", "fp4", "b200_sxm"): (
+            _dsr1_fp4_blackwell,
+            f"benchmarks/dsr1_fp4_b200.sh @ 1fc5d73, df64f87; single_node/ @ 3b8a2f9, 285b662; fixed_seq_len/ @ 8eec0d4 "
+            f"(without attention DP): {_DSR1_FP4}",
+        ),
+        ("dsr1", "fp4", "b300_sxm"): (
+            _dsr1_fp4_blackwell,
+            f"benchmarks/single_node/dsr1_fp4_b300.sh @ b14590a, 5632483; fixed_seq_len/ @ 8eec0d4: {_DSR1_FP4}",
+        ),
+        ("dsr1", "fp8", "h200_sxm"): (
+            _fixed(SglangFlags(32768, 10, 1)),
+            "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73, d1c47c8; single_node/ @ 161e7f6, 285b662; fixed_seq_len/ @ 8eec0d4: "
+            "--chunked-prefill-size 32768 --stream-interval 10",
+        ),
+        ("qwen3.5", "fp8", "b300_sxm"): (
+            _fixed(SglangFlags(16384, 50, 10)),
+            "benchmarks/single_node/qwen3.5_fp8_b300.sh @ 5632483; fixed_seq_len/ @ f89cdfe, 1534ee2: --chunked-prefill-size 16384 "
+            "--stream-interval 50 --scheduler-recv-interval 10",
+        ),
+        ("qwen3.5", "fp8", "h200_sxm"): (
+            _fixed(SglangFlags(16384, 50, 1)),
+            "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 16384 "
+            "--stream-interval 50",
+        ),
     }
 )  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.
 # Their --max-running-requests (128 / 256 / 512 by TP and lengths) is not applied: the sample holds these recipes' runs at

@@ -516,8 +516,9 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, 
                     starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
     that would start at or after next_due (a waiting request becomes visible). Cohort mode only:
-    it assumes an intake before every pass (recv_interval 1, see agg_calendar's can_cohort). The same float
-    operations as the full pass loop, without its bookkeeping. Returns (t, epoch, kv, it, status, run_v, run_c)."""
+    it assumes an intake before every pass (recv_interval 1, see agg_calendar's can_cohort). The
+    same float operations as the full pass loop, without its bookkeeping. Returns (t, epoch, kv,
+    it, status, run_v, run_c)."""
     status = LIMIT
     if counting:
         run_v, run_c = _room(run_v, run_c, cnt, passes)

@@ -9,9 +9,8 @@ the engine's max_num_seqs (admission stops at that many running requests, FIFO),
 requests that take several budget tokens (speculative queries), a run plan's dispatch cap
 (benchmark protocol), SGLang's intake interval (new requests are taken in only every
 recv_interval weighted passes, settings.py), and a pass price that must be finite (else
-NoProgressError). The tandem's
-window closes at its last completion; the reference closed it at the launch of the last decode
-iteration, one decode step early.
+NoProgressError). The tandem's window closes at its last completion; the reference closed it at
+the launch of the last decode iteration, one decode step early.
 """
 from __future__ import annotations
 

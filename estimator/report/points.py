@@ -46,9 +46,11 @@ def concurrency_bucket(c: int | None) -> str:
 
 def row_columns(row: MappedRow) -> dict:
     """The measurement and mapping columns of one row."""
-    m, layout = row.measurement, row.measurement.agg
+    m = row.measurement
     if isinstance(row.inputs, AggInputs):
-        layout = row.inputs.deployment  # the layout priced (see MappedRow.layout_note)
+        attention_dp = row.inputs.deployment.attention_dp  # the layout priced (see MappedRow.layout_note)
+    else:
+        attention_dp = (m.agg.attention_dp or 1) if m.agg else None
     return {
         "ttft_meas_ms": m.ttft_ms,
         "tpot_meas_ms": m.tpot_ms,
@@ -60,7 +62,7 @@ def row_columns(row: MappedRow) -> dict:
         "concurrency_bucket": concurrency_bucket(m.concurrency),
         "isl": m.isl,
         "osl": m.osl,
-        "attention_dp": (layout.attention_dp or 1) if layout else None,
+        "attention_dp": attention_dp,
         "source": m.source,
         "engine_version": m.engine_version,
         "image": m.image,
