@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, Sequence
+
+import numpy as np
 
 from estimator.deployment import Deployment, require_positive
 from estimator.errors import InvalidInputError
@@ -245,91 +247,140 @@ def agg_memory(facts: DeploymentFacts, deployment: Deployment, policy: BackendPo
     return verdict(use, facts, policy, fraction)
 
 
-@dataclass(frozen=True)
-class _Timing:
-    ttft: float  # ms
-    tpot: float  # ms per output token
-    total_ms: float  # one batch's schedule, ms
-    mix_step_ms: float  # mean mixed step, ms
-    prefill_step_ms: float  # price of one TTFT chunk, ms
-
-
-def _timing(policy: BackendPolicy, plan: AggPlan, mix: list[MixedStepCost], genonly: StepCost, num_layers: int, b: int, dtpi: float) -> _Timing:
-    """TTFT, TPOT and the schedule's total time (BaseBackend.run_agg's formulas, summed in its order)."""
-    prefill = mix[0].latency_ms
-    qf = policy.ttft_queue_factor(b, plan.steps_to_finish_ctx)
-    ttft = (prefill * plan.chunks + policy.dispatch_overhead_ms(num_layers)) * qf
-    weighted = [(c.latency_ms, g.count, g.tpot_count) for c, g in zip(mix, plan.mix)]
-    weighted.append((genonly.latency_ms, plan.genonly_steps, plan.genonly_steps))
-    tpot_num = tpot_den = total = 0.0
-    for latency, count, tpot_count in weighted:
-        tpot_num += latency * tpot_count
-        tpot_den += tpot_count
-        total += count * latency
-    tpot = tpot_num / tpot_den / dtpi if tpot_den > 0 else 0.0
-    mix_ms = prefill if len(mix) == 1 else sum(c.latency_ms * g.count for c, g in zip(mix, plan.mix)) / plan.num_mix_steps
-    return _Timing(ttft, tpot, total, mix_ms, prefill)
+AggColumns = dict  # AGG_COLUMNS -> one value per point: numbers as numpy arrays, text (and None) as lists
 
 
 def agg_row(facts: DeploymentFacts, deployment, policy, point, plan, mix, genonly, memory: MemoryVerdict, dtpi: float) -> dict:
-    """The result row (BaseBackend.run_agg's result_dict plus the step-timing columns)."""
-    b, osl = point.batch_size, point.osl
+    """The result row (BaseBackend.run_agg's result_dict plus the step-timing columns): agg_columns
+    of the one point, as Python numbers."""
+    columns = agg_columns(facts, deployment, policy, [point], [plan], [[c.latency_ms for c in mix]],
+                          np.array([genonly.latency_ms]), np.array([memory.use.total]), dtpi)  # fmt: skip
+    return {name: values[0].item() if isinstance(values, np.ndarray) else values[0] for name, values in columns.items()}
+
+
+def agg_columns(facts: DeploymentFacts, deployment: Deployment, policy: BackendPolicy, points: Sequence[AggPoint],
+                plans: Sequence[AggPlan], mix_ms: Sequence[Sequence[float]], genonly_ms: np.ndarray, memory_gib: np.ndarray,
+                dtpi: float) -> AggColumns:  # fmt: skip
+    """The result rows of many operating points of one deployment, as columns. mix_ms[i] prices
+    plans[i].mix (ms per step, in order); genonly_ms its decode-only step, memory_gib its footprint.
+    BaseBackend.run_agg's formulas, elementwise and summed in its order, so each row equals the
+    one-point row bit for bit."""
+    n = len(points)
+    b, isl, osl, prefix = (np.array([getattr(p, f) for p in points], dtype=np.int64).reshape(n) for f in ("batch_size", "isl", "osl", "prefix"))
+    plan = _PlanColumns(plans, mix_ms)
+    t = _timing(policy, plan, genonly_ms, facts.num_layers, b, dtpi)
     tp, pp, dp, cp = deployment.tp, deployment.pp, deployment.attention_dp, 1
-    t = _timing(policy, plan, mix, genonly, facts.num_layers, b, dtpi)
-    step_tps = (1000 / t.total_ms * b * (osl - 1)) if (osl > 1 and t.total_ms > 0) else 0.0
-    tokens_s = policy.throughput_cap(step_tps, t.ttft, t.tpot, b, osl) * (pp * dp)
-    seq_s = tokens_s / (osl - 1) if osl > 1 else 0.0
-    q = facts.quant
+    with np.errstate(divide="ignore", invalid="ignore"):
+        step_tps = np.where((osl > 1) & (t.total_ms > 0), 1000 / t.total_ms * b * (osl - 1), 0.0)
+        tokens_s = policy.throughput_cap(step_tps, t.ttft, t.tpot, b, osl) * (pp * dp)
+        seq_s = np.where(osl > 1, tokens_s / (osl - 1), 0.0)
+        tokens_per_user = np.where((osl > 1) & (t.tpot > 0.0), 1000.0 / t.tpot, 0.0)
+    q, zeros = facts.quant, np.zeros(n)
+
+    def same(value) -> np.ndarray | list:
+        return [value] * n if value is None or isinstance(value, str) else np.full(n, value)
+
     return {
-        "model": deployment.model,
-        "isl": point.isl,
+        "model": same(deployment.model),
+        "isl": isl,
         "osl": osl,
-        "prefix": point.prefix,
+        "prefix": prefix,
         "concurrency": b * pp * dp,
         "request_rate": seq_s,
         "bs": b,
         "global_bs": b * dp,
         "ttft": t.ttft,
         "tpot": t.tpot,
-        "request_latency": t.ttft + t.tpot * max(osl - 1, 0),
-        "encoder_latency": 0.0,
-        "encoder_memory": 0.0,
+        "request_latency": t.ttft + t.tpot * np.maximum(osl - 1, 0),
+        "encoder_latency": zeros,
+        "encoder_memory": zeros,
         "seq/s": seq_s,
         "seq/s/gpu": seq_s / pp / tp / dp / cp,
         "tokens/s": tokens_s,
         "tokens/s/gpu": tokens_s / pp / tp / dp / cp,
-        "tokens/s/user": 1000.0 / t.tpot if (osl > 1 and t.tpot > 0.0) else 0.0,
-        "num_total_gpus": tp * pp * dp * cp,
-        "tp": tp,
-        "pp": pp,
-        "dp": dp,
-        "moe_tp": deployment.moe_tp,
-        "moe_ep": deployment.moe_ep,
-        "cp": cp,
-        "parallel": f"tp{tp}pp{pp}dp{dp}etp{deployment.moe_tp}ep{deployment.moe_ep}",
-        "gemm": q.gemm,
-        "kvcache": q.kvcache,
-        "fmha": q.fmha,
-        "moe": q.moe,
-        "comm": q.comm,
-        "memory": memory.use.total,
+        "tokens/s/user": tokens_per_user,
+        "num_total_gpus": same(tp * pp * dp * cp),
+        "tp": same(tp),
+        "pp": same(pp),
+        "dp": same(dp),
+        "moe_tp": same(deployment.moe_tp),
+        "moe_ep": same(deployment.moe_ep),
+        "cp": same(cp),
+        "parallel": same(f"tp{tp}pp{pp}dp{dp}etp{deployment.moe_tp}ep{deployment.moe_ep}"),
+        "gemm": same(q.gemm),
+        "kvcache": same(q.kvcache),
+        "fmha": same(q.fmha),
+        "moe": same(q.moe),
+        "comm": same(q.comm),
+        "memory": np.asarray(memory_gib, dtype=np.float64),
         "balance_score": plan.balance_score,
         "num_ctx_reqs": plan.num_ctx_requests,
         "num_gen_reqs": plan.num_gen_requests,
-        "num_tokens": plan.ctx_budget + (plan.num_gen_requests if b > 1 else 0),
+        "num_tokens": plan.ctx_budget + np.where(b > 1, plan.num_gen_requests, 0),
         "ctx_tokens": plan.ctx_knob,
         "gen_tokens": plan.num_gen_requests,
-        "backend": deployment.backend.value,
-        "version": facts.version,
-        "system": deployment.system,
-        "power_w": 0.0,
+        "backend": same(deployment.backend.value),
+        "version": same(facts.version),
+        "system": same(deployment.system),
+        "power_w": zeros,
         "mix_step_ms": t.mix_step_ms,
-        "genonly_step_ms": genonly.latency_ms,
+        "genonly_step_ms": np.asarray(genonly_ms, dtype=np.float64),
         "prefill_step_ms": t.prefill_step_ms,
         "num_mix_steps": plan.num_mix_steps,
         "num_genonly_steps": plan.genonly_steps,
-        "decode_tokens_per_iteration": dtpi,
+        "decode_tokens_per_iteration": np.full(n, dtpi, dtype=np.float64),
     }
+
+
+class _PlanColumns:
+    """Plans (at most two mixed groups each) and their mixed-step prices as columns; an absent
+    second group has zero price and counts, which leaves every sum unchanged."""
+
+    def __init__(self, plans: Sequence[AggPlan], mix_ms: Sequence[Sequence[float]]):
+        def column(values, dtype) -> np.ndarray:
+            return np.array(values, dtype=dtype).reshape(len(plans))
+
+        self.steps_to_finish_ctx = column([p.steps_to_finish_ctx for p in plans], np.float64)
+        self.chunks = column([p.chunks for p in plans], np.int64)
+        self.genonly_steps = column([p.genonly_steps for p in plans], np.float64)
+        self.num_ctx_requests = column([p.num_ctx_requests for p in plans], np.int64)
+        self.num_gen_requests = column([p.num_gen_requests for p in plans], np.int64)
+        self.ctx_budget = column([p.ctx_budget for p in plans], np.int64)
+        self.ctx_knob = column([p.ctx_knob for p in plans], np.int64)
+        self.balance_score = column([p.balance_score for p in plans], np.float64)
+        self.groups = column([len(p.mix) for p in plans], np.int64)
+        if any(len(p.mix) > 2 for p in plans):
+            raise ValueError("an agg plan has at most two mixed-step groups")
+        padded = [(list(ms) + [0.0, 0.0])[:2] for ms in mix_ms]
+        groups = [list(p.mix) + [None] * (2 - len(p.mix)) for p in plans]
+        self.mix_ms = np.array(padded, dtype=np.float64).reshape(len(plans), 2)
+        self.count = np.array([[g.count if g else 0.0 for g in gs] for gs in groups], dtype=np.float64).reshape(len(plans), 2)
+        self.tpot_count = np.array([[g.tpot_count if g else 0.0 for g in gs] for gs in groups], dtype=np.float64).reshape(len(plans), 2)
+        self.num_mix_steps = self.count[:, 0] + self.count[:, 1]
+
+
+@dataclass(frozen=True)
+class _Timing:
+    ttft: np.ndarray  # ms
+    tpot: np.ndarray  # ms per output token
+    total_ms: np.ndarray  # one batch's schedule, ms
+    mix_step_ms: np.ndarray  # mean mixed step, ms
+    prefill_step_ms: np.ndarray  # price of one TTFT chunk, ms
+
+
+def _timing(policy: BackendPolicy, plan: _PlanColumns, genonly_ms: np.ndarray, num_layers: int, b: np.ndarray, dtpi: float) -> _Timing:
+    """TTFT, TPOT and the schedule's total time (BaseBackend.run_agg's formulas, summed in its order), elementwise."""
+    (l1, l2), (c1, c2), (t1, t2) = plan.mix_ms.T, plan.count.T, plan.tpot_count.T
+    genonly_ms = np.asarray(genonly_ms, dtype=np.float64)
+    qf = policy.ttft_queue_factor(b, plan.steps_to_finish_ctx)
+    ttft = (l1 * plan.chunks + policy.dispatch_overhead_ms(num_layers)) * qf
+    tpot_num = l1 * t1 + l2 * t2 + genonly_ms * plan.genonly_steps
+    tpot_den = t1 + t2 + plan.genonly_steps
+    total = c1 * l1 + c2 * l2 + plan.genonly_steps * genonly_ms
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpot = np.where(tpot_den > 0, tpot_num / tpot_den / dtpi, 0.0)
+        mix_ms = np.where(plan.groups == 1, l1, (l1 * c1 + l2 * c2) / plan.num_mix_steps)
+    return _Timing(ttft, tpot, total, mix_ms, l1)
 
 
 class AggEstimator:

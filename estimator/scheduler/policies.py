@@ -87,26 +87,25 @@ class BackendPolicy:
         """Mixed steps counted in the TPOT average when prefill ends before decode (_tpot_mix_steps)."""
         return max(1, mix_steps - self.drain_steps) if self.drain_steps else mix_steps
 
-    def ttft_queue_factor(self, b: int, steps_to_finish_ctx: float) -> float:
-        """Multiplier from one request's prefill time to its TTFT (_ttft_queuing_factor)."""
+    def ttft_queue_factor(self, b: np.ndarray, steps_to_finish_ctx: np.ndarray) -> np.ndarray:
+        """Multiplier from one request's prefill time to its TTFT (_ttft_queuing_factor), elementwise."""
         if not self.log_queue_factor:
-            return min(2 + (steps_to_finish_ctx - 3) / 2 / 10, 4)
-        if b <= 1:
-            return 1.0
-        return float(min(1.0 + np.log2(b) / 8.0, 2.0))
+            return np.minimum(2 + (steps_to_finish_ctx - 3) / 2 / 10, 4)
+        return np.where(b <= 1, 1.0, np.minimum(1.0 + np.log2(np.maximum(b, 1)) / 8.0, 2.0))
 
     def dispatch_overhead_ms(self, num_layers: int) -> float:
         """Per-request prefill dispatch overhead, ms (_prefill_dispatch_overhead_ms)."""
         return num_layers * self.dispatch_ms_per_layer if self.dispatch_ms_per_layer else 0.0
 
-    def throughput_cap(self, step_throughput: float, ttft: float, tpot: float, b: int, osl: int) -> float:
-        """Output tokens/s after the backend's cap (_throughput_cap)."""
+    def throughput_cap(self, step_throughput: np.ndarray, ttft: np.ndarray, tpot: np.ndarray, b: np.ndarray, osl: np.ndarray) -> np.ndarray:
+        """Output tokens/s after the backend's cap (_throughput_cap), elementwise."""
         if not self.littles_law_cap:
             return step_throughput
-        request_latency_ms = ttft + tpot * max(osl - 1, 0)
-        if request_latency_ms <= 0:
-            return step_throughput
-        return min(step_throughput, b * max(osl - 1, 0) * 1000.0 / request_latency_ms)
+        decode_tokens = np.maximum(osl - 1, 0)
+        request_latency_ms = ttft + tpot * decode_tokens
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cap = b * decode_tokens * 1000.0 / request_latency_ms
+        return np.where(request_latency_ms <= 0, step_throughput, np.minimum(step_throughput, cap))
 
     def moe_workspace_width(self, family: str, attention_width: int, hidden_size: int) -> int:
         """Per-token feature width of the MoE dispatch workspace (_moe_workspace_width)."""

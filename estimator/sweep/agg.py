@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,10 +21,10 @@ from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlan, AggPoint, plan_agg
-from estimator.scheduler.agg import agg_memory, agg_row, decode_tokens_per_iteration
+from estimator.scheduler.agg import AggColumns, agg_columns, agg_memory, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts, step_pricer
 from estimator.scheduler.memory import MemoryVerdict
-from estimator.steps import Semantics, StepCost, StepModel, decode_step_totals, mixed_step_totals
+from estimator.steps import Semantics, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
 from estimator.sweep.sla import Workload
 
@@ -82,36 +82,38 @@ def grid_points(deployment: Deployment, workload: Workload, options: AggOptions,
     return out
 
 
-def price_points(deployment: Deployment, points: Sequence[GridPoint], semantics: Semantics, pricer: str = "native") -> list[dict]:
-    """Result rows (AGG_COLUMNS, unrounded) of planned points: one batched pass; on a perf-data
-    miss, point by point, skipping the points without data."""
+def price_points(deployment: Deployment, points: Sequence[GridPoint], semantics: Semantics, pricer: str = "native") -> AggColumns:
+    """Result rows (AGG_COLUMNS, unrounded, as columns) of planned points: one batched pass; on a
+    perf-data miss, point by point, skipping the points without data."""
     model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
     try:
-        return _priced_rows(deployment, model, points, semantics)
+        return _priced_columns(deployment, model, points, semantics)
     except PerfDataMissingError:
-        rows = []
+        priced = []
         for p in points:
             try:
-                rows += _priced_rows(deployment, model, [p], semantics)
+                priced.append(_priced_columns(deployment, model, [p], semantics))
             except PerfDataMissingError as exc:
                 log.debug("agg point b=%d ctx=%d skipped: %s", p.point.batch_size, p.point.ctx_tokens, exc)
-        return rows
+        return _priced_columns(deployment, model, [], semantics) if not priced else concat_columns(priced)
 
 
-def _priced_rows(deployment: Deployment, model: StepModel, points: Sequence[GridPoint], semantics: Semantics) -> list[dict]:
-    """run_agg's pricing and row for many points: the totals of every mixed step and of every
+def _priced_columns(deployment: Deployment, model: StepModel, points: Sequence[GridPoint], semantics: Semantics) -> AggColumns:
+    """run_agg's pricing and rows for many points: the totals of every mixed step and of every
     distinct decode step, each set from one batched call (rows need no per-op breakdown)."""
     policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
     mix = iter(mixed_step_totals(model, [g.shape for p in points for g in p.plan.mix], semantics).tolist())
     keys = list(dict.fromkeys((p.plan.genonly_requests, p.point.isl, p.point.osl) for p in points))
-    decode = {key: StepCost(total, ()) for key, total in zip(keys, _decode_totals(model, keys))}
-    rows = []
-    for p in points:
-        steps = [StepCost(next(mix), ()) for _ in p.plan.mix]
-        dtpi = decode_tokens_per_iteration(deployment.nextn, p.point.nextn_accepted)
-        genonly = decode[p.plan.genonly_requests, p.point.isl, p.point.osl]
-        rows.append(agg_row(facts, deployment, policy, p.point, p.plan, steps, genonly, p.memory, dtpi))
-    return rows
+    decode = dict(zip(keys, _decode_totals(model, keys)))
+    dtpi = {decode_tokens_per_iteration(deployment.nextn, p.point.nextn_accepted) for p in points} or {1.0}
+    if len(dtpi) > 1:
+        raise ValueError("one batch of agg points shares its accepted-draft count")
+    return agg_columns(
+        facts, deployment, policy, [p.point for p in points], [p.plan for p in points],
+        [[next(mix) for _ in p.plan.mix] for p in points],
+        np.array([decode[p.plan.genonly_requests, p.point.isl, p.point.osl] for p in points], dtype=np.float64),
+        np.array([p.memory.use.total for p in points], dtype=np.float64), dtpi.pop(),
+    )  # fmt: skip
 
 
 def _decode_totals(model: StepModel, keys: Sequence[tuple[int, int, int]]) -> list[float]:
@@ -123,8 +125,8 @@ def _decode_totals(model: StepModel, keys: Sequence[tuple[int, int, int]]) -> li
     return [totals[k] for k in keys]
 
 
-def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = "native") -> list[dict]:
-    """Every priced point of one deployment, in grid order (warns when no point passes the guards)."""
+def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = "native") -> AggColumns:
+    """Every priced point of one deployment, in grid order, as columns (warns when no point passes the guards)."""
     points = grid_points(deployment, workload, options, semantics)
     if not points:
         log.warning("agg sweep: no grid point of %s passes the batch/budget guards and fits in memory", parallel_name(deployment))
@@ -137,26 +139,41 @@ def parallel_name(deployment: Deployment) -> str:
     return f"tp{d.tp}pp{d.pp}dp{d.attention_dp}etp{d.moe_tp}ep{d.moe_ep}"
 
 
-class AggRows:
-    """Priced agg rows (AGG_COLUMNS records, table order): columns as arrays and row selections as
-    DataFrames on demand, so picking the best rows never builds the full table."""
+def concat_columns(chunks: Sequence[AggColumns]) -> AggColumns:
+    """Column sets appended in order (text columns become object arrays)."""
+    return {c: np.concatenate([np.asarray(chunk[c], dtype=None if isinstance(chunk[c], np.ndarray) else object) for chunk in chunks])
+            for c in AGG_COLUMNS}  # fmt: skip
 
-    def __init__(self, rows: Sequence[Mapping[str, object]]):
-        self.rows = rows
+
+class AggRows:
+    """Priced agg rows in table order, held as AGG_COLUMNS columns: ranking reads columns, and
+    only the rows picked are assembled into a DataFrame."""
+
+    def __init__(self, columns: AggColumns):
+        self.columns = columns  # AGG_COLUMNS -> one value per row, every column the same length
+
+    @classmethod
+    def concat(cls, chunks: Sequence[AggColumns]) -> AggRows:
+        return cls(concat_columns(chunks)) if chunks else cls.of(agg_table({c: [] for c in AGG_COLUMNS}))
 
     @classmethod
     def of(cls, table: pd.DataFrame) -> AggRows:
-        return cls(table.to_dict("records"))
+        return cls({c: table[c].to_numpy() for c in AGG_COLUMNS})
 
     def column(self, name: str, dtype=None) -> np.ndarray:
-        return np.array([r[name] for r in self.rows], dtype=dtype)
+        return np.asarray(self.columns[name], dtype=dtype)
 
     def take(self, indices: Sequence[int]) -> pd.DataFrame:
         """The rows at `indices`, in that order, as a DataFrame."""
-        return agg_table([self.rows[i] for i in indices])
+        at = np.asarray(indices, dtype=np.int64)
+        return agg_table({c: self.column(c)[at] for c in AGG_COLUMNS})
 
     def frame(self) -> pd.DataFrame:
-        return agg_table(self.rows)
+        return agg_table(self.columns)
+
+    def records(self) -> list[dict]:
+        """The rows as AGG_COLUMNS records (Python numbers)."""
+        return self.frame().to_dict("records")
 
 
 Accept = Callable[[float, float], np.ndarray]  # (ttft target, tpot target) -> mask of the rows that pass
@@ -191,10 +208,10 @@ def best_agg(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, se
     return best.round(LEGACY_DECIMALS) if legacy else best
 
 
-def agg_table(rows: Sequence[Mapping[str, object]]) -> pd.DataFrame:
-    """Rows as a DataFrame with the AGG_COLUMNS, built column-wise from arrays (numbers typed by
-    numpy, text and None-bearing columns as objects): several times faster than from records."""
-    return pd.DataFrame({c: _column_array([r[c] for r in rows]) for c in AGG_COLUMNS}, columns=list(AGG_COLUMNS))
+def agg_table(columns: AggColumns) -> pd.DataFrame:
+    """Columns as a DataFrame with the AGG_COLUMNS, in that order (numbers typed by numpy, text
+    and None-bearing columns as objects)."""
+    return pd.DataFrame({c: columns[c] if isinstance(columns[c], np.ndarray) else _column_array(columns[c]) for c in AGG_COLUMNS})
 
 
 def _column_array(values: list) -> np.ndarray:

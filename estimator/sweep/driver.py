@@ -67,8 +67,8 @@ def sweep_agg(
     semantics = Semantics.parse(semantics)
     workload.require_prefix_below_isl("agg run")
     pairs = sla.pairs(workload.osl)
-    tick = _Ticker(report, len(deployments))
-    rows = AggRows(_per_deployment(deployments, lambda d: agg_rows(d, workload, options, semantics, pricer), tick))
+    tick = _Ticker(report, len(deployments), records=lambda chunk: AggRows.concat(chunk).records() if chunk else [])
+    rows = AggRows.concat(_per_deployment(deployments, lambda d: [agg_rows(d, workload, options, semantics, pricer)], tick))
     if refined is None:
         best, tabulate = best_agg(rows, pairs, options.top_k, semantics), rows.frame
     else:
@@ -168,15 +168,15 @@ def disagg_frame(rows: Sequence[dict], rounded: bool) -> pd.DataFrame:
 
 
 class _Ticker:
-    """Counts finished units and forwards each unit's rows to the caller's report."""
+    """Counts finished units and forwards each unit's rows, as records, to the caller's report."""
 
-    def __init__(self, report: Report | None, total: int):
-        self.report, self.total, self.done = report, total, 0
+    def __init__(self, report: Report | None, total: int, records: Callable[[list], list] = list):
+        self.report, self.total, self.done, self.records = report, total, 0, records  # records: a unit's chunk -> row dicts
 
     def __call__(self, rows: list) -> None:
         self.done += 1
         if self.report:
-            self.report(rows, self.done, self.total)
+            self.report(self.records(rows), self.done, self.total)
 
 
 def _per_deployment(deployments: Sequence[Deployment], compute: Callable[[Deployment], list], tick: Callable[[list], None]) -> list:
