@@ -8,7 +8,6 @@ ordered by pandas' quicksort on seq/s/gpu, the first best combination per catego
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from estimator.disagg.workers import Calibration, Role, WorkerRow, round_decimal
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import StaticPoint
 from estimator.scheduler.facts import deployment_facts
-from estimator.scheduler.static import static_memory
+from estimator.scheduler.static import static_memories
 from estimator.steps import Semantics
 
 log = logging.getLogger(__name__)
@@ -79,10 +78,9 @@ def worker_candidates(
 
 def fitting_batches(deployment: Deployment, batches: Iterable[int], point: StaticPoint, role: Role) -> list[int]:
     """The batches before the first one whose worker does not fit in memory (OOM or KV-OOM)."""
-    facts = deployment_facts(deployment)
+    batches = list(batches)
     fitting = []
-    for b in batches:
-        memory = static_memory(facts, deployment, dataclasses.replace(point, batch_size=b), role.mode)
+    for b, memory in zip(batches, static_memories(deployment_facts(deployment), deployment, point, batches, role.mode)):
         if memory.oom or memory.kv_oom:
             break
         fitting.append(b)

@@ -15,7 +15,7 @@ import numpy as np
 from estimator.deployment import Deployment, require_positive
 from estimator.errors import InvalidInputError
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
-from estimator.scheduler.memory import MemoryVerdict, memory_use, verdict
+from estimator.scheduler.memory import MEMORY_FIELDS, MemoryUse, MemoryVerdict, memory_at, memory_uses, verdicts
 from estimator.scheduler.policies import POLICIES, BackendPolicy
 from estimator.steps import (
     MixedShape,
@@ -230,21 +230,36 @@ def run_agg(
 
 
 def agg_memory(facts: DeploymentFacts, deployment: Deployment, policy: BackendPolicy, point: AggPoint, plan: AggPlan) -> MemoryVerdict:
-    """Peak footprint of the schedule (b == 1: the larger of the prefill and decode footprints)."""
-    seq = point.max_seq_len if point.max_seq_len is not None else point.isl + point.osl
-    b = point.batch_size
+    """Peak footprint of the schedule and its verdict: agg_memories of one point."""
+    use, oom, kv_oom = agg_memories(facts, deployment, policy, [point], [plan])
+    return MemoryVerdict(memory_at(use, 0), bool(oom[0]), bool(kv_oom[0]))
+
+
+def agg_memories(facts: DeploymentFacts, deployment: Deployment, policy: BackendPolicy, points: Sequence[AggPoint],
+                 plans: Sequence[AggPlan]) -> tuple[MemoryUse, np.ndarray, np.ndarray]:  # fmt: skip
+    """Peak footprints (a MemoryUse of arrays) of the schedules of many points of one workload
+    (b == 1: the larger of the prefill and decode footprints, the prefill one on a tie), with
+    their OOM and KV-OOM verdicts. The points share their KV slot length and memory fraction."""
+    slots = {p.max_seq_len if p.max_seq_len is not None else p.isl + p.osl for p in points}
+    fractions = {p.free_gpu_memory_fraction for p in points}
+    if len(slots) != 1 or len(fractions) != 1:
+        raise ValueError("agg_memories: the points must share their KV slot length and memory fraction")
+    seq, fraction = slots.pop(), fractions.pop()
+    b = np.array([p.batch_size for p in points], dtype=np.int64)
+    gen = np.array([p.num_gen_requests for p in plans], dtype=np.int64)
     if policy.agg_activation_tokens is not None:
-        footprints = [(policy.agg_activation_tokens, None)]
-    elif b > 1:
-        footprints = [(plan.num_gen_requests + plan.ctx_budget, plan.num_gen_requests)]
+        use = memory_uses(facts, policy, b, seq, np.full(b.shape, policy.agg_activation_tokens, dtype=np.int64), None)
     else:
-        footprints = [(plan.ctx_budget, 0)] + ([(plan.num_gen_requests, None)] if point.osl > 1 else [])
-    uses = [memory_use(facts, policy, b, seq, tokens, mtp) for tokens, mtp in footprints]
-    use = max(uses, key=lambda u: u.total)
-    fraction = point.free_gpu_memory_fraction
+        budget = np.array([p.ctx_budget for p in plans], dtype=np.int64)
+        step = memory_uses(facts, policy, b, seq, np.where(b > 1, gen + budget, budget), np.where(b > 1, gen, 0))
+        decode = memory_uses(facts, policy, b, seq, gen, None)
+        osl = np.array([p.osl for p in points], dtype=np.int64)
+        larger = (b == 1) & (osl > 1) & (decode.total > step.total)
+        use = MemoryUse(*(np.where(larger, getattr(decode, f), getattr(step, f)) for f in MEMORY_FIELDS))
     if fraction is None:
         fraction = policy.default_kv_fraction(facts.version, facts.capacity_bytes, deployment.tp, deployment.pp, deployment.attention_dp, static=False)
-    return verdict(use, facts, policy, fraction)
+    oom, kv_oom = verdicts(use, facts, policy, fraction)
+    return use, oom, kv_oom
 
 
 AggColumns = dict  # AGG_COLUMNS -> one value per point: numbers as numpy arrays, text (and None) as lists

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from estimator.scheduler.facts import DeploymentFacts
 from estimator.scheduler.policies import BackendPolicy
 
@@ -26,6 +28,14 @@ class MemoryUse:
     others: float
 
 
+MEMORY_FIELDS = tuple(MemoryUse.__dataclass_fields__)
+
+
+def memory_at(uses: MemoryUse, i: int) -> MemoryUse:
+    """Point i of a MemoryUse of arrays, as floats."""
+    return MemoryUse(*(float(getattr(uses, f)[i]) for f in MEMORY_FIELDS))
+
+
 @dataclass(frozen=True)
 class MemoryVerdict:
     """A footprint and whether it fits."""
@@ -35,43 +45,46 @@ class MemoryVerdict:
     kv_oom: bool  # KV cache exceeds the backend's KV budget (only checked when not oom)
 
 
-def memory_use(
+def memory_uses(
     facts: DeploymentFacts,
     policy: BackendPolicy,
-    batch: int,
+    batch: np.ndarray,
     seq_tokens: int,
-    num_tokens: int,
-    mtp_scaled_tokens: int | None,
+    num_tokens: np.ndarray,
+    mtp_scaled_tokens: np.ndarray | None,
 ) -> MemoryUse:
-    """Footprint of `batch` KV slots of seq_tokens each and a step of num_tokens tokens, of which
-    mtp_scaled_tokens verify nextn+1 tokens (None: all of them)."""
+    """Footprints of `batch` KV slots of seq_tokens each and a step of num_tokens tokens, of which
+    mtp_scaled_tokens verify nextn+1 tokens (None: all of them), elementwise over int64 arrays of
+    batch, num_tokens and mtp_scaled_tokens: a MemoryUse of arrays, GiB."""
     activations = 2 * num_tokens * facts.attention_width * policy.activation_coeff(facts.family, facts.tp)
-    activations += facts.moe_workspace_bytes(num_tokens)
-    activations = max(activations, policy.min_activation_bytes)
+    activations = np.maximum(activations + facts.moe_workspace_bytes(num_tokens), policy.min_activation_bytes)
     if facts.nextn > 0:
-        if mtp_scaled_tokens is not None and num_tokens > 0:
-            share = min(max(mtp_scaled_tokens, 0), num_tokens)
-            activations = activations * (num_tokens - share + share * (facts.nextn + 1)) / num_tokens
+        verify = facts.nextn + 1
+        if mtp_scaled_tokens is None:
+            activations = activations * verify
         else:
-            activations = activations * (facts.nextn + 1)
+            share = np.minimum(np.maximum(mtp_scaled_tokens, 0), num_tokens)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scaled = activations * (num_tokens - share + share * verify) / num_tokens
+            activations = np.where(num_tokens > 0, scaled, activations * verify)
     if policy.activation_overhead > 0:
-        activations *= 1.0 + policy.activation_overhead
+        activations = activations * (1.0 + policy.activation_overhead)
     kvcache = batch * facts.kv_bytes_per_sequence(seq_tokens)
     others = facts.other_bytes * (1.0 + policy.others_overhead) if policy.others_overhead > 0 else facts.other_bytes
     weights, nccl = facts.weights_bytes, facts.nccl_bytes
     return MemoryUse(
         total=(weights + activations + kvcache + nccl + others) / GIB,
-        weights=weights / GIB,
+        weights=np.full(batch.shape, weights / GIB),
         activations=activations / GIB,
         kvcache=kvcache / GIB,
-        nccl=nccl / GIB,
-        others=others / GIB,
+        nccl=np.full(batch.shape, nccl / GIB),
+        others=np.full(batch.shape, others / GIB),
     )
 
 
-def verdict(use: MemoryUse, facts: DeploymentFacts, policy: BackendPolicy, kv_fraction: float) -> MemoryVerdict:
-    """OOM when the total reaches capacity; else KV-OOM when the KV cache exceeds the KV budget."""
+def verdicts(use: MemoryUse, facts: DeploymentFacts, policy: BackendPolicy, kv_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+    """(oom, kv_oom), elementwise over a MemoryUse of arrays (or of floats)."""
     capacity_gib = facts.capacity_bytes / GIB
-    oom = use.total >= capacity_gib
-    kv_oom = not oom and use.kvcache > policy.kv_budget(kv_fraction).budget_gib(capacity_gib, use.total - use.kvcache)
-    return MemoryVerdict(use, oom, kv_oom)
+    oom = np.asarray(use.total) >= capacity_gib
+    kv_oom = ~oom & (np.asarray(use.kvcache) > policy.kv_budget(kv_fraction).budget_gib(capacity_gib, np.asarray(use.total) - use.kvcache))
+    return oom, kv_oom

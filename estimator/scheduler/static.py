@@ -11,11 +11,13 @@ import enum
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from estimator.deployment import Deployment, require_positive
 from estimator.errors import InvalidInputError
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
-from estimator.scheduler.memory import MemoryVerdict, memory_use, verdict
+from estimator.scheduler.memory import MemoryVerdict, memory_at, memory_uses, verdicts
 from estimator.scheduler.policies import POLICIES
 from estimator.steps import DEFAULT_STRIDE, ZERO_STEP, StepCost, StepModel
 from estimator.steps.phases import static_context_many, static_generation_many
@@ -86,9 +88,8 @@ def run_static_batches(deployment: Deployment, point: StaticPoint, batches: Sequ
     generations = [ZERO_STEP] * n if mode is StaticMode.CONTEXT else static_generation_many(model, batches, point.isl, point.osl, point.stride)
     facts = deployment_facts(deployment)
     results = []
-    for b, context, generation in zip(batches, contexts, generations):
+    for b, context, generation, memory in zip(batches, contexts, generations, static_memories(facts, deployment, point, batches, mode)):
         at_batch = dataclasses.replace(point, batch_size=b)
-        memory = static_memory(facts, deployment, at_batch, mode)
         row = static_row(facts, deployment, at_batch, mode, context.latency_ms, generation.latency_ms, memory)
         if mode is not StaticMode.CONTEXT and progress > 1.0:
             row = project_speculative(row, progress, mode)
@@ -96,24 +97,25 @@ def run_static_batches(deployment: Deployment, point: StaticPoint, batches: Sequ
     return results
 
 
-def static_memory(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode) -> MemoryVerdict:
-    """Footprint per mode: prefill tokens (no MTP share) for static / static_ctx, one token per
-    request (full MTP multiplier) for static_gen; each request holds max_seq_len KV tokens (default
-    isl+1 for static_ctx, isl+osl otherwise)."""
-    policy, b = POLICIES[deployment.backend], point.batch_size
-    prefill_tokens = (point.isl - point.prefix) * b
+def static_memories(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, batches: Sequence[int],
+                    mode: StaticMode) -> list[MemoryVerdict]:  # fmt: skip
+    """Footprint per mode at every batch size, in one elementwise pass: prefill tokens (no MTP
+    share) for static / static_ctx, one token per request (full MTP multiplier) for static_gen;
+    each request holds max_seq_len KV tokens (default isl+1 for static_ctx, isl+osl otherwise)."""
+    policy, b = POLICIES[deployment.backend], np.array(batches, dtype=np.int64).reshape(len(batches))
     default_slot = point.isl + 1 if mode is StaticMode.CONTEXT else point.isl + point.osl
     slot = point.max_seq_len if point.max_seq_len is not None else default_slot
     if mode is StaticMode.GENERATION:
-        use = memory_use(facts, policy, b, slot, b, None)
+        uses = memory_uses(facts, policy, b, slot, b, None)
     else:
-        use = memory_use(facts, policy, b, slot, prefill_tokens, 0)
+        uses = memory_uses(facts, policy, b, slot, (point.isl - point.prefix) * b, np.zeros_like(b))
     fraction = point.free_gpu_memory_fraction
     if fraction is None:
         fraction = policy.default_kv_fraction(
             facts.version, facts.capacity_bytes, deployment.tp, deployment.pp, deployment.attention_dp, static=True
         )
-    return verdict(use, facts, policy, fraction)
+    oom, kv_oom = verdicts(uses, facts, policy, fraction)
+    return [MemoryVerdict(memory_at(uses, i), bool(oom[i]), bool(kv_oom[i])) for i in range(len(batches))]
 
 
 def static_row(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode, context_ms: float, generation_ms: float, memory: MemoryVerdict) -> dict:

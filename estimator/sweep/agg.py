@@ -21,9 +21,8 @@ from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlan, AggPoint, plan_agg
-from estimator.scheduler.agg import AggColumns, agg_columns, agg_memory, decode_tokens_per_iteration
+from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts, step_pricer
-from estimator.scheduler.memory import MemoryVerdict
 from estimator.steps import Semantics, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
 from estimator.sweep.sla import Workload
@@ -55,7 +54,7 @@ class GridPoint:
 
     point: AggPoint
     plan: AggPlan
-    memory: MemoryVerdict
+    memory_gib: float  # peak per-GPU footprint (agg_memory's total), GiB
 
 
 def agg_grid(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> AggGrid:
@@ -66,19 +65,28 @@ def agg_grid(deployment: Deployment, workload: Workload, options: AggOptions, se
 
 
 def grid_points(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> list[GridPoint]:
-    """The walk: guards and dedup from the grid, each batch stopped at its first OOM / KV-OOM budget."""
+    """The walk: guards and dedup from the grid, each batch stopped at its first OOM / KV-OOM
+    budget. Every guarded point is planned and sized in one elementwise pass first (dedup and the
+    stops only drop points, so the walk then reads their verdicts)."""
     policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
     dtpi = decode_tokens_per_iteration(deployment.nextn, workload.nextn_accepted)
+    grid = agg_grid(deployment, workload, options, semantics)
+    candidates = grid.candidates()
+    if not candidates:
+        return []
+    points = [AggPoint(workload.isl, workload.osl, b, ctx, workload.prefix, workload.nextn_accepted,
+                       free_gpu_memory_fraction=workload.free_gpu_memory_fraction, max_seq_len=workload.max_seq_len)
+              for b, ctx in candidates]  # fmt: skip
+    plans = [plan_agg(policy, p, semantics, dtpi) for p in points]
+    use, oom, kv_oom = agg_memories(facts, deployment, policy, points, plans)
+    index, stops, totals = {key: i for i, key in enumerate(candidates)}, (oom | kv_oom).tolist(), use.total.tolist()
     out = []
-    for b, budgets in agg_grid(deployment, workload, options, semantics).rows():
+    for b, budgets in grid.rows():
         for ctx in budgets:
-            point = AggPoint(workload.isl, workload.osl, b, ctx, workload.prefix, workload.nextn_accepted,
-                             free_gpu_memory_fraction=workload.free_gpu_memory_fraction, max_seq_len=workload.max_seq_len)  # fmt: skip
-            plan = plan_agg(policy, point, semantics, dtpi)
-            memory = agg_memory(facts, deployment, policy, point, plan)
-            if memory.oom or memory.kv_oom:
+            i = index[b, ctx]
+            if stops[i]:
                 break
-            out.append(GridPoint(point, plan, memory))
+            out.append(GridPoint(points[i], plans[i], totals[i]))
     return out
 
 
@@ -112,7 +120,7 @@ def _priced_columns(deployment: Deployment, model: StepModel, points: Sequence[G
         facts, deployment, policy, [p.point for p in points], [p.plan for p in points],
         [[next(mix) for _ in p.plan.mix] for p in points],
         np.array([decode[p.plan.genonly_requests, p.point.isl, p.point.osl] for p in points], dtype=np.float64),
-        np.array([p.memory.use.total for p in points], dtype=np.float64), dtpi.pop(),
+        np.array([p.memory_gib for p in points], dtype=np.float64), dtpi.pop(),
     )  # fmt: skip
 
 

@@ -7,6 +7,7 @@ so prefix-0 grids are the same in both.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Iterator
@@ -54,6 +55,11 @@ class AggGrid:
             budgets.append(ctx)
         budgets += [isl * i for i in range(1, CTX_MULTIPLE_OF_ISL + 1) if isl * i not in budgets]
         return sorted(budgets)
+
+    def candidates(self) -> list[tuple[int, int]]:
+        """Every (batch, budget) that passes the balance guards, in sweep order: the walk's points
+        before dedup and memory stops drop some."""
+        return [(b, ctx) for b, budgets in dataclasses.replace(self, dedup=False).rows() for ctx in budgets]
 
     def rows(self) -> Iterator[tuple[int, Iterator[int]]]:
         """(batch, its budgets) in sweep order; stop consuming a batch's budgets at the first OOM."""
