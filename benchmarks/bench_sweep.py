@@ -10,9 +10,11 @@ the results differ.
 
 Both sides run in one process, so a full garbage collection triggered by either lands in whichever
 sweep is running, and its cost grows with everything loaded (aiconfigurator's perf databases are
-large dict trees): timings swing by 2x between runs. The cases are therefore timed twice: with the
-interpreter's default collector, then with the warm heap frozen (``gc.freeze()``, as a long-running
-sweep service would do after loading), which leaves the compute of each side.
+large dict trees): timings swing by 2x between runs. Alternating sweeps also leave each side to
+start on caches the other side filled. The cases are therefore timed three ways: sides alternating
+with the interpreter's default collector; alternating with the warm heap frozen (``gc.freeze()``,
+as a long-running sweep service would do after loading); and, heap frozen, every one of our sweeps
+and then every one of the reference's (each side in steady use, as timeit runs it).
 """
 from __future__ import annotations
 
@@ -45,21 +47,25 @@ def timed(fn):
     return result, time.perf_counter() - start
 
 
-def run_case(mode: str, tps: tuple[int, ...], sla: Sla, workloads) -> tuple[list[float], list[float], int]:
+def run_case(mode: str, tps: tuple[int, ...], sla: Sla, workloads, alone: bool = False) -> tuple[list[float], list[float], int]:
     """(our seconds per sweep, reference seconds per sweep, best rows compared) over fresh
-    workloads; raises if any result differs."""
-    ours_s, theirs_s, rows = [], [], 0
-    for isl, osl in workloads:
-        t = task(mode, tps, isl, osl, sla)
-        ours, seconds = timed(lambda: our_sweep(t, sla).best)
-        ours_s.append(seconds)
-        theirs, seconds = timed(lambda: reference_sweep(t, sla))
-        theirs_s.append(seconds)
+    workloads, the two sides alternating (alone: every one of our sweeps, then every one of the
+    reference's); raises if any result differs."""
+    tasks = [task(mode, tps, isl, osl, sla) for isl, osl in workloads]
+    ours_timed = lambda t: timed(lambda: our_sweep(t, sla).best)  # noqa: E731
+    theirs_timed = lambda t: timed(lambda: reference_sweep(t, sla))  # noqa: E731
+    if alone:
+        ours_runs = [ours_timed(t) for t in tasks]
+        pairs = list(zip(ours_runs, [theirs_timed(t) for t in tasks]))
+    else:
+        pairs = [(ours_timed(t), theirs_timed(t)) for t in tasks]
+    rows = 0
+    for t, ((ours, _), (theirs, _)) in zip(tasks, pairs):
         diffs = compare_frames(t.id, theirs, ours, ours.columns)
         if failures(diffs):
             raise AssertionError(explain(diffs))
         rows += len(ours)
-    return ours_s, theirs_s, rows
+    return [o for (_, o), _ in pairs], [r for _, (_, r) in pairs], rows
 
 
 def fresh(workloads, repeats: int, offset: int) -> list[tuple[int, int]]:
@@ -79,14 +85,16 @@ def main() -> None:
             run_case(mode, tps, sla, [WARMUP])  # tables, engines and kernels warm on both sides
     print(f"{MODEL} {SYSTEM} {BACKEND}, legacy semantics; workloads (isl, osl) {list(workloads)}, {args.repeats} fresh copies each;")
     print("median ms per sweep (mean in brackets); the ratio is of the medians")
-    for regime, shift in (("default collector", 0), ("warm heap frozen", 1000)):
-        if shift:
+    regimes = (("default collector, sides alternating", 0, False), ("warm heap frozen, sides alternating", 1000, False),
+               ("warm heap frozen, each side alone", 2000, True))  # fmt: skip
+    for regime, shift, alone in regimes:
+        if shift == 1000:
             gc.collect()
             gc.freeze()
         print(f" {regime}:")
         for (name, (mode, tps)), (targets, sla) in ((s, t) for s in SWEEPS.items() for t in TARGETS.items()):
             offset = shift + (1 if targets != "one target" else 0)  # every case and regime prices fresh workloads
-            ours, theirs, rows = run_case(mode, tps, dataclasses.replace(sla), fresh(workloads, args.repeats, offset))
+            ours, theirs, rows = run_case(mode, tps, dataclasses.replace(sla), fresh(workloads, args.repeats, offset), alone)
             print(f"  {name:<16} {targets:<17} ours {_ms(ours)}, aiconfigurator {_ms(theirs)} -> "
                   f"{statistics.median(theirs) / statistics.median(ours):5.1f}x  (identical: {rows} best rows)")
 
