@@ -6,7 +6,6 @@ Mirrors aiconfigurator-core 0.12.0 ``sdk/backends/{base,sglang,vllm,trtllm}_back
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
@@ -76,16 +75,18 @@ class BackendPolicy:
     kv_of_free: bool  # KvBudget.of_free
     workspace_hidden_families: frozenset[str] | None  # MoE workspace width is the residual hidden size for these (None: all)
 
-    def mix_decode_requests(self, b: int, ctx_tokens: int, isl: int, decode_iterations: float) -> int:
-        """Decode requests sharing a mixed step with the prefill (_mix_step_gen_tokens), >= 1."""
-        steps = math.ceil(isl * b / ctx_tokens)
-        if not self.serial_prefill and steps >= decode_iterations:
-            return max(1, int(b // (steps / decode_iterations)))
-        return max(1, b - math.ceil(ctx_tokens / isl))
+    def mix_decode_requests(self, b: np.ndarray, ctx_tokens: np.ndarray, isl: int, decode_iterations: float) -> np.ndarray:
+        """Decode requests sharing a mixed step with the prefill (_mix_step_gen_tokens), >= 1, elementwise."""
+        steps = np.ceil(isl * b / ctx_tokens)
+        serial = b - np.ceil(ctx_tokens / isl)
+        if self.serial_prefill:
+            return np.maximum(1, serial).astype(np.int64)
+        interleaved = np.floor_divide(b, steps / decode_iterations)
+        return np.maximum(1, np.where(steps >= decode_iterations, interleaved, serial)).astype(np.int64)
 
-    def tpot_mix_steps(self, mix_steps: float) -> float:
-        """Mixed steps counted in the TPOT average when prefill ends before decode (_tpot_mix_steps)."""
-        return max(1, mix_steps - self.drain_steps) if self.drain_steps else mix_steps
+    def tpot_mix_steps(self, mix_steps: np.ndarray) -> np.ndarray:
+        """Mixed steps counted in the TPOT average when prefill ends before decode (_tpot_mix_steps), elementwise."""
+        return np.maximum(1, mix_steps - self.drain_steps) if self.drain_steps else mix_steps
 
     def ttft_queue_factor(self, b: np.ndarray, steps_to_finish_ctx: np.ndarray) -> np.ndarray:
         """Multiplier from one request's prefill time to its TTFT (_ttft_queuing_factor), elementwise."""

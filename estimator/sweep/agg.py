@@ -20,8 +20,9 @@ from estimator.deployment import Deployment, require_positive
 from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
-from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlan, AggPoint, plan_agg
+from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlans, agg_plans
 from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration
+from estimator.scheduler.plan import MAX_GROUPS
 from estimator.scheduler.facts import deployment_facts, step_pricer
 from estimator.steps import Semantics, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
@@ -49,12 +50,18 @@ class AggOptions:
 
 
 @dataclass(frozen=True)
-class GridPoint:
-    """A grid point that fits in memory, planned but not priced."""
+class PlannedGrid:
+    """The grid points of one deployment that fit in memory, in grid order, planned but not priced."""
 
-    point: AggPoint
-    plan: AggPlan
-    memory_gib: float  # peak per-GPU footprint (agg_memory's total), GiB
+    plans: AggPlans  # one schedule per point
+    memory_gib: np.ndarray  # peak per-GPU footprint of each, GiB
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    def take(self, at: Sequence[int]) -> PlannedGrid:
+        at = np.asarray(at, dtype=np.int64)
+        return PlannedGrid(self.plans.take(at), self.memory_gib[at])
 
 
 def agg_grid(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> AggGrid:
@@ -64,7 +71,7 @@ def agg_grid(deployment: Deployment, workload: Workload, options: AggOptions, se
     return AggGrid(budget_isl, workload.osl, options.max_batch_size, options.ctx_stride, options.chunked_prefill, dedup=progress == 1.0)
 
 
-def grid_points(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> list[GridPoint]:
+def grid_points(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics) -> PlannedGrid:
     """The walk: guards and dedup from the grid, each batch stopped at its first OOM / KV-OOM
     budget. Every guarded point is planned and sized in one elementwise pass first (dedup and the
     stops only drop points, so the walk then reads their verdicts)."""
@@ -72,73 +79,54 @@ def grid_points(deployment: Deployment, workload: Workload, options: AggOptions,
     dtpi = decode_tokens_per_iteration(deployment.nextn, workload.nextn_accepted)
     grid = agg_grid(deployment, workload, options, semantics)
     candidates = grid.candidates()
-    if not candidates:
-        return []
-    points = [AggPoint(workload.isl, workload.osl, b, ctx, workload.prefix, workload.nextn_accepted,
-                       free_gpu_memory_fraction=workload.free_gpu_memory_fraction, max_seq_len=workload.max_seq_len)
-              for b, ctx in candidates]  # fmt: skip
-    plans = [plan_agg(policy, p, semantics, dtpi) for p in points]
-    use, oom, kv_oom = agg_memories(facts, deployment, policy, points, plans)
-    index, stops, totals = {key: i for i, key in enumerate(candidates)}, (oom | kv_oom).tolist(), use.total.tolist()
-    out = []
+    batch, knob = [b for b, _ in candidates], [ctx for _, ctx in candidates]
+    plans = agg_plans(policy, workload.isl, workload.osl, workload.prefix, batch, knob, semantics, dtpi)
+    slot = workload.max_seq_len if workload.max_seq_len is not None else workload.isl + workload.osl
+    use, oom, kv_oom = agg_memories(facts, deployment, policy, plans, slot, workload.free_gpu_memory_fraction)
+    index, stops, kept = {key: i for i, key in enumerate(candidates)}, (oom | kv_oom).tolist(), []
     for b, budgets in grid.rows():
         for ctx in budgets:
             i = index[b, ctx]
             if stops[i]:
                 break
-            out.append(GridPoint(points[i], plans[i], totals[i]))
-    return out
+            kept.append(i)
+    return PlannedGrid(plans, use.total).take(kept)
 
 
-def price_points(deployment: Deployment, points: Sequence[GridPoint], semantics: Semantics, pricer: str = "native") -> AggColumns:
+def price_points(deployment: Deployment, grid: PlannedGrid, semantics: Semantics, pricer: str = "native") -> AggColumns:
     """Result rows (AGG_COLUMNS, unrounded, as columns) of planned points: one batched pass; on a
     perf-data miss, point by point, skipping the points without data."""
     model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
     try:
-        return _priced_columns(deployment, model, points, semantics)
+        return _priced_columns(deployment, model, grid, semantics)
     except PerfDataMissingError:
         priced = []
-        for p in points:
+        for i in range(len(grid)):
             try:
-                priced.append(_priced_columns(deployment, model, [p], semantics))
+                priced.append(_priced_columns(deployment, model, grid.take([i]), semantics))
             except PerfDataMissingError as exc:
-                log.debug("agg point b=%d ctx=%d skipped: %s", p.point.batch_size, p.point.ctx_tokens, exc)
-        return _priced_columns(deployment, model, [], semantics) if not priced else concat_columns(priced)
+                log.debug("agg point b=%d ctx=%d skipped: %s", grid.plans.batch[i], grid.plans.ctx_knob[i], exc)
+        return concat_columns(priced) if priced else _priced_columns(deployment, model, grid.take([]), semantics)
 
 
-def _priced_columns(deployment: Deployment, model: StepModel, points: Sequence[GridPoint], semantics: Semantics) -> AggColumns:
+def _priced_columns(deployment: Deployment, model: StepModel, grid: PlannedGrid, semantics: Semantics) -> AggColumns:
     """run_agg's pricing and rows for many points: the totals of every mixed step and of every
     distinct decode step, each set from one batched call (rows need no per-op breakdown)."""
-    policy, facts = POLICIES[deployment.backend], deployment_facts(deployment)
-    mix = iter(mixed_step_totals(model, [g.shape for p in points for g in p.plan.mix], semantics).tolist())
-    keys = list(dict.fromkeys((p.plan.genonly_requests, p.point.isl, p.point.osl) for p in points))
-    decode = dict(zip(keys, _decode_totals(model, keys)))
-    dtpi = {decode_tokens_per_iteration(deployment.nextn, p.point.nextn_accepted) for p in points} or {1.0}
-    if len(dtpi) > 1:
-        raise ValueError("one batch of agg points shares its accepted-draft count")
-    return agg_columns(
-        facts, deployment, policy, [p.point for p in points], [p.plan for p in points],
-        [[next(mix) for _ in p.plan.mix] for p in points],
-        np.array([decode[p.plan.genonly_requests, p.point.isl, p.point.osl] for p in points], dtype=np.float64),
-        np.array([p.memory_gib for p in points], dtype=np.float64), dtpi.pop(),
-    )  # fmt: skip
-
-
-def _decode_totals(model: StepModel, keys: Sequence[tuple[int, int, int]]) -> list[float]:
-    """Decode step totals of (requests, isl, osl) keys, one batched call per (isl, osl)."""
-    totals = {}
-    for isl, osl in dict.fromkeys((isl, osl) for _, isl, osl in keys):
-        group = [k for k in keys if k[1:] == (isl, osl)]
-        totals.update(zip(group, decode_step_totals(model, np.array([n for n, _, _ in group]), isl, osl).tolist()))
-    return [totals[k] for k in keys]
+    plans = grid.plans
+    shapes = [shape for i in range(len(plans)) for shape in plans.shapes(i)]
+    mix_ms = np.zeros((len(plans), MAX_GROUPS))
+    mix_ms[np.arange(MAX_GROUPS) < plans.groups[:, None]] = mixed_step_totals(model, shapes, semantics)
+    requests, at = np.unique(plans.genonly_requests, return_inverse=True)
+    genonly_ms = decode_step_totals(model, requests, plans.isl, plans.osl)[at.reshape(-1)]
+    return agg_columns(deployment_facts(deployment), deployment, POLICIES[deployment.backend], plans, mix_ms, genonly_ms, grid.memory_gib)
 
 
 def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = "native") -> AggColumns:
     """Every priced point of one deployment, in grid order, as columns (warns when no point passes the guards)."""
-    points = grid_points(deployment, workload, options, semantics)
-    if not points:
+    grid = grid_points(deployment, workload, options, semantics)
+    if not len(grid):
         log.warning("agg sweep: no grid point of %s passes the batch/budget guards and fits in memory", parallel_name(deployment))
-    return price_points(deployment, points, semantics, pricer)
+    return price_points(deployment, grid, semantics, pricer)
 
 
 def parallel_name(deployment: Deployment) -> str:
