@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from estimator.cli import main
 from estimator.deployment import Backend, Deployment
 from estimator.errors import InvalidInputError
-from estimator.scheduler import POLICIES, AggEstimator, AggPoint, plan_agg, run_agg
+from estimator.scheduler import POLICIES, AggEstimator, AggPoint, agg_plans, plan_agg, run_agg
+from estimator.scheduler.agg import agg_memories
+from estimator.scheduler.facts import deployment_facts
 from estimator.steps import Semantics
 
 LEGACY, UNCACHED = Semantics.LEGACY, Semantics.UNCACHED
@@ -152,6 +154,23 @@ def test_uncached_plan_closed_forms(p, backend):
     assert plan.genonly_steps >= 0 and plan.genonly_requests in (0, b)
     if math.ceil(budget / isl_new) >= b:  # whole-batch rule: the first mixed step decodes nothing
         assert plan.mix[0].shape.decode_requests == 0 and plan.mix[0].tpot_count == 0
+
+
+@given(st.integers(1, 40000), st.floats(0, 1), st.integers(1, 2048), st.lists(st.tuples(st.integers(1, 512), st.integers(1, 300000)), min_size=1, max_size=12),
+       st.sampled_from(BACKENDS), st.sampled_from([LEGACY, UNCACHED]), st.sampled_from([0.0, 1.5]))  # fmt: skip
+def test_schedules_planned_together_equal_each_planned_alone(isl, frac, osl, points, backend, semantics, accepted):
+    """agg_plans over many points is elementwise: entry i is point i's own schedule, and the
+    memory verdicts of the batch are each point's own."""
+    prefix = min(int(isl * frac), isl - 1) if semantics is UNCACHED else 0
+    policy, dtpi = POLICIES[Backend(backend)], 1.0 + accepted
+    plans = agg_plans(policy, isl, osl, prefix, [b for b, _ in points], [knob for _, knob in points], semantics, dtpi)
+    deployment = qwen(backend)
+    use, oom, kv_oom = agg_memories(deployment_facts(deployment), deployment, policy, plans, isl + osl, None)
+    for i, (b, knob) in enumerate(points):
+        alone = agg_plans(policy, isl, osl, prefix, [b], [knob], semantics, dtpi)
+        assert plans.plan(i) == alone.plan(0) == plan_agg(policy, AggPoint(isl, osl, b, knob, prefix), semantics, dtpi)
+        alone_use, alone_oom, alone_kv_oom = agg_memories(deployment_facts(deployment), deployment, policy, alone, isl + osl, None)
+        assert (use.total[i], oom[i], kv_oom[i]) == (alone_use.total[0], alone_oom[0], alone_kv_oom[0])
 
 
 @given(st.integers(2, 8000), st.floats(0, 1), st.integers(1, 1500), st.integers(1, 300), st.sampled_from(BACKENDS))

@@ -22,8 +22,8 @@ from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlans, agg_plans
 from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration
-from estimator.scheduler.plan import MAX_GROUPS
 from estimator.scheduler.facts import deployment_facts, step_pricer
+from estimator.scheduler.plan import MAX_GROUPS
 from estimator.steps import Semantics, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
 from estimator.sweep.sla import Workload
