@@ -43,6 +43,8 @@ class EngineSettings:
     stream_interval: int = 1  # output tokens per streamed chunk after the first token (SGLang); 1: every token
     mixed_batches: bool = True  # a step may carry prefill chunks and decodes together (SGLang default: off)
     recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval); 1: every pass
+    batch_wait_iters: int = 0  # passes a prefill is held beside running decodes (TRT-LLM batch_wait_timeout_iters); 0: off
+    batch_wait_tokens_ratio: float = 0.0  # a pass with this share of the budget is not held (TRT-LLM batch_wait_max_tokens_ratio)
 
 
 INFERENCEX = "inferencex"
@@ -120,23 +122,35 @@ TRTLLM_LLAMA_CITATION = (
     "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh @ 73ef922: --max_num_tokens $MAX_MODEL_LEN; "
     "MAX_MODEL_LEN is not recorded per row and is taken as isl + osl, the least that serves the run; chunked prefill off"
 )
+TRTLLM_LLAMA_BATCH_WAIT = (20, 0.9)  # (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) of the 1k/1k, TP < 8 runs
+TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
+    "; ISL 1024, OSL 1024 and TP < 8 only: batch_wait_max_tokens_ratio 0.9, batch_wait_timeout_iters 20 (every stored version "
+    "from the stream_interval 10 configs on: 70b_fp8_b200_trt_slurm.sh @ a267b4b, 70b_fp4_b200_trt_slurm.sh @ 73ef922, "
+    "70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
+)
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
 GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 
 
-def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int) -> EngineSettings | None:
+def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None) -> EngineSettings | None:
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
-    gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl); None for other models."""
+    gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
+    below TP 8 TRT-LLM's batch waiting (`tp`: the run's tensor-parallel size; None: unknown, no
+    batch waiting); None for other models."""
+    wait_iters, wait_ratio = 0, 0.0
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
     elif model in GPTOSS_MODELS:
         budget, citation = 20000, TRTLLM_GPTOSS_CITATION
     elif model in LLAMA_70B_MODELS:
-        budget, citation = isl + osl, TRTLLM_LLAMA_CITATION
+        budget, citation = isl + osl, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION
+        if (isl, osl) == (1024, 1024) and tp is not None and tp < 8:
+            wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
         return None
-    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation)
+    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
+                          batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -234,7 +248,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
     (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
-    rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len; the other
+    rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len (with batch
+    waiting on its agg 1k/1k runs below TP 8); the other
     models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1/V3 (FP8 on H200, B200,
     B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
     interval and scheduler receive interval (sglang_recipe, agg rows only: the disagg runs use
@@ -244,7 +259,7 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
-        return trtllm_recipe(model, isl, osl, concurrency)
+        return trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency)
     return None
@@ -268,6 +283,8 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         stream_interval=engine.stream_interval,
         mixed_batches=engine.mixed_batches,
         recv_interval=engine.recv_interval,
+        batch_wait_iters=engine.batch_wait_iters,
+        batch_wait_tokens_ratio=engine.batch_wait_tokens_ratio,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

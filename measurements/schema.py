@@ -46,6 +46,8 @@ class Protocol:
     stream_interval: int | None  # output tokens per streamed chunk (SGLang --stream-interval; the first token goes out at once); None: 1
     mixed_batches: bool | None  # a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); None: true
     recv_interval: int | None  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval); None: 1
+    batch_wait_iters: int | None  # passes a prefill is held beside running decodes (TRT-LLM batch_wait_timeout_iters); None: 0
+    batch_wait_tokens_ratio: float | None  # a pass holding this share of the token budget is not held (TRT-LLM batch_wait_max_tokens_ratio); None: 0
     engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
     engine_citation: str  # public document the engine settings come from
 
@@ -104,7 +106,7 @@ def _base_type(hint: Any) -> type:
 
 
 CSV_COLUMNS = tuple(column_types())
-ADDED_COLUMNS = frozenset({"recv_interval"})  # columns added after the first format: a file without them reads them as empty
+ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio"})  # columns added after the first format: a file without them reads them as empty
 
 _LAYOUT_DOCS = {
     "batch_size": "max concurrent requests per attention-DP rank of one worker",
@@ -153,6 +155,10 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "mixed_batches": "true: a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); empty: true",
         "recv_interval": ("the scheduler takes in new requests only after this many decode-only steps since it last did, at once "
                           "after a step that prefills (SGLang --scheduler-recv-interval); empty: 1"),
+        "batch_wait_iters": ("a prefill that would run beside decoding requests is held, the step only decoding, for up to this many "
+                             "steps in a row (TRT-LLM batch_wait_timeout_iters); empty: 0"),
+        "batch_wait_tokens_ratio": ("a step whose tokens (whole prompts plus decode tokens) reach this share of the token budget is not "
+                                    "held (TRT-LLM batch_wait_max_tokens_ratio); empty: 0"),
         "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
         "engine_citation": "public document the engine settings come from",
     }

@@ -549,10 +549,39 @@ def test_recv_interval_holds_new_requests_behind_running_decodes():
         EngineSettings(8192, True, recv_interval=0)
 
 
+def test_batch_waiting_holds_prefill_beside_running_decodes():
+    """TRT-LLM batch waiting (batch_wait_timeout_iters / batch_wait_max_tokens_ratio): a prompt that
+    would be prefilled beside running decoders is held, the pass only decoding, until the held
+    passes reach the timeout or the pass's tokens reach the ratio of the budget. At C = 1 no
+    decoder runs beside a prompt: unchanged. At C = 4 TTFT grows by at most the timeout's decode
+    passes per request; a ratio the pass already reaches, or a timeout without a ratio (the token
+    test always passes), holds nothing; Numba equals the oracle."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+
+    def run(clients, iters, ratio, impl="numba"):
+        plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), clients, 512, 64)
+        settings = EngineSettings(2048, False, batch_wait_iters=iters, batch_wait_tokens_ratio=ratio)
+        return replay_agg(plan, AggSpec(settings), pricer, impl).stats
+
+    off = run(4, 0, 0.0)
+    held = run(4, 20, 0.9)
+    assert run(1, 20, 0.9) == run(1, 0, 0.0)
+    assert off.ttft_mean < held.ttft_mean <= off.ttft_mean + 20 * off.tpot_mean * 1.5
+    assert run(4, 20, 0.1) == off  # one 256-512-token prompt beside the decoders already fills 10% of 2048
+    assert run(4, 20, 0.0) == off
+    assert held == run(4, 20, 0.9, "python")
+    with pytest.raises(InvalidInputError, match="batch_wait_iters"):
+        EngineSettings(8192, False, batch_wait_iters=-1)
+    with pytest.raises(InvalidInputError, match="batch_wait_tokens_ratio"):
+        EngineSettings(8192, False, batch_wait_tokens_ratio=float("nan"))
+
+
 def test_agg_row_figures_report_the_settings_replayed():
     row = dict(run_agg(QWEN, AggPoint(2048, 128, 4)).row)
-    out = closed_loop_for_agg_row(row, QWEN, settings=EngineSettings(8192, True, 16, mixed=False, recv_interval=30))
+    settings = EngineSettings(8192, True, 16, mixed=False, recv_interval=30, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)
+    out = closed_loop_for_agg_row(row, QWEN, settings=settings)
     assert (out["budget"], out["chunked"], out["max_num_seqs"], out["mixed"], out["recv_interval"]) == (8192, True, 16, False, 30)
+    assert (out["batch_wait_iters"], out["batch_wait_tokens_ratio"]) == (20, 0.9)
 
 
 def test_engine_refinement_of_result_rows():

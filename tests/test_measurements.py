@@ -187,6 +187,26 @@ def test_trtllm_recipe_budget_holds_a_prompt_beside_every_decode(isl, concurrenc
 
 
 @pytest.mark.parametrize(
+    "isl, osl, tp, mode, waits",
+    [(1024, 1024, 2, "agg", True), (1024, 1024, 4, "agg", True), (1024, 1024, 8, "agg", False), (1024, 8192, 2, "agg", False),
+     (8192, 1024, 1, "agg", False), (1024, 1024, None, "agg", False), (1024, 1024, 2, "disagg", False)],
+)  # fmt: skip
+def test_trtllm_llama_recipe_batch_waits_on_its_1k1k_runs_below_tp8(isl, osl, tp, mode, waits):
+    """The Llama-3.1-70B TRT-LLM scripts add batch_wait_max_tokens_ratio 0.9 and
+    batch_wait_timeout_iters 20 for ISL = OSL = 1024 and TP < 8 only (agg single-node runs)."""
+    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, osl, 4, "meta-llama/Llama-3.1-70B", "b200_sxm", "fp8", tp, mode)
+    assert (s.batch_wait_iters, s.batch_wait_tokens_ratio) == ((20, 0.9) if waits else (0, 0.0))
+    assert "batch_wait_timeout_iters 20" in s.citation
+
+
+def test_sample_llama_trtllm_rows_batch_wait_where_the_recipe_does(sample):
+    rows = [m for m in sample if m.model in protocols.LLAMA_70B_MODELS and m.engine == "trtllm" and m.source == protocols.INFERENCEX]
+    waiting = [m for m in rows if m.protocol.batch_wait_iters]
+    assert waiting and all((m.isl, m.osl, m.mode) == (1024, 1024, "agg") and m.agg.tp < 8 for m in waiting)
+    assert all(m.protocol.batch_wait_tokens_ratio == 0.9 for m in waiting)
+
+
+@pytest.mark.parametrize(
     "engine, gib, budget, chunked, max_seqs",
     [
         ("vllm", 141, 8192, True, 1024),

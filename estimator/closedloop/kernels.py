@@ -245,13 +245,15 @@ def _buffers(clients, requests):
 
 @njit(cache=True)
 def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decode_budget, mixed, running, starts, takes, firsts,
-               decs, svc):  # fmt: skip
+               decs, svc, hold):  # fmt: skip
     """Walk the active list spending the token budget (oracle.agg_calendar's pass formation).
     Fills starts/takes (chunks), firsts (prompts completing), decs (decoders) and svc (admitted
     requests still before their first token); without mixed batches a pass that prefills carries
-    no decoder. Returns (nc, nf, nd, ns, new_starts, kv_sum, running)."""
+    no decoder. hold: the chunks are walked and spend the budget but are not taken, and no request
+    changes (TRT-LLM batch waiting: the pass only decodes). Returns (nc, nf, nd, ns, new_starts,
+    kv_sum, running, walked, prompt_tokens): walked chunks, and the whole prompts of their requests."""
     left = budget
-    nc = nf = nd = ns = new_starts = kv_sum = 0
+    nc = nf = nd = ns = new_starts = kv_sum = walked = prompt_tokens = 0
     for p in range(n_act):
         c = order[p]
         if ri[c, TODO] > 0:
@@ -265,16 +267,24 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
             if not chunked and ri[c, TODO] > left:
                 break
             take = min(ri[c, TODO], left)
+            left -= take
+            walked += 1
+            prompt_tokens += ri[c, ISL]
+            if ri[c, ADMITTED] == 0:
+                running += 1
+            elif hold:
+                svc[ns] = c
+                ns += 1
+            if hold:
+                continue
             starts[nc] = prefix + (ri[c, NEW] - ri[c, TODO])
             takes[nc] = take
             nc += 1
             if ri[c, ADMITTED] == 0:
                 ri[c, ADMITTED] = 1
                 rf[c, ADMIT_T] = t
-                running += 1
                 new_starts += 1
             ri[c, TODO] -= take
-            left -= take
             svc[ns] = c
             ns += 1
             if ri[c, TODO] == 0:
@@ -282,12 +292,23 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
                 nf += 1
         elif mixed and ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
             left, nd, kv_sum = _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum)
-    if not mixed and nc == 0:
+    if not mixed and walked == 0:
         for p in range(n_act):
             c = order[p]
             if ri[c, TODO] == 0 and ri[c, MADE] < ri[c, OSL] and left >= decode_budget:
                 left, nd, kv_sum = _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum)
-    return nc, nf, nd, ns, new_starts, kv_sum, running
+    return nc, nf, nd, ns, new_starts, kv_sum, running, walked, prompt_tokens
+
+
+@njit(cache=True)
+def _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, decoders, decode_budget, budget):
+    """TRT-LLM batch waiting (PyExecutor._waiting_requests) on a pass that would prefill `walked`
+    chunks beside `decoders` decoders: (hold the prefill, held passes since the last release)."""
+    if walked == 0 or decoders == 0:
+        return False, waited
+    if waited >= wait_iters or prompt_tokens + decoders * decode_budget >= wait_ratio * budget:
+        return False, 0
+    return True, waited + 1
 
 
 @njit(cache=True)
@@ -371,8 +392,8 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 
 @njit(cache=True, nogil=True)
-def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, decode_budget,
-                 k, turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
+def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, wait_iters,
+                 wait_ratio, decode_budget, k, turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
     them emit in every pass (mixed batches with an intake before every pass only). Returns
@@ -396,6 +417,8 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     can_cohort = k == 1.0 and mixed and recv_interval == 1
     cohort = can_cohort  # decoders are a cohort (else: per request)
     since_recv = recv_interval  # weighted passes since the last intake of requests
+    batch_waiting = wait_iters > 0 or wait_ratio > 0.0
+    waited = np.int64(0)  # passes held since the last release (batch waiting)
     n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
     t = 0.0
     for c in range(clients):
@@ -422,10 +445,19 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
             n_coh = np.int64(0)
         nc = nf = nd = ns = new_starts = kv_sum = 0
         if n_act > 0:
-            nc, nf, nd, ns, new_starts, kv_sum, running = _form_pass(
+            hold = False
+            if batch_waiting:
+                _, _, nd, _, _, _, _, walked, prompt_tokens = _form_pass(
+                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
+                    starts, takes, firsts, decs, svc, True,
+                )
+                hold, waited = _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, nd + n_coh, decode_budget, budget)
+            nc, nf, nd, ns, new_starts, kv_sum, formed_running, _, _ = _form_pass(
                 order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
-                starts, takes, firsts, decs, svc,
+                starts, takes, firsts, decs, svc, hold,
             )
+            if not hold:
+                running = formed_running
         if cohort:
             nd, kv_sum = n_coh, kv_coh
         if nc == 0 and nd == 0:

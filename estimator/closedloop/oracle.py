@@ -119,12 +119,57 @@ class _Run:
         return ReplayResult(stats, Completions(np.array(self.born, dtype=np.float64), np.array(self.finished, dtype=np.float64)))
 
 
+def _form_pass(active: list[Request], t: float, spec: AggSpec, max_seqs: int, hold: bool):
+    """One pass: walk active in order, spending the token budget on prompt chunks (FIFO, whole
+    prompts only without chunking) and decoders. hold: the chunks are walked and spend the budget
+    but are not taken, and no request changes (TRT-LLM batch waiting: the pass only decodes).
+    Returns (starts, takes, firsts, decs, new_starts, walked chunks, their requests' whole prompts)."""
+    budget, chunked, mixed = spec.settings.budget, spec.settings.chunked, spec.settings.mixed
+    left = budget
+    running = sum(1 for r in active if r.admitted_at is not None)
+    starts, takes, firsts, decs, new_starts, walked, prompt_tokens = [], [], [], [], 0, 0, 0
+    for r in active:
+        if r.todo > 0:
+            if left <= 0:
+                continue
+            if r.admitted_at is None and running >= max_seqs:
+                break  # FIFO admission: no younger prompt jumps ahead
+            if not chunked and r.todo > left:
+                break  # head-of-line block: a prompt is admitted only whole
+            take = min(r.todo, left)
+            left -= take
+            walked += 1
+            prompt_tokens += r.isl
+            if r.admitted_at is None:
+                running += 1
+            if hold:
+                continue
+            starts.append(spec.prefix + (r.new - r.todo))
+            takes.append(take)
+            if r.admitted_at is None:
+                r.admitted_at = t
+                new_starts += 1
+            r.todo -= take
+            if r.todo == 0:
+                firsts.append(r)  # the prompt completes: its first token comes from this pass
+        elif mixed and r.made < r.osl and left >= spec.decode_budget_tokens:
+            left -= spec.decode_budget_tokens
+            decs.append(r)
+    if not mixed and not walked:  # without mixed batches only a pass that prefills nothing decodes
+        for r in active:
+            if r.todo == 0 and r.made < r.osl and left >= spec.decode_budget_tokens:
+                left -= spec.decode_budget_tokens
+                decs.append(r)
+    return starts, takes, firsts, decs, new_starts, walked, prompt_tokens
+
+
 def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     """The fused continuous-batching pass calendar of one rank (closed-loop.md section 1)."""
     run = _Run(plan, spec.prefix)
-    budget, chunked, mixed = spec.settings.budget, spec.settings.chunked, spec.settings.mixed
+    budget = spec.settings.budget
     max_seqs = spec.settings.max_num_seqs or plan.clients
     recv_interval = since_recv = spec.settings.recv_interval  # weighted passes since the last intake of requests
+    settings, waited = spec.settings, 0  # waited: passes held since the last release (batch waiting)
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
@@ -138,36 +183,16 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             while waiting and waiting[0].visible <= t:
                 active.append(waiting.popleft())
         # ---- form one pass: walk active in order, spending the token budget ----
-        left = budget
-        running = sum(1 for r in active if r.admitted_at is not None)
-        starts, takes, firsts, decs, new_starts = [], [], [], [], 0
-        for r in active:
-            if r.todo > 0:
-                if left <= 0:
-                    continue
-                if r.admitted_at is None and running >= max_seqs:
-                    break  # FIFO admission: no younger prompt jumps ahead
-                if not chunked and r.todo > left:
-                    break  # head-of-line block: a prompt is admitted only whole
-                take = min(r.todo, left)
-                starts.append(spec.prefix + (r.new - r.todo))
-                takes.append(take)
-                if r.admitted_at is None:
-                    r.admitted_at = t
-                    running += 1
-                    new_starts += 1
-                r.todo -= take
-                left -= take
-                if r.todo == 0:
-                    firsts.append(r)  # the prompt completes: its first token comes from this pass
-            elif mixed and r.made < r.osl and left >= spec.decode_budget_tokens:
-                left -= spec.decode_budget_tokens
-                decs.append(r)
-        if not mixed and not takes:  # without mixed batches only a pass that prefills nothing decodes
-            for r in active:
-                if r.todo == 0 and r.made < r.osl and left >= spec.decode_budget_tokens:
-                    left -= spec.decode_budget_tokens
-                    decs.append(r)
+        hold = False
+        if settings.batch_waiting:  # TRT-LLM batch waiting: decide on the pass as it would be formed
+            _, _, _, decs, _, walked, prompt_tokens = _form_pass(active, t, spec, max_seqs, hold=True)
+            if walked and decs:
+                if waited >= settings.batch_wait_iters or prompt_tokens + len(decs) * spec.decode_budget_tokens >= settings.batch_wait_tokens_ratio * budget:
+                    waited = 0
+                else:
+                    waited += 1
+                    hold = True
+        starts, takes, firsts, decs, new_starts, _, _ = _form_pass(active, t, spec, max_seqs, hold)
         if not takes and not decs:
             if not waiting:
                 raise NoProgressError(STALLED_MESSAGE)

@@ -24,6 +24,14 @@ scheduler loops without passes until it receives. A request that arrives while d
 up to n decode passes before it can be prefilled. Every other engine receives before every pass
 (interval 1).
 
+TensorRT-LLM's batch waiting (``batch_wait_timeout_iters`` / ``batch_wait_max_tokens_ratio``,
+``PyExecutor._waiting_requests``; off unless either is set) holds the context requests of a pass
+that also carries generation requests, so that the pass only decodes, until the held passes since
+the last release reach ``batch_wait_timeout_iters`` or the pass's tokens (each context request's
+whole prompt plus each decoder's query tokens) reach ``batch_wait_max_tokens_ratio`` x
+``max_num_tokens``; a pass without decoders is never held. With the ratio at 0 the token test
+always passes, so a timeout alone holds nothing.
+
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
 """
@@ -48,6 +56,8 @@ class EngineSettings:
     max_num_seqs: int | None = None  # running requests per rank (>= 1); None: no cap
     mixed: bool = True  # a pass may carry prefill chunks and decoders together (SGLang: only with --enable-mixed-chunk)
     recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval; >= 1)
+    batch_wait_iters: int = 0  # TRT-LLM batch_wait_timeout_iters: passes a prefill may be held while decodes run (>= 0)
+    batch_wait_tokens_ratio: float = 0.0  # TRT-LLM batch_wait_max_tokens_ratio: a pass with this share of the budget is not held (>= 0)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
@@ -56,6 +66,15 @@ class EngineSettings:
             object.__setattr__(self, "max_num_seqs", _positive("max_num_seqs", self.max_num_seqs))
         object.__setattr__(self, "mixed", bool(self.mixed))
         object.__setattr__(self, "recv_interval", _positive("recv_interval", self.recv_interval))
+        if isinstance(self.batch_wait_iters, bool) or operator.index(self.batch_wait_iters) < 0:
+            raise InvalidInputError(f"batch_wait_iters must be an integer >= 0, got {self.batch_wait_iters!r}")
+        if not (0.0 <= self.batch_wait_tokens_ratio < float("inf")):
+            raise InvalidInputError(f"batch_wait_tokens_ratio must be a finite number >= 0, got {self.batch_wait_tokens_ratio!r}")
+
+    @property
+    def batch_waiting(self) -> bool:
+        """TRT-LLM's enable_batch_waiting: either batch-wait setting is set."""
+        return self.batch_wait_iters > 0 or self.batch_wait_tokens_ratio > 0
 
 
 def _positive(name: str, value) -> int:

@@ -186,7 +186,8 @@ def replay(row: MappedRow, protocol: str) -> dict:
                 result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
             )
         settings = closedloop.EngineSettings(budget=p.step_token_budget, chunked=p.chunked_prefill, max_num_seqs=p.max_num_seqs,
-                                             mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1)  # fmt: skip
+                                             mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1,
+                                             batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0)  # fmt: skip
         result_row = closed_form(row, Semantics.UNCACHED, ctx_tokens=p.step_token_budget).row
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer
