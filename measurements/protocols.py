@@ -177,6 +177,11 @@ def _dsr1_fp4_blackwell(tp: int, c: int) -> SglangFlags:
     return SglangFlags(16384, 10, 30 if c >= 16 else 10)
 
 
+def _qwen35_fp8_b200(tp: int, c: int) -> SglangFlags:
+    """qwen3.5_fp8_b200.sh of March 2026 (v0.5.9 images): one branch; receives every 30 passes from CONC 16 on."""
+    return SglangFlags(32768, 30, 30 if c >= 16 else 10)
+
+
 def _fixed(flags: SglangFlags) -> FlagsRule:
     """A recipe whose flags depend on neither TP nor concurrency."""
     return lambda tp, c: flags
@@ -209,6 +214,13 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
             _fixed(SglangFlags(32768, 10, 1)),
             "benchmarks/dsr1_fp8_h200.sh @ 1fc5d73, d1c47c8; single_node/ @ 161e7f6, 285b662; fixed_seq_len/ @ 8eec0d4: "
             "--chunked-prefill-size 32768 --stream-interval 10",
+        ),
+        ("qwen3.5", "fp8", "b200_sxm"): (
+            _qwen35_fp8_b200,
+            "benchmarks/single_node/qwen3.5_fp8_b200.sh @ 01fa35c, 3e2ebc0 and its _mtp sibling @ 83fafdd, 2ecc5ce (the versions of "
+            "the sample's images, lmsysorg/sglang v0.5.9-cu129/cu130, measured March 2026): --chunked-prefill-size 32768 "
+            "--scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 30; the later versions (PR 1027 on, April 2026: "
+            "16384 or 8192, CONC > 4, stream 50) postdate these runs, and the earliest (@ 10c3d8d, NEXTN) sets none of the flags",
         ),
         ("qwen3.5", "fp8", "b300_sxm"): (
             _fixed(SglangFlags(16384, 50, 10)),
@@ -253,8 +265,9 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1/V3 (FP8 on H200, B200,
     B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
     interval and scheduler receive interval (sglang_recipe, agg rows only: the disagg runs use
-    other recipes; `tp` is the run's tensor-parallel size); recipes whose stored versions disagree
-    (Qwen3.5 on B200, GLM-5) are not resolved. Its vLLM recipes keep the engine default budget
+    other recipes; `tp` is the run's tensor-parallel size); Qwen3.5 FP8 on B200 by the versions of
+    the sample's images and dates (later versions differ); GLM-5, whose versions disagree, is not
+    resolved. Its vLLM recipes keep the engine default budget
     (8192, chunked)."""
     if source != INFERENCEX or not concurrency:
         return None

@@ -141,6 +141,8 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
         ("deepseek-ai/DeepSeek-V3", "fp4", "b300_sxm", 4, 16, (16384, 10, 30)),
         ("deepseek-ai/DeepSeek-R1", "fp8", "h200_sxm", 8, 64, (32768, 10, 1)),
         ("Qwen/Qwen3.5-397B-A17B", "fp8", "b300_sxm", 4, 64, (16384, 50, 10)),
+        ("Qwen/Qwen3.5-397B-A17B", "fp8", "b200_sxm", 4, 8, (32768, 30, 10)),
+        ("Qwen/Qwen3.5-397B-A17B", "fp8", "b200_sxm", 8, 16, (32768, 30, 30)),
         ("Qwen/Qwen3.5-397B-A17B", "fp8", "b300_sxm", 8, 2, (16384, 50, 10)),
         ("Qwen/Qwen3.5-397B-A17B", "fp8", "h200_sxm", 8, 64, (16384, 50, 1)),
     ],
@@ -163,7 +165,8 @@ def test_recipe_branch_follows_the_priced_layout(mapped):
     """A DeepSeek FP8 B200 SGLang row gets the TP 4 branch (budget 8192) exactly when the layout the
     mapping prices has 4 GPUs, also where its columns said 16 (tp 16 x MoE 4 x 4)."""
     rows = [r for r in mapped if r.inputs and r.measurement.engine == "sglang" and r.measurement.system == "b200_sxm"
-            and r.measurement.precision == "fp8" and r.measurement.protocol.engine_settings == "source"]  # fmt: skip
+            and r.measurement.precision == "fp8" and r.measurement.protocol.engine_settings == "source"
+            and r.measurement.model in protocols.DSR1_MODELS]  # fmt: skip
     assert any(r.recorded is not None for r in rows)
     for r in rows:
         d = r.inputs.deployment
