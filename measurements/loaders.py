@@ -45,7 +45,8 @@ def silicon_measurement(row: dict) -> Measurement:
     concurrency = _int(fields.get("silicon_concurrency"))
     agg = _layout(row, "", workers=1) if row["mode"] == "agg" else None
     recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
-                                       _str(row["precision"]), _run_tp(str(row["id"]), row["system"], agg, concurrency), row["mode"])  # fmt: skip
+                                       _str(row["precision"]), _run_tp(str(row["id"]), row["system"], agg, concurrency), row["mode"],
+                                       fields.get("image"))  # fmt: skip
     engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity, row["system"])
     client = protocols.CLIENTS[source]
     return Measurement(

@@ -120,13 +120,15 @@ TRTLLM_DSR1_CITATION = (
 TRTLLM_GPTOSS_CITATION = "SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt.sh @ 1825e7f: MAX_NUM_TOKENS=20000; chunked prefill off"
 TRTLLM_LLAMA_CITATION = (
     "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh @ 73ef922: --max_num_tokens $MAX_MODEL_LEN; "
-    "MAX_MODEL_LEN is not recorded per row and is taken as isl + osl, the least that serves the run; chunked prefill off"
+    "MAX_MODEL_LEN is not recorded per row and is taken as isl + osl, the least that serves the run (other stored versions, "
+    "70b_fp8_b200_trt_slurm.sh and 70b_fp8_h200_trt_slurm.sh @ a267b4b, 70b_fp4_b200_trt_docker.sh @ c2faa3d, launch with "
+    "--max_num_tokens 16384; the rows do not say which ran); chunked prefill off"
 )
 TRTLLM_LLAMA_BATCH_WAIT = (20, 0.9)  # (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) of the 1k/1k, TP < 8 runs
 TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
-    "; ISL 1024, OSL 1024 and TP < 8 only: batch_wait_max_tokens_ratio 0.9, batch_wait_timeout_iters 20 (every stored version "
-    "from the stream_interval 10 configs on: 70b_fp8_b200_trt_slurm.sh @ a267b4b, 70b_fp4_b200_trt_slurm.sh @ 73ef922, "
-    "70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
+    "; ISL 1024, OSL 1024 and TP < 8 only: batch_wait_max_tokens_ratio 0.9, batch_wait_timeout_iters 20, in every stored "
+    "version from the stream_interval 10 configs on, whichever max_num_tokens it sets (70b_fp8_b200_trt_slurm.sh @ a267b4b, "
+    "70b_fp4_b200_trt_slurm.sh @ 73ef922, 70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
 )
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
 GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
@@ -236,13 +238,20 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
 )  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.
 # Their --max-running-requests (128 / 256 / 512 by TP and lengths) is not applied: the sample holds these recipes' runs at
 # concurrencies above it (256 and 512 against 128), so the versions that ran predate the cap.
+# Recipes resolved only for the runs of one image line (the versions of that era agree; later ones differ).
+SGLANG_RECIPE_IMAGES: Mapping[tuple[str, str, str], str] = MappingProxyType({("qwen3.5", "fp8", "b200_sxm"): "lmsysorg/sglang:v0.5.9"})
 QWEN35_MODELS = frozenset({"Qwen/Qwen3.5-397B-A17B"})
 
 
-def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None, concurrency: int) -> EngineSettings | None:
+def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None, concurrency: int,
+                  image: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The scheduler flags an InferenceX SGLang recipe launches a run of `tp` GPUs with (None: no
-    recipe resolved, or no recipe branch for that tp)."""
+    recipe resolved, no recipe branch for that tp, or a run outside the image line a recipe is
+    resolved for)."""
     family = "dsr1" if model in DSR1_MODELS else "qwen3.5" if model in QWEN35_MODELS else None
+    image_line = SGLANG_RECIPE_IMAGES.get((family, precision, system))
+    if image_line is not None and not (image or "").startswith(image_line):
+        return None
     entry = SGLANG_RECIPES.get((family, precision, system))
     flags = entry[0](tp, concurrency) if entry is not None and tp is not None else None
     if flags is None:
@@ -254,8 +263,8 @@ def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None
     )  # fmt: skip
 
 
-def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "",
-                    system: str = "", precision: str | None = None, tp: int | None = None, mode: str = "agg") -> EngineSettings | None:  # fmt: skip
+def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
+                    precision: str | None = None, tp: int | None = None, mode: str = "agg", image: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
@@ -266,15 +275,15 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
     interval and scheduler receive interval (sglang_recipe, agg rows only: the disagg runs use
     other recipes; `tp` is the run's tensor-parallel size); Qwen3.5 FP8 on B200 by the versions of
-    the sample's images and dates (later versions differ); GLM-5, whose versions disagree, is not
-    resolved. Its vLLM recipes keep the engine default budget
+    the sample's images and dates, for runs on those images only (SGLANG_RECIPE_IMAGES; later
+    versions differ); GLM-5, whose versions disagree, is not resolved. Its vLLM recipes keep the engine default budget
     (8192, chunked)."""
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
         return trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
-        return sglang_recipe(model, precision, system, tp, concurrency)
+        return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None
 
 

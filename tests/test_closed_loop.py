@@ -576,6 +576,14 @@ def test_batch_waiting_holds_prefill_beside_running_decodes():
         EngineSettings(8192, False, batch_wait_tokens_ratio=float("nan"))
 
 
+def test_batch_waiting_is_off_under_attention_dp():
+    """TRT-LLM holds no prefill under attention DP (PyExecutor._schedule): the replay drops the settings."""
+    deployment = Deployment("deepseek-ai/DeepSeek-V3", "h200_sxm", "trtllm", tp=1, attention_dp=8, moe_ep=8)
+    row = {"bs": 4, "isl": 1024, "osl": 64, "concurrency": 32}
+    case = agg_case(row, ReplayOptions("engine", settings=EngineSettings(8192, False, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)), deployment)
+    assert (case.spec.settings.batch_wait_iters, case.spec.settings.batch_wait_tokens_ratio, case.spec.settings.budget) == (0, 0.0, 8192)
+
+
 def test_agg_row_figures_report_the_settings_replayed():
     row = dict(run_agg(QWEN, AggPoint(2048, 128, 4)).row)
     settings = EngineSettings(8192, True, 16, mixed=False, recv_interval=30, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)

@@ -56,7 +56,7 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
     isl = draw(st.integers(1, 1500))
     plan = run_plan(draw(protocol), draw(clients), isl, draw(st.integers(1, 48)))
     budget = draw(st.integers(2, 24) | st.integers(16, 2048))  # small budgets starve decoders
-    wait_iters, wait_ratio = draw(st.sampled_from([(0, 0.0), (0, 0.0), (20, 0.9), (3, 0.0), (0, 0.5), (5, 0.25)]))  # TRT-LLM batch waiting
+    wait_iters, wait_ratio = draw(st.sampled_from([(0, 0.0), (0, 0.0)]) | st.tuples(st.integers(0, 30), st.sampled_from([0.0, 0.1, 0.5, 0.9, 2.0])))  # TRT-LLM batch waiting
     settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)), mixed=draw(st.booleans()),
                                recv_interval=draw(st.sampled_from([1, 1, 3, 30])), batch_wait_iters=wait_iters,
                                batch_wait_tokens_ratio=wait_ratio)  # fmt: skip

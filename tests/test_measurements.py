@@ -148,12 +148,21 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
     ],
 )
 def test_sglang_recipe_flags(model, precision, system, tp, concurrency, flags):
-    def settings(system=system, precision=precision, tp=tp, mode="agg"):
-        return protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, tp, mode)
+    def settings(system=system, precision=precision, tp=tp, mode="agg", image="lmsysorg/sglang:v0.5.9-cu130-amd64"):
+        return protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, tp, mode, image)
 
     s = settings()
     assert (s.step_token_budget, s.stream_interval, s.recv_interval, s.max_num_seqs, s.mixed_batches) == (*flags, None, False)
     assert settings(mode="disagg") is None and settings(precision="bf16") is None and settings(tp=None) is None
+
+
+def test_image_bound_recipe_applies_to_its_image_line_only():
+    """Qwen3.5 FP8 B200 is resolved for the v0.5.9 runs only: a later image keeps the engine defaults."""
+    def settings(image):
+        return protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, 16, "Qwen/Qwen3.5-397B-A17B", "b200_sxm", "fp8", 4, "agg", image)
+
+    assert settings("lmsysorg/sglang:v0.5.9-cu129-amd64").step_token_budget == 32768
+    assert settings("lmsysorg/sglang:nightly-dev-20260422-de962f32") is None and settings(None) is None
 
 
 def test_sglang_recipe_has_no_branch_for_other_tp_sizes():

@@ -129,6 +129,16 @@ def test_batches_stop_at_their_first_oom_budget():
     assert stops > 0
 
 
+@pytest.mark.parametrize(
+    "field, value, message",
+    [("max_seq_len", 0, "max_seq_len"), ("max_seq_len", -100, "max_seq_len"), ("free_gpu_memory_fraction", 0.0, "free_gpu_memory_fraction"),
+     ("free_gpu_memory_fraction", 1.5, "free_gpu_memory_fraction")],
+)  # fmt: skip
+def test_workload_rejects_bad_memory_inputs(field, value, message):
+    with pytest.raises(InvalidInputError, match=message):
+        Workload(2000, 300, **{field: value})
+
+
 @pytest.mark.parametrize("sweep", ["agg", "disagg"])
 def test_prefix_at_or_above_isl_is_rejected_before_any_pricing(sweep):
     unknown = Deployment("no-such/model", "h200_sxm", "sglang")

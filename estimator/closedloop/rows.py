@@ -211,6 +211,8 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
         deployment = deployment or deployment_from_row(row)
         steps = PassModel(deployment, options.pricer)
         settings = options.settings or default_settings(deployment)
+        if deployment.attention_dp > 1 and settings.batch_waiting:  # TRT-LLM PyExecutor._schedule: no batch waiting under attention DP
+            settings = dataclasses.replace(settings, batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
         spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment), **facts)
     return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
 

@@ -66,9 +66,9 @@ class EngineSettings:
             object.__setattr__(self, "max_num_seqs", _positive("max_num_seqs", self.max_num_seqs))
         object.__setattr__(self, "mixed", bool(self.mixed))
         object.__setattr__(self, "recv_interval", _positive("recv_interval", self.recv_interval))
-        if isinstance(self.batch_wait_iters, bool) or operator.index(self.batch_wait_iters) < 0:
-            raise InvalidInputError(f"batch_wait_iters must be an integer >= 0, got {self.batch_wait_iters!r}")
-        if not (0.0 <= self.batch_wait_tokens_ratio < float("inf")):
+        object.__setattr__(self, "batch_wait_iters", _integer("batch_wait_iters", self.batch_wait_iters, 0))
+        ratio = self.batch_wait_tokens_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio < float("inf"):
             raise InvalidInputError(f"batch_wait_tokens_ratio must be a finite number >= 0, got {self.batch_wait_tokens_ratio!r}")
 
     @property
@@ -79,12 +79,18 @@ class EngineSettings:
 
 def _positive(name: str, value) -> int:
     """value as a Python int (numpy integers accepted); InvalidInputError unless it is an integer >= 1."""
+    return _integer(name, value, 1)
+
+
+def _integer(name: str, value, minimum: int) -> int:
+    """value as a Python int (numpy integers accepted); InvalidInputError unless it is an integer >= minimum."""
     try:
         number = operator.index(value) if not isinstance(value, bool) else None
     except TypeError:
         number = None
-    if number is None or number < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+    if number is None or number < minimum:
+        wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InvalidInputError(f"{name} must be {wanted}, got {value!r}")
     return number
 
 

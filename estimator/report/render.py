@@ -275,8 +275,9 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     from_recipes = (rows["engine_settings"] == "source").sum()
     streamed, stream_values = _above_one(rows["stream_interval"])
     receiving, recv_values = _above_one(rows["recv_interval"])
-    waiting = rows[rows["batch_wait_iters"].fillna(0) > 0]
-    return [
+    waiting = sorted({int(v) for v in rows["batch_wait_iters"].fillna(0) if v > 0})
+    held = int((rows["batch_wait_iters"].fillna(0) > 0).sum())
+    facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
         "DeepSeek-R1/V3 and Qwen3.5 FP8 where every stored recipe version of the runs' era agrees: chunked prefill size, stream interval, "
@@ -286,15 +287,16 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "source) send the first token at once and the last with the finish, so neither TTFT nor TPOT moves.",
         f"{receiving} rows run SGLang with --scheduler-recv-interval {recv_values}: the scheduler takes in new requests only every "
         "that many decode steps while decodes run, so an arriving prompt waits for the next intake.",
-        f"{len(waiting)} rows run TRT-LLM with batch waiting (batch_wait_timeout_iters "
-        f"{' or '.join(map(str, sorted({int(v) for v in waiting['batch_wait_iters']}))) or '0'}): a prompt that would be prefilled "
-        "beside running decodes is held, the step only decoding, until that many steps have passed or the step would fill most of "
-        "the token budget.",
         f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
         f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
         f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off and a prompt plus the running decodes larger than "
         "the step token budget, so the replay admits such a prompt only once the decodes free the budget.",
     ]
+    if held:
+        facts.insert(3, f"{held} rows run TRT-LLM with batch waiting (batch_wait_timeout_iters {' or '.join(map(str, waiting))}, from the "
+                        "source's recipe): a prompt that would be prefilled beside running decodes is held, the step only decoding, "
+                        "until that many steps have passed or the step's tokens reach the recipe's share of the token budget.")
+    return facts
 
 
 def _above_one(values: pd.Series) -> tuple[int, str]:

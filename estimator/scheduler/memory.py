@@ -18,7 +18,7 @@ GIB = 1 << 30
 
 @dataclass(frozen=True)
 class MemoryUse:
-    """Per-GPU memory footprint, GiB."""
+    """Per-GPU memory footprint, GiB: floats (memory_at), or arrays elementwise (memory_uses)."""
 
     total: float  # weights + activations + kvcache + nccl + others
     weights: float

@@ -48,7 +48,7 @@ class AggPlan:
         return sum(g.count for g in self.mix)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AggPlans:
     """Closed-form schedules of many operating points of one workload, as columns (entry i: point i).
 

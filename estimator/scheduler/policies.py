@@ -106,7 +106,7 @@ class BackendPolicy:
         request_latency_ms = ttft + tpot * decode_tokens
         with np.errstate(divide="ignore", invalid="ignore"):
             cap = b * decode_tokens * 1000.0 / request_latency_ms
-        return np.where(request_latency_ms <= 0, step_throughput, np.minimum(step_throughput, cap))
+        return np.where(request_latency_ms <= 0, step_throughput, np.where(cap < step_throughput, cap, step_throughput))  # min(step, cap)
 
     def moe_workspace_width(self, family: str, attention_width: int, hidden_size: int) -> int:
         """Per-token feature width of the MoE dispatch workspace (_moe_workspace_width)."""

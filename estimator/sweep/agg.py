@@ -49,7 +49,7 @@ class AggOptions:
             raise InvalidInputError(f"top_k must be >= 0, got {self.top_k}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PlannedGrid:
     """The grid points of one deployment that fit in memory, in grid order, planned but not priced."""
 
@@ -207,9 +207,14 @@ def best_agg(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, se
 def agg_table(columns: AggColumns) -> pd.DataFrame:
     """Columns as a DataFrame with the AGG_COLUMNS, in that order (numbers typed by numpy, text
     and None-bearing columns as objects)."""
-    return pd.DataFrame({c: columns[c] if isinstance(columns[c], np.ndarray) else _column_array(columns[c]) for c in AGG_COLUMNS})
+    return pd.DataFrame({c: _column_array(columns[c]) for c in AGG_COLUMNS})
 
 
-def _column_array(values: list) -> np.ndarray:
+def _column_array(values) -> np.ndarray:
+    """A column as typed by numpy: arrays as they are; lists numeric if every value is an int or
+    float, else objects. An empty column is float64, whatever it came as."""
+    if isinstance(values, np.ndarray) and len(values):
+        return values
+    values = list(values)
     numeric = all(type(v) in (int, float) for v in values)
-    return np.array(values) if numeric else np.array(values, dtype=object)
+    return np.array(values, dtype=np.float64 if not values else None) if numeric else np.array(values, dtype=object)

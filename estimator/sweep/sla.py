@@ -27,6 +27,10 @@ class Workload:
         require_positive("osl", self.osl)
         if self.prefix < 0:
             raise InvalidInputError(f"prefix must be >= 0, got {self.prefix}")
+        if self.max_seq_len is not None:
+            require_positive("max_seq_len", self.max_seq_len)
+        if self.free_gpu_memory_fraction is not None and not 0.0 < self.free_gpu_memory_fraction <= 1.0:
+            raise InvalidInputError(f"free_gpu_memory_fraction must be within (0, 1], got {self.free_gpu_memory_fraction}")
 
     def require_prefix_below_isl(self, what: str) -> None:
         """The up-front check every sweep makes before building its grid."""
