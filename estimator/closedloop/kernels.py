@@ -447,17 +447,16 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
         if n_act > 0:
             hold = False
             if batch_waiting:
-                _, _, nd, _, _, _, _, walked, prompt_tokens = _form_pass(
+                nc, nf, nd, ns, new_starts, kv_sum, _, walked, prompt_tokens = _form_pass(
                     order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
                     starts, takes, firsts, decs, svc, True,
                 )
                 hold, waited = _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, nd + n_coh, decode_budget, budget)
-            nc, nf, nd, ns, new_starts, kv_sum, formed_running, _, _ = _form_pass(
-                order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
-                starts, takes, firsts, decs, svc, hold,
-            )
-            if not hold:
-                running = formed_running
+            if not hold:  # a held pass is the walk above (nothing taken); else form the pass
+                nc, nf, nd, ns, new_starts, kv_sum, running, _, _ = _form_pass(
+                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
+                    starts, takes, firsts, decs, svc, False,
+                )
         if cohort:
             nd, kv_sum = n_coh, kv_coh
         if nc == 0 and nd == 0:

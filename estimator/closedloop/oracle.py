@@ -185,14 +185,17 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         # ---- form one pass: walk active in order, spending the token budget ----
         hold = False
         if settings.batch_waiting:  # TRT-LLM batch waiting: decide on the pass as it would be formed
-            _, _, _, decs, _, walked, prompt_tokens = _form_pass(active, t, spec, max_seqs, hold=True)
+            formed = _form_pass(active, t, spec, max_seqs, hold=True)
+            _, _, _, decs, _, walked, prompt_tokens = formed
             if walked and decs:
                 if waited >= settings.batch_wait_iters or prompt_tokens + len(decs) * spec.decode_budget_tokens >= settings.batch_wait_tokens_ratio * budget:
                     waited = 0
                 else:
                     waited += 1
                     hold = True
-        starts, takes, firsts, decs, new_starts, _, _ = _form_pass(active, t, spec, max_seqs, hold)
+        if not hold:  # a held pass is the walk above (nothing taken); else form the pass
+            formed = _form_pass(active, t, spec, max_seqs, hold=False)
+        starts, takes, firsts, decs, new_starts, _, _ = formed
         if not takes and not decs:
             if not waiting:
                 raise NoProgressError(STALLED_MESSAGE)

@@ -273,10 +273,9 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     unchunked = rows[(rows["chunked_prefill"].astype(str).str.lower() == "false") & (rows["mode"] == "agg")]
     blocked = (unchunked["isl"] + unchunked["concurrency"].fillna(1) > unchunked["step_token_budget"]).sum()
     from_recipes = (rows["engine_settings"] == "source").sum()
-    streamed, stream_values = _above_one(rows["stream_interval"])
-    receiving, recv_values = _above_one(rows["recv_interval"])
-    waiting = sorted({int(v) for v in rows["batch_wait_iters"].fillna(0) if v > 0})
-    held = int((rows["batch_wait_iters"].fillna(0) > 0).sum())
+    streamed, stream_values = _above(rows["stream_interval"], 1)
+    receiving, recv_values = _above(rows["recv_interval"], 1)
+    held, wait_values = _above(rows["batch_wait_iters"], 0)
     facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
@@ -293,17 +292,17 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "the step token budget, so the replay admits such a prompt only once the decodes free the budget.",
     ]
     if held:
-        facts.insert(3, f"{held} rows run TRT-LLM with batch waiting (batch_wait_timeout_iters {' or '.join(map(str, waiting))}, from the "
+        facts.insert(3, f"{held} rows run TRT-LLM with batch waiting (batch_wait_timeout_iters {wait_values}, from the "
                         "source's recipe): a prompt that would be prefilled beside running decodes is held, the step only decoding, "
                         "until that many steps have passed or the step's tokens reach the recipe's share of the token budget.")
     return facts
 
 
-def _above_one(values: pd.Series) -> tuple[int, str]:
-    """(rows with a value above 1, those values joined by "or"); an empty cell counts as 1."""
-    values = values.fillna(1)
-    above = sorted({int(v) for v in values[values > 1]})
-    return int((values > 1).sum()), " or ".join(map(str, above)) or "1"
+def _above(values: pd.Series, floor: int) -> tuple[int, str]:
+    """(rows with a value above floor, those values joined by "or"); an empty cell counts as floor."""
+    values = values.fillna(floor)
+    above = sorted({int(v) for v in values[values > floor]})
+    return int((values > floor).sum()), " or ".join(map(str, above)) or str(floor)
 
 
 def mapping_decisions(points: pd.DataFrame) -> dict:

@@ -17,7 +17,7 @@ from estimator.errors import InvalidInputError
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MEMORY_FIELDS, MemoryUse, MemoryVerdict, memory_at, memory_uses, verdicts
 from estimator.scheduler.policies import POLICIES, BackendPolicy
-from estimator.scheduler.plan import MAX_GROUPS, AggPlan, AggPlans, agg_plans, default_ctx_tokens
+from estimator.scheduler.plan import AggPlan, AggPlans, agg_plans, default_ctx_tokens
 from estimator.steps import (
     MixedStepCost,
     Semantics,
@@ -114,8 +114,7 @@ def run_agg(
     facts = deployment_facts(deployment)
     use, oom, kv_oom = agg_memories(facts, deployment, policy, plans, kv_slot(point), point.free_gpu_memory_fraction)
     memory = MemoryVerdict(memory_at(use, 0), bool(oom[0]), bool(kv_oom[0]))
-    columns = agg_columns(facts, deployment, policy, plans, np.array([[c.latency_ms for c in mix] + [0.0] * (MAX_GROUPS - len(mix))]),
-                          np.array([genonly.latency_ms]), use.total)  # fmt: skip
+    columns = agg_columns(facts, deployment, policy, plans, plans.group_prices([c.latency_ms for c in mix]), np.array([genonly.latency_ms]), use.total)
     row = {name: values[0].item() if isinstance(values, np.ndarray) else values[0] for name, values in columns.items()}
     return AggResult(row, plan, tuple(mix), genonly, memory)
 

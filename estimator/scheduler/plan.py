@@ -89,6 +89,13 @@ class AggPlans:
         per_point = {f: getattr(self, f)[at] for f in PER_POINT_FIELDS}
         return AggPlans(self.isl, self.osl, self.prefix, self.decode_tokens_per_iteration, self.budget_isl, self.decode_iterations, **per_point)
 
+    def group_prices(self, flat_ms) -> np.ndarray:
+        """[n, MAX_GROUPS] per-step prices from the prices of every schedule's groups in order
+        (schedule 0's groups, then schedule 1's, ...); 0 for an absent group."""
+        prices = np.zeros((len(self), MAX_GROUPS))
+        prices[np.arange(MAX_GROUPS) < self.groups[:, None]] = flat_ms
+        return prices
+
     def shapes(self, i: int) -> list[MixedShape]:
         """The mixed-step shapes of schedule i, in order."""
         return [MixedShape(int(self.mix_ctx[i, g]), int(self.mix_decode[i, g]), self.isl, self.osl, self.prefix) for g in range(int(self.groups[i]))]

@@ -23,7 +23,6 @@ from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlans, agg_plans
 from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts, step_pricer
-from estimator.scheduler.plan import MAX_GROUPS
 from estimator.steps import Semantics, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
 from estimator.sweep.sla import Workload
@@ -114,8 +113,7 @@ def _priced_columns(deployment: Deployment, model: StepModel, grid: PlannedGrid,
     distinct decode step, each set from one batched call (rows need no per-op breakdown)."""
     plans = grid.plans
     shapes = [shape for i in range(len(plans)) for shape in plans.shapes(i)]
-    mix_ms = np.zeros((len(plans), MAX_GROUPS))
-    mix_ms[np.arange(MAX_GROUPS) < plans.groups[:, None]] = mixed_step_totals(model, shapes, semantics)
+    mix_ms = plans.group_prices(mixed_step_totals(model, shapes, semantics))
     requests, at = np.unique(plans.genonly_requests, return_inverse=True)
     genonly_ms = decode_step_totals(model, requests, plans.isl, plans.osl)[at.reshape(-1)]
     return agg_columns(deployment_facts(deployment), deployment, POLICIES[deployment.backend], plans, mix_ms, genonly_ms, grid.memory_gib)
