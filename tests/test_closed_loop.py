@@ -495,6 +495,28 @@ def test_lattice_holds_powers_of_two_and_stops_at_the_top():
     assert list(nodes[:8]) == list(range(1, 9)) and nodes[-1] == 4096 and {16, 32, 1024} <= set(nodes)
 
 
+def test_grown_grid_prices_only_new_nodes_and_equals_a_fresh_build():
+    """Growing a grid keeps the held block and prices the rest: the result equals a grid built at
+    the grown tops from scratch, and no node is priced twice."""
+    from estimator.closedloop.engine import _GrownGrid
+
+    priced = []
+
+    def price(model, nodes):
+        priced.extend(map(tuple, nodes))
+        return nodes[:, 0] * 1000.0 + nodes[:, 1] + 0.5
+
+    grid = _GrownGrid(lambda model, a, b: (lattice(a, 4, 2), lattice(b, 8, 2)), price)
+    model = PassModel(QWEN)
+    grid(model, 16, 32)
+    axes, values = grid(model, 64, 48)
+    fresh_axes, fresh = _GrownGrid(grid.axes, price).build(model, (64, 48))
+    assert all(np.array_equal(a, f) for a, f in zip(axes, fresh_axes)) and np.array_equal(values, fresh)
+    assert len(priced) == len(set(priced)) + fresh.size  # the growth priced every node once; the fresh build all again
+    small_axes, small = grid(model, 16, 32)
+    assert np.array_equal(small, fresh[: len(small_axes[0]), : len(small_axes[1])])
+
+
 def test_closed_loop_for_agg_row_in_both_pricings():
     row = dict(run_agg(QWEN, AggPoint(2048, 128, 1)).row)
     engine = closed_loop_for_agg_row(row, QWEN)

@@ -96,10 +96,10 @@ def test_tables_sliced_from_a_larger_extent_equal_tables_built_at_the_smaller_on
     small, large = TableExtent(2048, 4, 2048, 2048, 16, 4096), TableExtent(8192, 16, 4096, 8192, 128, 16384)
     engine_tables(model, large)
     sliced = engine_tables(model, small)
-    fresh = engine._build_chunk_attention(model, small.chunks, small.chunk, small.start)
+    fresh = engine._chunk_attention.build(model, (small.chunks, small.chunk, small.start))
     assert all(np.array_equal(a, b) for a, b in zip(fresh[0], (sliced.chunk_batch_axis, sliced.chunk_new_axis, sliced.chunk_start_axis)))
     assert np.array_equal(fresh[1], sliced.chunk_attention)
-    assert np.array_equal(engine._build_shared(model, small.tokens)[1], sliced.shared)
+    assert np.array_equal(engine._shared.build(model, (small.tokens,))[1], sliced.shared)
     assert np.array_equal(lattice(2048, 512, 64), lattice(8192, 512, 64)[: len(lattice(2048, 512, 64))])
 
 

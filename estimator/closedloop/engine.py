@@ -145,18 +145,21 @@ def _model_axis(model: PassModel, name: str, top: int) -> np.ndarray:
 
 
 class _GrownGrid:
-    """A per-model price grid over nested lattices: built at the elementwise maximum of the tops
-    requested so far, answered by slicing (each axis up to its first node >= the requested top)."""
+    """A per-model price grid over nested lattices: held at the elementwise maximum of the tops
+    requested so far, answered by slicing (each axis up to its first node >= the requested top).
+    Growing prices only the nodes outside the held block: the lattices are nested, so the held
+    grid is the leading block of the grown one, and every node is priced on its own."""
 
-    def __init__(self, build):
-        self.build = build  # (model, *tops) -> (axes, values[len(axis) for axis in axes])
+    def __init__(self, axes, price):
+        self.axes = axes  # (model, *tops) -> axes, each a lattice nested in any larger top's
+        self.price = price  # (model, nodes float64[n, len(axes)]) -> float64[n], one price per node
         self.held: dict[PassModel, tuple[tuple[int, ...], tuple[np.ndarray, ...], np.ndarray]] = {}
 
     def __call__(self, model: PassModel, *tops: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         held = self.held.get(model)
         if held is None or any(t > h for t, h in zip(tops, held[0])):
             grown = tops if held is None else tuple(max(t, h) for t, h in zip(tops, held[0]))
-            held = (grown, *self.build(model, *grown))
+            held = (grown, *self.build(model, grown, held))
             self.held.pop(model, None)
             self.held[model] = held
             while len(self.held) > GRIDS_HELD:
@@ -166,44 +169,68 @@ class _GrownGrid:
         cut = tuple(axis[:end] for axis, end in zip(axes, ends))
         return cut, np.ascontiguousarray(values[tuple(slice(0, end) for end in ends)])
 
+    def build(self, model: PassModel, tops: tuple[int, ...], held=None) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """(axes, values) at `tops`, reusing a held (tops, axes, values) block when given."""
+        axes = self.axes(model, *tops)
+        values = np.empty(tuple(len(axis) for axis in axes))
+        todo = np.ones(values.shape, dtype=bool)
+        if held is not None:
+            _, old_axes, old = held
+            if not all(np.array_equal(axis[: len(o)], o) for axis, o in zip(axes, old_axes)):
+                raise RuntimeError("price grid lattices are not nested")  # the slicing above relies on it
+            block = tuple(slice(0, n) for n in old.shape)
+            values[block], todo[block] = old, False
+        nodes = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, len(axes))
+        values[todo] = self.price(model, nodes[todo.ravel()])
+        return axes, values
+
 
 GRIDS_HELD = 128  # models whose grids stay cached, per component
 
 
-def _build_shared(model: PassModel, tokens_top: int):
-    """Context ops except attention, one request of t tokens, at every token node."""
-    tokens = _model_axis(model, "tokens", tokens_top)
+def _shared_axes(model: PassModel, tokens_top: int):
+    return (_model_axis(model, "tokens", tokens_top),)
+
+
+def _price_shared(model: PassModel, nodes: np.ndarray) -> np.ndarray:
+    """Context ops except attention, one request of t tokens (nodes: t)."""
+    tokens = nodes[:, 0]
     shapes = np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens)))
-    return (tokens,), _component_pricers(model).context(shapes, exclude=CONTEXT_KV_OPS)
+    return _component_pricers(model).context(shapes, exclude=CONTEXT_KV_OPS)
 
 
-def _build_chunk_attention(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
-    """Context attention of (chunks, new tokens, KV start) at every node of the three axes."""
-    chunks, chunk = _model_axis(model, "chunks", chunks_top), _model_axis(model, "chunk", chunk_top)
+def _chunk_attention_axes(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
     starts = np.concatenate(([0.0], _model_axis(model, "chunk", start_top)))
-    grid3 = np.stack(np.meshgrid(chunks, chunk, starts, indexing="ij"), axis=-1).reshape(-1, 3)
-    prices = _component_pricers(model).context(grid3, only=CONTEXT_KV_OPS, attention=True)
-    return (chunks, chunk, starts), prices.reshape(len(chunks), len(chunk), len(starts))
+    return _model_axis(model, "chunks", chunks_top), _model_axis(model, "chunk", chunk_top), starts
 
 
-def _build_decode_attention(model: PassModel, rows_top: int, kv_top: int):
-    """Generation attention of (query rows, KV length) at every node of the two axes."""
-    attention_rows, kv = _model_axis(model, "attention_rows", rows_top), _model_axis(model, "kv", kv_top)
-    grid2 = np.stack(np.meshgrid(attention_rows, kv, indexing="ij"), axis=-1).reshape(-1, 2)
-    prices = _component_pricers(model).generation(grid2, only=GENERATION_KV_OPS, attention=True)
-    return (attention_rows, kv), prices.reshape(len(attention_rows), len(kv))
+def _price_chunk_attention(model: PassModel, nodes: np.ndarray) -> np.ndarray:
+    """Context attention of (chunks, new tokens, KV start) nodes."""
+    return _component_pricers(model).context(nodes, only=CONTEXT_KV_OPS, attention=True)
 
 
-def _build_decode_other(model: PassModel, rows_top: int):
-    """Generation ops except attention at every query-row node."""
-    rows = _model_axis(model, "rows", rows_top)
-    return (rows,), _component_pricers(model).generation(np.column_stack((rows, np.ones_like(rows))), exclude=GENERATION_KV_OPS)
+def _decode_attention_axes(model: PassModel, rows_top: int, kv_top: int):
+    return _model_axis(model, "attention_rows", rows_top), _model_axis(model, "kv", kv_top)
 
 
-_shared = _GrownGrid(_build_shared)
-_chunk_attention = _GrownGrid(_build_chunk_attention)
-_decode_attention = _GrownGrid(_build_decode_attention)
-_decode_other = _GrownGrid(_build_decode_other)
+def _price_decode_attention(model: PassModel, nodes: np.ndarray) -> np.ndarray:
+    """Generation attention of (query rows, KV length) nodes."""
+    return _component_pricers(model).generation(nodes, only=GENERATION_KV_OPS, attention=True)
+
+
+def _decode_other_axes(model: PassModel, rows_top: int):
+    return (_model_axis(model, "rows", rows_top),)
+
+
+def _price_decode_other(model: PassModel, nodes: np.ndarray) -> np.ndarray:
+    """Generation ops except attention at query-row nodes."""
+    return _component_pricers(model).generation(np.column_stack((nodes[:, 0], np.ones(len(nodes)))), exclude=GENERATION_KV_OPS)
+
+
+_shared = _GrownGrid(_shared_axes, _price_shared)
+_chunk_attention = _GrownGrid(_chunk_attention_axes, _price_chunk_attention)
+_decode_attention = _GrownGrid(_decode_attention_axes, _price_decode_attention)
+_decode_other = _GrownGrid(_decode_other_axes, _price_decode_other)
 
 
 @dataclass(frozen=True)
