@@ -62,12 +62,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _warm_numba_cache() -> None:
-    """Compile every kernel once in the controller so workers only load cached machine code."""
-    from estimator.deployment import Deployment
-    from estimator.pricing import make_pricer
+    """Compile the op-pricing kernels once in the controller so workers only load cached machine code."""
+    from estimator.numba_cache import warm_pricing_kernels
 
-    pricer = make_pricer("native", Deployment("Qwen/Qwen3-32B", "h200_sxm", "sglang"))
-    pricer.context_ops(1, 128)
-    pricer.generation_ops(1, 128)
-    pricer.context_many([[1, 128, 0]])
-    pricer.generation_many([[1, 128]])
+    warm_pricing_kernels()

@@ -4,6 +4,9 @@ Numba invalidates a cached function only when its own file changes, not when a j
 calls from another module does, so an edited kernel could keep running stale machine code. Before
 numba is imported, NUMBA_CACHE_DIR is pointed at a subdirectory named by a digest of every source
 file that defines or calls jitted code: any change to any of them starts a fresh cache.
+
+The warmers compile one kernel family each into the cache; the families share no jitted function,
+so two processes may warm them at once (the report's workers do, on a cold cache).
 """
 from __future__ import annotations
 
@@ -45,3 +48,31 @@ def key_numba_cache() -> None:
     if "numba" in sys.modules:
         return
     os.environ["NUMBA_CACHE_DIR"] = str(keyed_cache_dir(default_root(), jitted_sources_digest()))
+
+
+def warm_pricing_kernels() -> None:
+    """Compile the native op-pricing kernels (estimator.kernels) into the on-disk cache: one dense
+    deployment priced through every native entry point."""
+    from estimator.deployment import Deployment
+    from estimator.pricing import make_pricer
+
+    pricer = make_pricer("native", Deployment("Qwen/Qwen3-32B", "h200_sxm", "sglang"))
+    pricer.context_ops(1, 128)
+    pricer.generation_ops(1, 128)
+    pricer.context_many([[1, 128, 0]])
+    pricer.generation_many([[1, 128]])
+
+
+def warm_replay_kernels() -> None:
+    """Compile the closed-loop replay kernels (the agg calendar and the P/D tandem) into the on-disk
+    cache: a tiny run of each through the public replay API, so that the argument types are the
+    production ones."""
+    from estimator.closedloop import AggSpec, Benchmark, EngineSettings, TandemSpec, replay_agg, replay_tandem, run_plan
+    from estimator.closedloop.pricing import flat_pricer
+
+    plan = run_plan(Benchmark(prompts_per_client=2), 2, 16, 4)
+    replay_agg(plan, AggSpec(EngineSettings(64, True)), flat_pricer(1.0, 1.0))
+    replay_tandem(plan, TandemSpec(1, 1), flat_pricer(1.0, 0.0), flat_pricer(0.0, 1.0))
+
+
+KERNEL_WARMERS = (warm_pricing_kernels, warm_replay_kernels)  # disjoint kernel families: two processes may warm them at once

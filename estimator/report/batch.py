@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Callable, Iterable, TextIO
 
+from estimator.numba_cache import KERNEL_WARMERS
 from estimator.report.methods import METHODS, Uncovered, first_line
 from measurements.mapping import MappedRow
 
@@ -72,8 +73,10 @@ def predict_all(
 ) -> list[PointResult]:
     """Every method on every row, row-major in input order, over `workers` processes (1: in process).
 
-    A task is one whole perf-data stack (system x backend), so each stack's tables load in one
-    process; tasks go largest first to whichever process is free."""
+    The processes first compile the kernel families into Numba's on-disk cache side by side (on a
+    cold cache each would otherwise compile every kernel itself). A task is one whole perf-data
+    stack (system x backend), so each stack's tables load in one process; tasks go largest first
+    to whichever process is free."""
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
@@ -87,6 +90,8 @@ def predict_all(
         context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
         done = context.Queue()
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_attach_progress, initargs=(done,)) as pool:
+            for warmed in [pool.submit(warm) for warm in KERNEL_WARMERS]:  # kernel families compiled side by side
+                warmed.result()
             pending = {pool.submit(_predict_stack, stack, methods) for stack in stacks(rows)}
             while pending:
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)

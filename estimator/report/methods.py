@@ -7,8 +7,8 @@
   every other method prices the run's layout.
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
-  row's engine scheduler settings. It replays the uncached closed-form row of the row's deployment
-  (agg: at ctx_tokens = the engine's step token budget).
+  row's engine scheduler settings. It replays the uncached method's closed-form row (engine-priced
+  passes read the operating point from it, no step price; the engine settings set the budget).
 
 The disagg estimator and the replay are looked up lazily: when one is not importable or raises
 NotImplementedError, the rows that need it are uncovered with that reason.
@@ -28,7 +28,7 @@ from estimator.report import METHOD_NAMES
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
-from measurements.schema import Measurement, Protocol as MeasuredProtocol
+from measurements.schema import Measurement
 
 DISAGG_MODULE = "estimator.disagg"
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
@@ -101,11 +101,7 @@ def _module(name: str) -> ModuleType:
 def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = None):
     """The closed-form estimate of a row: an AggResult (ctx_tokens defaults to the row's isl, as the
     baseline) or a DisaggResult. A perf-data miss is Uncovered with SILICON_MISS."""
-    return _known(_closed_form_outcome(_inputs(row), semantics, ctx_tokens))
-
-
-def _known(outcome):
-    """A memoized closed-form outcome, or its exception raised (a perf-data miss as Uncovered)."""
+    outcome = _closed_form_outcome(_inputs(row), semantics, ctx_tokens)
     if isinstance(outcome, PerfDataMissingError):
         raise Uncovered(f"{SILICON_MISS}: {first_line(outcome)}")
     if isinstance(outcome, Exception):
@@ -181,24 +177,18 @@ def replay_protocol(closedloop: ModuleType, m: Measurement, protocol: str):
 def replay(row: MappedRow, protocol: str) -> dict:
     """The replay's figures (ttft, tpot, ... in ms) for a row under a protocol, engine-priced."""
     closedloop, inputs, m = _module(CLOSED_LOOP_MODULE), _inputs(row), row.measurement
-    return _replay_figures(inputs, m.concurrency, m.protocol, replay_protocol(closedloop, m, protocol))
-
-
-@functools.lru_cache(maxsize=4096)
-def _replay_figures(inputs: AggInputs | DisaggInputs, concurrency: int | None, p: MeasuredProtocol, run_protocol) -> dict:
-    """The replay of one deployment at one operating point under the row's engine settings `p`
-    (memoized: measured rows that repeat a configuration replay it once per process)."""
-    closedloop = _module(CLOSED_LOOP_MODULE)
+    run_protocol = replay_protocol(closedloop, m, protocol)
+    p = m.protocol
     try:
         if isinstance(inputs, DisaggInputs):
-            result_row = dict(_known(_closed_form_outcome(inputs, Semantics.UNCACHED, None)).row) | ({"concurrency": concurrency} if concurrency else {})
+            result_row = dict(closed_form(row, Semantics.UNCACHED).row) | ({"concurrency": m.concurrency} if m.concurrency else {})
             return closedloop.closed_loop_for_disagg_row(
                 result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
             )
         settings = closedloop.EngineSettings(budget=p.step_token_budget, chunked=p.chunked_prefill, max_num_seqs=p.max_num_seqs,
                                              mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1,
                                              batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0)  # fmt: skip
-        result_row = _known(_closed_form_outcome(inputs, Semantics.UNCACHED, p.step_token_budget)).row
+        result_row = closed_form(row, Semantics.UNCACHED).row  # the uncached method's row: engine pricing reads no step price from it
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer
         )
