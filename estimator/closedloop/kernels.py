@@ -396,8 +396,8 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                  wait_ratio, decode_budget, k, turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
-    them emit in every pass (mixed batches with an intake before every pass only). Returns
-    (status, stats, completed born, completed at)."""
+    them emit in every pass (k == 1; without mixed batches only while no request is prefilling).
+    Returns (status, stats, completed born, completed at)."""
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -414,7 +414,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     hj = np.empty(clients, dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty(clients, dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
-    can_cohort = k == 1.0 and mixed and recv_interval == 1
+    can_cohort = k == 1.0
     cohort = can_cohort  # decoders are a cohort (else: per request)
     since_recv = recv_interval  # weighted passes since the last intake of requests
     batch_waiting = wait_iters > 0 or wait_ratio > 0.0
@@ -439,7 +439,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                 n_act += 1
                 head = (head + 1) % clients
                 n_wait -= 1
-        if cohort and n_coh * decode_budget > budget:  # some decoder would starve: walk per request
+        if cohort and (n_coh * decode_budget > budget or (not mixed and n_act > 0)):  # a decoder would starve or pause: walk per request
             n_act = _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t)
             cohort = False
             n_coh = np.int64(0)
@@ -522,7 +522,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                     joins += 1
                     kv_coh += ri[c, ISL] + ri[c, MADE]
         elif can_cohort:
-            cohort, n_act, n_coh, epoch, kv_coh = _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, hk, hj, hc)
+            cohort, n_act, n_coh, epoch, kv_coh = _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, not mixed, hk, hj, hc)
             joins = n_coh
         for i in range(n_fin):
             c = fin[i]
@@ -531,8 +531,8 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                 n_wait += 1
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:
             next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
-            t, epoch, kv_coh, it, status, run_v, run_c = _decode_stretch(
-                t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, cnt[DONE] >= warm, encoder_ms,
+            t, epoch, kv_coh, it, since_recv, status, run_v, run_c = _decode_stretch(
+                t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, since_recv, recv_interval, cnt[DONE] >= warm, encoder_ms,
                 kind, params, data, hdr, starts, takes, cnt, run_v, run_c,
             )
             if status == NONFINITE:
@@ -543,21 +543,24 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
 
 
 @njit(cache=True)
-def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, encoder_ms, kind, params, data, hdr,
-                    starts, takes, cnt, run_v, run_c):  # fmt: skip
+def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv, recv_interval, counting, encoder_ms, kind,
+                    params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
-    that would start at or after next_due (a waiting request becomes visible). Cohort mode only:
-    it assumes an intake before every pass (recv_interval 1, see agg_calendar's can_cohort). The
-    same float operations as the full pass loop, without its bookkeeping. Returns (t, epoch, kv,
-    it, status, run_v, run_c)."""
+    whose intake of requests (every recv_interval weighted passes, see agg_calendar) would find one
+    visible (next_due <= the pass's start). The same float operations as the full pass loop,
+    without its bookkeeping. Returns (t, epoch, kv, it, since_recv, status, run_v, run_c)."""
     status = LIMIT
     if counting:
         run_v, run_c = _room(run_v, run_c, cnt, passes)
     flat = kind == AFFINE and params[DECODE_PER_KV] == 0.0  # the price ignores the KV: one evaluation serves every pass
     flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
     for _ in range(passes):
-        if it >= bound or next_due <= t:
+        if it >= bound:
             break
+        if since_recv >= recv_interval:  # this pass's intake
+            if next_due <= t:
+                break
+            since_recv = 0
         it += 1
         if flat:
             dur = flat_dur
@@ -569,24 +572,26 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, counting, 
             break
         t_prev = t
         t += dur
+        since_recv += 1
         epoch += 1
         kv += n_coh
         if counting:
             _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
-    return t, epoch, kv, it, status, run_v, run_c
+    return t, epoch, kv, it, since_recv, status, run_v, run_c
 
 
 @njit(cache=True)
-def _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, hk, hj, hc):
+def _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, whole, hk, hj, hc):
     """After a per-request pass: if the decoders (the head of the active list) all emitted at t and
-    all fit the budget, move them into a fresh cohort (epoch 0). Returns (cohort, n_act, n_coh,
-    epoch, kv)."""
+    all fit the budget, move them into a fresh cohort (epoch 0); `whole` (batches without mixed
+    prefill): only when no request is left prefilling, since a pass that prefills pauses the
+    decoders. Returns (cohort, n_act, n_coh, epoch, kv)."""
     n_dec = 0
     while n_dec < n_act and ri[order[n_dec], TODO] == 0:
         if rf[order[n_dec], T_LAST] != t:
             return False, n_act, 0, 0, 0
         n_dec += 1
-    if n_dec * decode_budget > budget:
+    if n_dec * decode_budget > budget or (whole and n_dec < n_act):
         return False, n_act, 0, 0, 0
     kv = _form_cohort(ri, order, n_dec, hk, hj, hc)
     order[: n_act - n_dec] = order[n_dec:n_act].copy()
