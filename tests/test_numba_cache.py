@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 import estimator.numba_cache as nc
 
 
@@ -34,3 +36,25 @@ def test_an_inherited_keyed_directory_is_not_keyed_again():
     assert nc.keyed_cache_dir(root, digest) == root / digest
     assert nc.keyed_cache_dir(root / digest, digest) == root / digest
     assert nc.keyed_cache_dir(root / "0123456789abcdef", digest) == root / "0123456789abcdef" / digest  # a stale key is a root
+
+
+def _warm_in_fresh_process(warmer: str, cache: Path) -> set[str]:
+    """Run one warmer in a new interpreter on an empty cache; the index files it wrote."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    subprocess.run([sys.executable, "-c", f"from estimator.numba_cache import {warmer}; {warmer}()"], env=env, check=True)
+    return {p.relative_to(cache).as_posix() for p in cache.rglob("*.nbi")}
+
+
+@pytest.mark.full
+def test_kernel_warmers_compile_disjoint_families(tmp_path):
+    """The report's workers warm the families side by side into one cache, which is safe only while
+    no jitted function belongs to both (Numba's cache files are per function)."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(len(nc.KERNEL_WARMERS)) as pool:
+        written = list(pool.map(lambda w: _warm_in_fresh_process(w.__name__, tmp_path / w.__name__), nc.KERNEL_WARMERS))
+    assert all(written)
+    assert not set.intersection(*written)
