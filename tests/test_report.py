@@ -3,6 +3,7 @@ the rendered HTML's structure, and that the page loads in headless Chromium with
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import math
 import re
@@ -253,6 +254,16 @@ def test_two_workers_give_the_serial_results_in_order(dense_row):
     rows += [map_measurement(m) for m in sample if m.engine == "sglang" and m.model == "Qwen/Qwen3-32B"][:2]
     serial = predict_all(rows, ["legacy", "uncached"], workers=1, progress=None)
     assert comparable(predict_all(rows, ["legacy", "uncached"], workers=2, progress=None)) == comparable(serial)
+
+
+def test_a_failing_kernel_warm_up_is_reported_and_the_batch_completes(dense_row, monkeypatch):
+    """The warm-up is a speed-up: a warmer that raises (here int("no kernels")) is reported on the
+    progress stream and the rows are still predicted."""
+    monkeypatch.setattr("estimator.report.batch.KERNEL_WARMERS", (functools.partial(int, "no kernels"),))
+    stream = io.StringIO()
+    results = predict_all([dense_row], ["uncached"], workers=2, progress=stream)
+    assert comparable(results) == comparable(predict_all([dense_row], ["uncached"], workers=1, progress=None))
+    assert "kernel warm-up functools.partial(<class 'int'>, 'no kernels') failed (ValueError: invalid literal" in stream.getvalue()
 
 
 # ---- the rendered page ------------------------------------------------------------------------

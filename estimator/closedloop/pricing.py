@@ -251,11 +251,13 @@ def engine_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
     if ranks <= 1:
         return rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum)
     own = (n_chunks + ranks - 1) // ranks
+    own_dec = (n_dec + ranks - 1) // ranks
+    own_kv = kv_sum * own_dec // n_dec if n_dec > 0 else 0
+    if own == 0:  # a decode-only pass reads no chunk (no per-pass allocation)
+        return rank_ms(params, data, hdr, own, starts, takes, own_dec, own_kv)
     own_starts, own_takes = np.empty(own, np.int64), np.empty(own, np.int64)
     for i in range(own):
         own_starts[i], own_takes[i] = starts[i * ranks], takes[i * ranks]
-    own_dec = (n_dec + ranks - 1) // ranks
-    own_kv = kv_sum * own_dec // n_dec if n_dec > 0 else 0
     return rank_ms(params, data, hdr, own, own_starts, own_takes, own_dec, own_kv)
 
 

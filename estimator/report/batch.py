@@ -90,8 +90,7 @@ def predict_all(
         context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
         done = context.Queue()
         with ProcessPoolExecutor(workers, mp_context=context, initializer=_attach_progress, initargs=(done,)) as pool:
-            for warmed in [pool.submit(warm) for warm in KERNEL_WARMERS]:  # kernel families compiled side by side
-                warmed.result()
+            _warm_kernels(pool, progress)
             pending = {pool.submit(_predict_stack, stack, methods) for stack in stacks(rows)}
             while pending:
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -101,6 +100,16 @@ def predict_all(
         _drain(done, bar)
     bar.close()
     return [r for index in range(len(rows)) for r in results[index]]
+
+
+def _warm_kernels(pool: ProcessPoolExecutor, stream: TextIO | None) -> None:
+    """Compile the kernel families side by side, one per process. A warm-up that fails only costs
+    compile time (the rows compile what they use), so it is reported on the stream, not raised."""
+    for warm, future in [(warm, pool.submit(warm)) for warm in KERNEL_WARMERS]:
+        exc = future.exception()
+        if exc is not None and stream is not None:
+            name = getattr(warm, "__name__", repr(warm))
+            stream.write(f"kernel warm-up {name} failed ({type(exc).__name__}: {first_line(exc)}); kernels compile on first use\n")
 
 
 _progress_queue = None  # in a worker process: where predict_rows reports rows done
