@@ -852,7 +852,9 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                         n_coh[j] = _join_cohort(ri, c, epoch[j], joins[j], hk[j], hj[j], hc[j], n_coh[j])
                         joins[j] += 1
                         kv_coh[j] += ri[c, ISL] + ri[c, MADE]
-                rq[j, : rlen[j] - nj] = rq[j, nj : rlen[j]].copy()
+                if nj > 0:  # the joiners leave the pending hand-offs (shift left in place, no copy)
+                    for x in range(rlen[j] - nj):
+                        rq[j, x] = rq[j, x + nj]
                 rlen[j] -= nj
                 rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq[j], rlen[j], rf)
             else:
