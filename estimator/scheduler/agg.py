@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from estimator.errors import InvalidInputError
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MEMORY_FIELDS, MemoryUse, MemoryVerdict, memory_at, memory_uses, verdicts
 from estimator.scheduler.policies import POLICIES, BackendPolicy
-from estimator.scheduler.plan import AggPlan, AggPlans, agg_plans, default_ctx_tokens
+from estimator.scheduler.plan import AggPlan, AggPlans, point_plans
 from estimator.steps import (
     MixedStepCost,
     Semantics,
@@ -26,6 +26,9 @@ from estimator.steps import (
     decode_step,
     mixed_steps,
 )
+
+if TYPE_CHECKING:  # a sweep's workload sizes KV slots as a point does (no runtime import: sweep imports scheduler)
+    from estimator.sweep.sla import Workload
 
 # aiconfigurator's common.ColumnsAgg, in order, then the step-timing columns this project adds.
 AGG_COLUMNS = (
@@ -106,8 +109,7 @@ def run_agg(
         )
     policy = POLICIES[deployment.backend]
     dtpi = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
-    knob = point.ctx_tokens if point.ctx_tokens is not None else default_ctx_tokens(point.isl, point.prefix, semantics)
-    plans = agg_plans(policy, point.isl, point.osl, point.prefix, [point.batch_size], [knob], semantics, dtpi)
+    plans = point_plans(policy, point, semantics, dtpi)
     plan = plans.plan(0)
     model = StepModel(step_pricer(pricer, deployment), deployment.nextn, point.seq_imbalance_scale, point.gen_seq_imbalance_scale)
     mix, genonly = price_plan(model, plan, point, semantics)
@@ -119,8 +121,8 @@ def run_agg(
     return AggResult(row, plan, tuple(mix), genonly, memory)
 
 
-def kv_slot(point: AggPoint) -> int:
-    """KV tokens each request holds: max_seq_len, else isl + osl."""
+def kv_slot(point: AggPoint | Workload) -> int:
+    """KV tokens each request holds: max_seq_len, else isl + osl (of a point or a sweep's workload)."""
     return point.max_seq_len if point.max_seq_len is not None else point.isl + point.osl
 
 

@@ -2,7 +2,7 @@
 
 BaseBackend.run_agg's step counts in either semantics (legacy-semantics.md section 1,
 uncached-budget.md section 3), computed elementwise over many points of one workload
-(``agg_plans``: the sweep's grid in one pass); ``plan_agg`` is its one-point case.
+(``agg_plans``: the sweep's grid in one pass); ``point_plans`` / ``plan_agg`` are its one-point case.
 """
 from __future__ import annotations
 
@@ -129,10 +129,15 @@ def default_ctx_tokens(isl: int, prefix: int, semantics: Semantics) -> int:
     return max(isl - prefix, 1)
 
 
-def plan_agg(policy: BackendPolicy, point, semantics: Semantics, dtpi: float) -> AggPlan:
-    """The schedule of one operating point (an AggPoint): agg_plans of that point."""
+def point_plans(policy: BackendPolicy, point, semantics: Semantics, dtpi: float) -> AggPlans:
+    """agg_plans of one operating point (an AggPoint; its budget knob defaulted by semantics)."""
     knob = point.ctx_tokens if point.ctx_tokens is not None else default_ctx_tokens(point.isl, point.prefix, semantics)
-    return agg_plans(policy, point.isl, point.osl, point.prefix, [point.batch_size], [knob], semantics, dtpi).plan(0)
+    return agg_plans(policy, point.isl, point.osl, point.prefix, [point.batch_size], [knob], semantics, dtpi)
+
+
+def plan_agg(policy: BackendPolicy, point, semantics: Semantics, dtpi: float) -> AggPlan:
+    """The schedule of one operating point (an AggPoint), as an AggPlan."""
+    return point_plans(policy, point, semantics, dtpi).plan(0)
 
 
 def agg_plans(policy: BackendPolicy, isl: int, osl: int, prefix: int, batch: Sequence[int], knob: Sequence[int],

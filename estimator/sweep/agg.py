@@ -21,7 +21,7 @@ from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlans, agg_plans
-from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration
+from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration, kv_slot
 from estimator.scheduler.facts import deployment_facts, step_pricer
 from estimator.steps import Semantics, StepModel, decode_step_totals, mixed_step_totals
 from estimator.sweep.grid import DEFAULT_CTX_STRIDE, DEFAULT_MAX_BATCH_SIZE, AggGrid
@@ -80,8 +80,7 @@ def grid_points(deployment: Deployment, workload: Workload, options: AggOptions,
     candidates = grid.candidates()
     batch, knob = [b for b, _ in candidates], [ctx for _, ctx in candidates]
     plans = agg_plans(policy, workload.isl, workload.osl, workload.prefix, batch, knob, semantics, dtpi)
-    slot = workload.max_seq_len if workload.max_seq_len is not None else workload.isl + workload.osl
-    use, oom, kv_oom = agg_memories(facts, deployment, policy, plans, slot, workload.free_gpu_memory_fraction)
+    use, oom, kv_oom = agg_memories(facts, deployment, policy, plans, kv_slot(workload), workload.free_gpu_memory_fraction)
     index, stops, kept = {key: i for i, key in enumerate(candidates)}, (oom | kv_oom).tolist(), []
     for b, budgets in grid.rows():
         for ctx in budgets:
