@@ -11,6 +11,9 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   or bounded by the system's node) is priced as the run's layout (`measurements.layout`); the row
   as recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline
   on the baseline's inputs;
+* the row's quant labels stay its inputs; when the labels name other arithmetic than the checkpoint
+  that ran carries (measurements.kernels), the row also carries inputs at the checkpoint's modes
+  (`MappedRow.checkpoint_inputs`), priced by every method but legacy when they have SILICON data;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 """
@@ -27,6 +30,7 @@ from estimator.errors import EstimatorError
 from estimator.models import native_families
 from estimator.models.config import bundled_model_configs_dir
 from estimator.perf.versions import slot_sort_key, version_slots
+from measurements.kernels import checkpoint_modes
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
 
@@ -102,6 +106,13 @@ class MappedRow:
     version_note: str  # how the engine version was mapped
     layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
     recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set
+    checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
+    quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
+
+    @property
+    def baseline(self) -> MappedRow:
+        """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes only."""
+        return self.recorded or dataclasses.replace(self, checkpoint_inputs=None, quant_note="")
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -114,10 +125,21 @@ def map_measurement(m: Measurement) -> MappedRow:
     recorded = _mapped(m, model_used, model_note, data_version, version_note)
     labelled = labelled_layout(m)
     if labelled is None:
-        return recorded
+        return _with_checkpoint_quant(recorded, m)
     layout, note = labelled
-    corrected = _mapped(dataclasses.replace(m, agg=layout), model_used, model_note, data_version, version_note)
-    return dataclasses.replace(corrected, measurement=m, layout_note=note, recorded=recorded)
+    run = dataclasses.replace(m, agg=layout)
+    corrected = _mapped(run, model_used, model_note, data_version, version_note)
+    return _with_checkpoint_quant(dataclasses.replace(corrected, measurement=m, layout_note=note, recorded=recorded), run)
+
+
+def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
+    """The row with inputs at the checkpoint's own quant modes, when they differ from its labels."""
+    modes = checkpoint_modes(run, row.model_used) if row.inputs is not None else None
+    if modes is None:
+        return row
+    gemm, moe, note = modes
+    inputs = _inputs(dataclasses.replace(run, gemm_quant=gemm, moe_quant=moe), row.model_used, row.data_version)
+    return dataclasses.replace(row, checkpoint_inputs=inputs, quant_note=note)
 
 
 def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str, version_note: str) -> MappedRow:

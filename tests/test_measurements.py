@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from estimator.perf.versions import version_slots
-from measurements import protocols
+from measurements import kernels, protocols
 from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
     DISAGG_INCOMPLETE,
@@ -441,3 +441,66 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
     assert (len(relabelled), len(confirmed)) == (385, 69)
     for row in confirmed:
         assert sizes(row) in consistent[key(row)], row.measurement.id
+
+
+# ---- the arithmetic that ran (measurements.kernels) -------------------------------------------
+
+
+def _first(sample, **fields):
+    return next(m for m in sample if all(getattr(m, k) == v for k, v in fields.items()))
+
+
+@pytest.mark.parametrize(
+    ("system", "engine", "moe"),
+    [
+        ("b200_sxm", "trtllm", "w4a8_mxfp4_mxfp8"),  # TRT-LLM's Blackwell MoE backends: MXFP8 activations
+        ("b200_sxm", "vllm", "w4a8_mxfp4_mxfp8"),  # the InferenceX recipe sets VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1
+        ("h200_sxm", "trtllm", "w4a16_mxfp4"),  # Hopper: BF16 activations, the checkpoint's default reading
+        ("h100_sxm", "vllm", "w4a16_mxfp4"),
+    ],
+)
+def test_gpt_oss_rows_labelled_nvfp4_run_the_checkpoints_mxfp4_experts(sample, system, engine, moe):
+    """gpt-oss-120b rows are labelled nvfp4/nvfp4; the checkpoint keeps attention in BF16 and stores
+    MXFP4 experts, run with the activations the engine uses on that GPU."""
+    m = _first(sample, model="openai/gpt-oss-120b", system=system, engine=engine, mode="agg")
+    assert (m.gemm_quant, m.moe_quant) == ("nvfp4", "nvfp4")
+    gemm, got, note = kernels.checkpoint_modes(m, m.model)
+    assert (gemm, got) == ("bfloat16", moe) and "config.json" in note
+    assert ("MXFP8 activations" in note) == (moe == "w4a8_mxfp4_mxfp8")
+
+
+def test_mxfp8_activations_under_vllm_need_the_recipe_that_sets_them(sample):
+    m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="vllm", mode="agg")
+    assert kernels.checkpoint_modes(dataclasses.replace(m, source="other"), m.model)[1] == "w4a16_mxfp4"
+
+
+@pytest.mark.parametrize(
+    ("model", "engine", "system", "label"),
+    [
+        ("MiniMaxAI/MiniMax-M2.5", "vllm", "h100_sxm", "fp8"),  # per-tensor label, 128x128-block checkpoint: same 8-bit math
+        ("deepseek-ai/DeepSeek-R1", "trtllm", "b200_sxm", "fp8"),
+        ("deepseek-ai/DeepSeek-R1", "trtllm", "b200_sxm", "nvfp4"),  # a 4-bit label: another checkpoint ran
+        ("openai/gpt-oss-120b", "trtllm", "h100_sxm", "fp8"),  # an 8-bit label on a 4-bit-expert checkpoint
+    ],
+)
+def test_labels_naming_the_same_arithmetic_or_another_checkpoint_are_kept(sample, model, engine, system, label):
+    m = _first(sample, model=model, engine=engine, system=system, moe_quant=label)
+    assert kernels.checkpoint_modes(m, m.model) is None
+
+
+def test_an_aliased_model_keeps_its_labels(sample):
+    m = _first(sample, model="zhipuai/GLM-5", gemm_quant="fp8")
+    model_used, _ = resolve_model(m)
+    assert model_used != m.model and kernels.checkpoint_modes(m, model_used) is None
+
+
+def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):
+    """Only the quant modes differ; the baseline view drops them."""
+    rows = [r for r in mapped if r.checkpoint_inputs is not None]
+    assert rows and all(r.measurement.model == "openai/gpt-oss-120b" for r in rows)
+    for r in rows:
+        assert r.quant_note and r.baseline.checkpoint_inputs is None and r.baseline.inputs == (r.recorded or r).inputs
+        for labelled, checkpoint in zip(r.inputs.deployments, r.checkpoint_inputs.deployments, strict=True):
+            assert dataclasses.replace(checkpoint, quant=labelled.quant) == labelled
+            assert (checkpoint.quant.gemm, checkpoint.quant.moe) != (labelled.quant.gemm, labelled.quant.moe)
+    assert all(r.checkpoint_inputs is None and r.quant_note == "" for r in mapped if r.measurement.model != "openai/gpt-oss-120b")

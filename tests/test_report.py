@@ -24,7 +24,7 @@ from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
 from estimator.report.render import reason_group, render_report
 from measurements.loaders import load_silicon_sample
-from measurements.mapping import DISAGG_INCOMPLETE, map_measurement
+from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PROVENANCE = {"generated_utc": "2026-01-01 00:00:00 UTC", "git_head": "abc123", "packages": {"numpy": "2.0"}}
@@ -226,6 +226,33 @@ def test_a_silicon_miss_is_repriced_in_hybrid_mode_with_a_note():
     assert methods.priced_inputs(row.inputs).pricer == "hybrid"
     r = predict(row, "uncached")
     assert r.covered and methods.HYBRID_NOTE in r.note
+
+
+def _gpt_oss_row(system: str, engine: str) -> MappedRow:
+    return map_measurement(next(m for m in load_silicon_sample() if m.mode == "agg" and m.model == "openai/gpt-oss-120b"
+                                and m.system == system and m.engine == engine and m.agg.tp == 1))  # fmt: skip
+
+
+def test_the_arithmetic_that_ran_is_priced_where_measured_and_legacy_keeps_the_labels():
+    """A gpt-oss row on B200/TRT-LLM labelled nvfp4 (no SILICON data: the baseline's HYBRID retry):
+    every method but legacy prices the checkpoint's MXFP4 experts with MXFP8 activations, which have
+    SILICON data, and says so; legacy prices the labels in HYBRID mode as the baseline."""
+    row = _gpt_oss_row("b200_sxm", "trtllm")
+    assert methods.priced_inputs(row.inputs) == dataclasses.replace(row.inputs, pricer="hybrid")
+    assert methods.priced_inputs(row.inputs, row.checkpoint_inputs) == row.checkpoint_inputs
+    uncached, legacy = predict(row, "uncached"), predict(row, "legacy")
+    assert methods.CHECKPOINT_NOTE in uncached.note and "w4a8_mxfp4_mxfp8" in uncached.note
+    assert methods.HYBRID_NOTE in legacy.note and methods.CHECKPOINT_NOTE not in legacy.note
+    assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
+
+
+def test_checkpoint_modes_without_silicon_data_fall_back_to_the_labels_hybrid_retry():
+    """B200/vLLM has no SILICON data for gpt-oss's experts with MXFP8 activations: the row is priced as
+    the baseline prices it."""
+    row = _gpt_oss_row("b200_sxm", "vllm")
+    assert row.checkpoint_inputs is not None
+    assert methods.priced_inputs(row.inputs, row.checkpoint_inputs) == dataclasses.replace(row.inputs, pricer="hybrid")
+    assert predict(row, "uncached").note == predict(row, "legacy").note == methods.HYBRID_NOTE
 
 
 class _Terminal(io.StringIO):

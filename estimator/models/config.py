@@ -91,7 +91,6 @@ def resolve_model_config(model: str) -> ModelConfig:
     """
     config_path, quant_path = _locate(model)
     raw = _load_json(config_path)
-    hf_quant = _load_json(quant_path) if quant_path.is_file() else None
     architecture = _architecture(model, raw)
     return ModelConfig(
         model=model,
@@ -106,8 +105,20 @@ def resolve_model_config(model: str) -> ModelConfig:
         vocab_size=_required(model, raw, "vocab_size"),
         max_context=_required(model, raw, "max_position_embeddings"),
         use_qk_norm=architecture in _QK_NORM_ARCHITECTURES,
-        quant=_quant_info(raw, hf_quant),
+        quant=_checkpoint_quant(raw, quant_path),
     )
+
+
+def checkpoint_quant(model: str) -> QuantInfo:
+    """The quant description of a model's checkpoint, for any architecture (native or reference-priced).
+
+    Raises UnknownModelError if no config file is found."""
+    config_path, quant_path = _locate(model)
+    return _checkpoint_quant(_load_json(config_path), quant_path)
+
+
+def _checkpoint_quant(raw: dict, quant_path: Path) -> QuantInfo:
+    return _quant_info(raw, _load_json(quant_path) if quant_path.is_file() else None)
 
 
 def bundled_model_configs_dir() -> Path:

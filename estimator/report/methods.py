@@ -2,9 +2,10 @@
 
 * legacy / uncached: the closed-form estimate in that semantics: agg rows through AggEstimator
   with the baseline's budget ctx_tokens = isl; disagg rows through estimator.disagg.run_disagg.
-  legacy prices the row as recorded (`MappedRow.recorded`: the baseline's inputs) where the
-  mapping replaced the recorded layout by the run's (row id or node bound, measurements.layout);
-  every other method prices the run's layout.
+  legacy prices the row as the baseline mapped it (`MappedRow.baseline`: the recorded layout and
+  the labelled quant modes); every other method prices the run's layout (row id or node bound,
+  measurements.layout) and, where the labels name other arithmetic than the checkpoint that ran
+  carries, the checkpoint's own quant modes when they have SILICON data (measurements.kernels).
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings. It replays the uncached method's closed-form row (engine-priced
@@ -33,6 +34,7 @@ from measurements.schema import Measurement
 DISAGG_MODULE = "estimator.disagg"
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
+CHECKPOINT_NOTE = "priced at the arithmetic that ran, not the labelled quant modes"
 CLOSED_LOOP_MODULE = "estimator.closedloop"
 
 
@@ -64,22 +66,34 @@ def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
     """The row's inputs, with the pricer that can price them (see priced_inputs)."""
     if row.inputs is None:
         raise Uncovered(row.reason)
-    return priced_inputs(row.inputs)
+    return priced_inputs(row.inputs, row.checkpoint_inputs)
 
 
 @functools.lru_cache(maxsize=4096)
-def priced_inputs(inputs: AggInputs | DisaggInputs) -> AggInputs | DisaggInputs:
-    """The inputs with their own pricer, or with the reference engine in HYBRID mode when SILICON
-    data is missing for one of the deployment's ops (the baseline's retry); every method then
-    prices the row the same way."""
-    if inputs.pricer != "hybrid" and isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
-        return dataclasses.replace(inputs, pricer="hybrid")
-    return inputs
+def priced_inputs(inputs: AggInputs | DisaggInputs, checkpoint: AggInputs | DisaggInputs | None = None) -> AggInputs | DisaggInputs:
+    """The first of these with SILICON data for every op: the inputs at the checkpoint's own quant
+    modes (when given: the arithmetic that ran), then the inputs; else the inputs with the reference
+    engine in HYBRID mode (the baseline's retry). The closed-form and closed-loop methods price what
+    this returns."""
+    if checkpoint is not None and not _misses_silicon(checkpoint):
+        return checkpoint
+    if inputs.pricer == "hybrid" or not _misses_silicon(inputs):
+        return inputs
+    return dataclasses.replace(inputs, pricer="hybrid")
+
+
+def _misses_silicon(inputs: AggInputs | DisaggInputs) -> bool:
+    return isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError)
 
 
 def pricing_note(row: MappedRow) -> str:
-    """A caveat when the row is priced in HYBRID mode."""
-    return HYBRID_NOTE if row.inputs is not None and _inputs(row).pricer == "hybrid" else ""
+    """A caveat when the row is priced in HYBRID mode or at the checkpoint's quant modes."""
+    if row.inputs is None:
+        return ""
+    priced = _inputs(row)
+    if priced.pricer == "hybrid":
+        return HYBRID_NOTE
+    return f"{CHECKPOINT_NOTE}: {row.quant_note}" if priced == row.checkpoint_inputs else ""
 
 
 @functools.cache
@@ -153,7 +167,7 @@ def step_prices(result) -> tuple[float, float]:
 def _closed_form_method(semantics: Semantics) -> Method:
     def method(row: MappedRow) -> Prediction:
         if semantics is Semantics.LEGACY:
-            row = row.recorded or row
+            row = row.baseline
         result = closed_form(row, semantics)
         note = "; ".join(n for n in (pricing_note(row), memory_note(result)) if n)
         return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), note, *step_prices(result))
