@@ -17,15 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from estimator.errors import EstimatorError
 from estimator.models.config import checkpoint_quant
 from estimator.models.quant import checkpoint_quant_modes
 from estimator.perf.system_spec import load_system_spec
 from measurements.schema import Measurement
 
 ARITHMETIC = {
-    "bfloat16": (16, 16), "fp8": (8, 8), "fp8_static": (8, 8), "fp8_block": (8, 8), "int4_wo": (4, 16),
-    "nvfp4": (4, 4), "nvfp4_wo": (4, 16), "w4a16_mxfp4": (4, 16), "w4a8_mxfp4_mxfp8": (4, 8),
-}  # fmt: skip  # quant mode -> (weight bits, activation bits)
+    "bfloat16": (16, 16), "int8_wo": (8, 16), "sq": (8, 8), "fp8": (8, 8), "fp8_static": (8, 8), "fp8_block": (8, 8),
+    "fp8_ootb": (8, 8), "int4_wo": (4, 16), "w4afp8": (4, 8), "nvfp4": (4, 4), "nvfp4_wo": (4, 16), "w4a16_nvfp4": (4, 16),
+    "w4a16_mxfp4": (4, 16), "w4a16_mxfp4_cutlass": (4, 16), "w4a8_mxfp4_mxfp8": (4, 8), "w4a8_mxfp4_mxfp8_trtllm": (4, 8),
+}  # fmt: skip  # every GEMM and MoE quant mode (estimator.models.quant) -> (weight bits, activation bits)
 MXFP4_BF16_ACTIVATIONS = "w4a16_mxfp4"  # MXFP4 experts, BF16 activations: the checkpoint's default reading
 MXFP4_MXFP8_ACTIVATIONS = "w4a8_mxfp4_mxfp8"  # MXFP4 experts, MXFP8 activations
 BLACKWELL_SM = 100
@@ -54,7 +56,10 @@ def checkpoint_modes(m: Measurement, model_used: str) -> tuple[str, str, str] | 
     and for an aliased model (its checkpoint is not bundled)."""
     if model_used != m.model:
         return None
-    modes = checkpoint_quant_modes(checkpoint_quant(model_used))
+    try:
+        modes = checkpoint_quant_modes(checkpoint_quant(model_used))
+    except EstimatorError:  # a checkpoint quantization the estimator cannot read: the labels stand
+        return None
     kind = "moe" if "moe" in modes else "gemm"
     label = m.moe_quant if kind == "moe" else m.gemm_quant
     if kind not in modes or label not in ARITHMETIC or ARITHMETIC[modes[kind]][0] != ARITHMETIC[label][0]:

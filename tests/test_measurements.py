@@ -488,6 +488,26 @@ def test_labels_naming_the_same_arithmetic_or_another_checkpoint_are_kept(sample
     assert kernels.checkpoint_modes(m, m.model) is None
 
 
+def test_every_gemm_and_moe_mode_has_its_arithmetic():
+    from estimator.models.quant import GEMM_WEIGHT_BYTES, MOE_MODES
+
+    assert set(GEMM_WEIGHT_BYTES) | MOE_MODES == set(kernels.ARITHMETIC)
+
+
+def test_an_unreadable_checkpoint_quantization_keeps_the_labels(sample, monkeypatch):
+    """A checkpoint whose quantization the estimator cannot read leaves the row on its labels, and
+    the mapping of the batch goes on."""
+    from estimator.errors import UnsupportedModelError
+
+    def unreadable(model):
+        raise UnsupportedModelError(f"unsupported quantization algorithm for {model}")
+
+    monkeypatch.setattr(kernels, "checkpoint_quant", unreadable)
+    m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
+    assert kernels.checkpoint_modes(m, m.model) is None
+    assert map_measurement(m).checkpoint_inputs is None
+
+
 def test_an_aliased_model_keeps_its_labels(sample):
     m = _first(sample, model="zhipuai/GLM-5", gemm_quant="fp8")
     model_used, _ = resolve_model(m)
