@@ -19,7 +19,7 @@ import pytest
 from estimator.cli import main
 from estimator.closedloop import EngineSettings
 from estimator.report import METHOD_NAMES, methods
-from estimator.report.batch import Progress, predict, predict_all
+from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
 from estimator.report.render import reason_group, render_report
@@ -40,7 +40,7 @@ def point(id_, method, covered, ttft=None, tpot=None, reason="", **extra) -> dic
         "attention_dp": 1, "source": "inferencex", "engine_version": "0.19.0", "image": "vllm/vllm-openai:v0.19.0",
         "model_used": "Qwen/Qwen3-32B", "model_note": "", "layout_note": "", "data_version": "0.24.0",
         "version_note": "measured 0.19.0 is older than every data version (0.24.0, 0.27.0): nearest 0.24.0", "pricer": "native",
-        "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "recv_interval": 1, "engine_settings": "engine default",
+        "pricing": "native, SILICON" if covered else NOT_PRICED, "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "recv_interval": 1, "engine_settings": "engine default",
     }  # fmt: skip
     return base | extra
 
@@ -115,6 +115,8 @@ def test_legacy_and_uncached_predict_a_dense_row(dense_row):
     for name in ("legacy", "uncached"):
         r = predict(dense_row, name)
         assert r.covered and r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0, r.reason
+        assert r.pricing == "native, SILICON"
+    assert predict(dataclasses.replace(dense_row, inputs=None, reason="no inputs"), "legacy").pricing == NOT_PRICED
 
 
 def test_only_legacy_prices_a_relabelled_row_as_recorded(dense_row):
@@ -243,6 +245,7 @@ def test_the_arithmetic_that_ran_is_priced_where_measured_and_legacy_keeps_the_l
     uncached, legacy = predict(row, "uncached"), predict(row, "legacy")
     assert methods.CHECKPOINT_NOTE in uncached.note and "w4a8_mxfp4_mxfp8" in uncached.note
     assert methods.HYBRID_NOTE in legacy.note and methods.CHECKPOINT_NOTE not in legacy.note
+    assert (uncached.pricing, legacy.pricing) == ("reference engine, SILICON, arithmetic that ran", "reference engine, HYBRID")
     assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
 
 
@@ -253,6 +256,7 @@ def test_checkpoint_modes_without_silicon_data_fall_back_to_the_labels_hybrid_re
     assert row.checkpoint_inputs is not None
     assert methods.priced_inputs(row.inputs, row.checkpoint_inputs) == dataclasses.replace(row.inputs, pricer="hybrid")
     assert predict(row, "uncached").note == predict(row, "legacy").note == methods.HYBRID_NOTE
+    assert predict(row, "uncached").pricing == predict(row, "legacy").pricing == "reference engine, HYBRID"
 
 
 class _Terminal(io.StringIO):
@@ -340,8 +344,9 @@ def test_headline_has_a_row_per_method_and_the_reference(fixture_points):
 def test_partition_tables_report_mape_median_and_bias_per_method(fixture_points):
     html = render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
     partitions = [t for t in outline(html).tables if t["section"] == "partitions"]
-    assert len(partitions) == 3
+    assert len(partitions) == 4
     assert partitions[0]["rows"] == 2 + 3  # two header rows; vllm agg, sglang agg, vllm disagg
+    assert partitions[3]["rows"] == 2 + 2  # by pricing: "native, SILICON" and the uncovered points' NOT_PRICED
     for label in ("TTFT MAPE", "TTFT med APE", "TTFT bias", "TPOT MAPE", "TPOT med APE", "TPOT bias"):
         assert label in html
 

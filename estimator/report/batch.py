@@ -19,6 +19,7 @@ from estimator.numba_cache import KERNEL_WARMERS
 from estimator.report.methods import METHODS, Uncovered, first_line
 from measurements.mapping import MappedRow
 
+NOT_PRICED = "none (not covered)"
 CHUNK_ROWS = 64  # rows per task: small enough for a live progress bar, large enough to amortise pickling
 BAR_WIDTH = 30
 
@@ -36,6 +37,7 @@ class PointResult:
     note: str  # a caveat on a covered prediction ("" when none)
     prefill_step_ms: float  # the prefill step price behind TTFT, ms (NaN when unknown)
     decode_step_ms: float  # the decode step price behind TPOT, ms (NaN when unknown)
+    pricing: str  # how the method priced the row (methods.pricing; NOT_PRICED when not covered)
 
 
 def predict(row: MappedRow, method: str) -> PointResult:
@@ -47,12 +49,12 @@ def predict(row: MappedRow, method: str) -> PointResult:
         return uncovered(mid, method, str(exc))
     except Exception as exc:  # a failing row is reported, never fatal
         return uncovered(mid, method, f"{type(exc).__name__}: {first_line(exc)}")
-    return PointResult(mid, method, True, "", p.ttft_ms, p.tpot_ms, p.note, p.prefill_step_ms, p.decode_step_ms)
+    return PointResult(mid, method, True, "", p.ttft_ms, p.tpot_ms, p.note, p.prefill_step_ms, p.decode_step_ms, p.pricing)
 
 
 def uncovered(mid: str, method: str, reason: str) -> PointResult:
     nan = math.nan
-    return PointResult(mid, method, False, reason, nan, nan, "", nan, nan)
+    return PointResult(mid, method, False, reason, nan, nan, "", nan, nan, NOT_PRICED)
 
 
 def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...],

@@ -36,6 +36,8 @@ SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empir
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
 CHECKPOINT_NOTE = "priced at the arithmetic that ran, not the labelled quant modes"
 CLOSED_LOOP_MODULE = "estimator.closedloop"
+PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
+ARITHMETIC_THAT_RAN = ", arithmetic that ran"
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Prediction:
     note: str = ""  # a caveat that does not void the prediction
     prefill_step_ms: float = math.nan  # the step price behind TTFT: one prefill chunk (agg) or batch (disagg), ms
     decode_step_ms: float = math.nan  # the step price behind TPOT: one decode-only step (agg) or iteration (disagg), ms
+    pricing: str = ""  # how the row was priced (see pricing)
 
 
 class Uncovered(Exception):
@@ -94,6 +97,13 @@ def pricing_note(row: MappedRow) -> str:
     if priced.pricer == "hybrid":
         return HYBRID_NOTE
     return f"{CHECKPOINT_NOTE}: {row.quant_note}" if priced == row.checkpoint_inputs else ""
+
+
+def pricing(row: MappedRow) -> str:
+    """How a row is priced: the pricer and its database mode (PRICINGS), then ", arithmetic that ran"
+    when at the checkpoint's quant modes rather than the labels (a partition of the report)."""
+    priced = _inputs(row)
+    return PRICINGS[priced.pricer] + (ARITHMETIC_THAT_RAN if priced == row.checkpoint_inputs else "")
 
 
 @functools.cache
@@ -170,7 +180,7 @@ def _closed_form_method(semantics: Semantics) -> Method:
             row = row.baseline
         result = closed_form(row, semantics)
         note = "; ".join(n for n in (pricing_note(row), memory_note(result)) if n)
-        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), note, *step_prices(result))
+        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), note, *step_prices(result), pricing=pricing(row))
 
     method.__doc__ = f"The closed-form estimate, {semantics.value} semantics."
     return method
@@ -218,7 +228,7 @@ def _closed_loop_method(protocol: str) -> Method:
         ttft, tpot = float(figures["ttft"]), float(figures["tpot"])
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
-        return Prediction(ttft, tpot, pricing_note(row))
+        return Prediction(ttft, tpot, pricing_note(row), pricing=pricing(row))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

@@ -21,6 +21,7 @@ PARTITIONS = (
     ("system x backend x mode", ("system", "backend", "mode")),
     ("model", ("model",)),
     ("concurrency bucket", ("concurrency_bucket",)),
+    ("pricing (per method: a row's pricing can differ between legacy and the others)", ("pricing",)),
 )
 PLOT = 300  # scatter plot side, px
 HIST_BINS = np.arange(-1.0, 2.01, 0.1)  # signed relative error bins; larger errors fall in an overflow bar
