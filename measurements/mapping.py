@@ -11,11 +11,13 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   or bounded by the system's node) is priced as the run's layout (`measurements.layout`); the row
   as recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline
   on the baseline's inputs;
-* the row's quant labels stay its inputs; when the labels name other arithmetic than the checkpoint
-  that ran carries (measurements.kernels), the row also carries inputs at the checkpoint's modes
-  (`MappedRow.checkpoint_inputs`), priced by every method but legacy when they have SILICON data;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
+
+Not a baseline decision: the row's quant labels stay its inputs, and when they name other
+arithmetic than the checkpoint that ran carries (measurements.kernels) the row also carries inputs
+at the checkpoint's modes (`MappedRow.checkpoint_inputs`), which every method but legacy prices
+when they price with SILICON data.
 """
 from __future__ import annotations
 
@@ -112,7 +114,7 @@ class MappedRow:
     @property
     def baseline(self) -> MappedRow:
         """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes only."""
-        return self.recorded or dataclasses.replace(self, checkpoint_inputs=None, quant_note="")
+        return dataclasses.replace(self.recorded or self, checkpoint_inputs=None, quant_note="")
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -133,13 +135,12 @@ def map_measurement(m: Measurement) -> MappedRow:
 
 
 def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
-    """The row with inputs at the checkpoint's own quant modes, when they differ from its labels."""
-    modes = checkpoint_modes(run, row.model_used) if row.inputs is not None else None
+    """The row with inputs at the checkpoint's own quant modes, when their arithmetic differs from its labels'."""
+    modes = checkpoint_modes(run, row.model_used, moe=not is_native(row.model_used)) if row.inputs is not None else None
     if modes is None:
         return row
-    gemm, moe, note = modes
-    inputs = _inputs(dataclasses.replace(run, gemm_quant=gemm, moe_quant=moe), row.model_used, row.data_version)
-    return dataclasses.replace(row, checkpoint_inputs=inputs, quant_note=note)
+    inputs = _inputs(dataclasses.replace(run, gemm_quant=modes.gemm, moe_quant=modes.moe), row.model_used, row.data_version)
+    return dataclasses.replace(row, checkpoint_inputs=inputs, quant_note=modes.note)
 
 
 def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str, version_note: str) -> MappedRow:

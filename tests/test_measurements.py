@@ -464,14 +464,24 @@ def test_gpt_oss_rows_labelled_nvfp4_run_the_checkpoints_mxfp4_experts(sample, s
     MXFP4 experts, run with the activations the engine uses on that GPU."""
     m = _first(sample, model="openai/gpt-oss-120b", system=system, engine=engine, mode="agg")
     assert (m.gemm_quant, m.moe_quant) == ("nvfp4", "nvfp4")
-    gemm, got, note = kernels.checkpoint_modes(m, m.model)
-    assert (gemm, got) == ("bfloat16", moe) and "config.json" in note
-    assert ("MXFP8 activations" in note) == (moe == "w4a8_mxfp4_mxfp8")
+    modes = kernels.checkpoint_modes(m, m.model, moe=True)
+    assert (modes.gemm, modes.moe) == ("bfloat16", moe) and "config.json" in modes.note
+    assert ("MXFP8 activations" in modes.note) == (moe == "w4a8_mxfp4_mxfp8")
 
 
-def test_mxfp8_activations_under_vllm_need_the_recipe_that_sets_them(sample):
-    m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="vllm", mode="agg")
-    assert kernels.checkpoint_modes(dataclasses.replace(m, source="other"), m.model)[1] == "w4a16_mxfp4"
+@pytest.mark.parametrize(
+    ("engine", "system", "source", "moe"),
+    [
+        ("trtllm", "b300_sxm", "inferencex", "w4a8_mxfp4_mxfp8"),  # sm103: named by TRT-LLM's guide
+        ("trtllm", "gb300", "inferencex", "w4a8_mxfp4_mxfp8"),
+        ("trtllm", "rtx_pro_6000_server", "inferencex", "w4a16_mxfp4"),  # a Blackwell the guide does not name
+        ("vllm", "b200_sxm", "other", "w4a16_mxfp4"),  # MXFP8 under vLLM is the InferenceX recipe's, not vLLM's default
+        ("vllm", "b300_sxm", "inferencex", "w4a16_mxfp4"),  # the cited recipe is B200's
+    ],
+)
+def test_mxfp8_activations_follow_the_cited_setups_only(sample, engine, system, source, moe):
+    m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine=engine, mode="agg")
+    assert kernels.checkpoint_modes(dataclasses.replace(m, system=system, source=source), m.model, moe=True).moe == moe
 
 
 @pytest.mark.parametrize(
@@ -485,13 +495,54 @@ def test_mxfp8_activations_under_vllm_need_the_recipe_that_sets_them(sample):
 )
 def test_labels_naming_the_same_arithmetic_or_another_checkpoint_are_kept(sample, model, engine, system, label):
     m = _first(sample, model=model, engine=engine, system=system, moe_quant=label)
-    assert kernels.checkpoint_modes(m, m.model) is None
+    assert kernels.checkpoint_modes(m, m.model, moe=True) is None
 
 
-def test_every_gemm_and_moe_mode_has_its_arithmetic():
+def test_a_missing_label_stands_for_the_checkpoints_own_mode(sample):
+    """No label means the pricer infers the checkpoint's mode: the rule fires only where the run's
+    arithmetic differs from that (MXFP8 activations on Blackwell)."""
+    hopper = _first(sample, model="openai/gpt-oss-120b", system="h200_sxm", engine="trtllm", mode="agg")
+    assert kernels.checkpoint_modes(dataclasses.replace(hopper, gemm_quant=None, moe_quant="w4a16_mxfp4"), hopper.model, moe=True) is None
+    assert kernels.checkpoint_modes(dataclasses.replace(hopper, gemm_quant=None, moe_quant=None), hopper.model, moe=True) is None
+    blackwell = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
+    modes = kernels.checkpoint_modes(dataclasses.replace(blackwell, gemm_quant=None, moe_quant=None), blackwell.model, moe=True)
+    assert (modes.gemm, modes.moe) == ("bfloat16", "w4a8_mxfp4_mxfp8")
+
+
+def test_weight_and_activation_bits_agree_with_the_references_quant_modes():
+    """Weight bits from the reference's storage bytes, activation bits from its MMA compute dtype."""
+    from aiconfigurator_core.sdk.common import GEMMQuantMode, MoEQuantMode
+
     from estimator.models.quant import GEMM_WEIGHT_BYTES, MOE_MODES
 
-    assert set(GEMM_WEIGHT_BYTES) | MOE_MODES == set(kernels.ARITHMETIC)
+    compute_bits = {"bfloat16": 16, "fp8": 8, "int8": 8, "fp4": 4}
+    reference = {mode.name: (int(mode.value.memory * 8), compute_bits[mode.value.compute_dtype]) for mode in (*GEMMQuantMode, *MoEQuantMode)}
+    assert set(GEMM_WEIGHT_BYTES) | MOE_MODES == set(kernels.WEIGHT_AND_ACTIVATION_BITS)
+    assert {mode: reference[mode] for mode in kernels.WEIGHT_AND_ACTIVATION_BITS} == dict(kernels.WEIGHT_AND_ACTIVATION_BITS)
+
+
+def _with_checkpoint_modes(monkeypatch, modes: dict) -> None:
+    """Read every checkpoint as quantized with these modes."""
+    monkeypatch.setattr(kernels, "checkpoint_quant_modes", lambda quant: modes)
+
+
+def test_an_expert_only_checkpoint_keeps_bf16_gemms(sample, monkeypatch):
+    """A checkpoint that quantizes only its experts implies BF16 GEMMs (no KeyError aborting the mapping)."""
+    _with_checkpoint_modes(monkeypatch, {"moe": "w4a16_mxfp4"})
+    m = _first(sample, model="openai/gpt-oss-120b", system="h200_sxm", engine="vllm", mode="agg")
+    modes = kernels.checkpoint_modes(m, m.model, moe=True)
+    assert (modes.gemm, modes.moe) == ("bfloat16", "w4a16_mxfp4")
+    assert map_measurement(m).checkpoint_inputs.deployment.quant.gemm == "bfloat16"
+
+
+def test_a_dense_model_is_judged_by_its_gemm_label(sample, monkeypatch):
+    """For a dense model the MoE label means nothing: only the GEMM label is compared."""
+    _with_checkpoint_modes(monkeypatch, {"gemm": "w4a16_nvfp4", "moe": "nvfp4"})
+    m = _first(sample, model="Qwen/Qwen3-32B", engine="trtllm", system="gb200", gemm_quant="nvfp4")
+    modes = kernels.checkpoint_modes(dataclasses.replace(m, moe_quant=None), m.model, moe=False)
+    assert (modes.gemm, modes.moe) == ("w4a16_nvfp4", None)
+    assert kernels.checkpoint_modes(dataclasses.replace(m, moe_quant="bfloat16"), m.model, moe=False).moe == "bfloat16"
+    assert kernels.checkpoint_modes(dataclasses.replace(m, gemm_quant="fp8"), m.model, moe=False) is None
 
 
 def test_an_unreadable_checkpoint_quantization_keeps_the_labels(sample, monkeypatch):
@@ -504,14 +555,16 @@ def test_an_unreadable_checkpoint_quantization_keeps_the_labels(sample, monkeypa
 
     monkeypatch.setattr(kernels, "checkpoint_quant", unreadable)
     m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
-    assert kernels.checkpoint_modes(m, m.model) is None
+    assert kernels.checkpoint_modes(m, m.model, moe=True) is None
     assert map_measurement(m).checkpoint_inputs is None
 
 
 def test_an_aliased_model_keeps_its_labels(sample):
     m = _first(sample, model="zhipuai/GLM-5", gemm_quant="fp8")
     model_used, _ = resolve_model(m)
-    assert model_used != m.model and kernels.checkpoint_modes(m, model_used) is None
+    assert model_used != m.model and kernels.checkpoint_modes(m, model_used, moe=True) is None
+    gpt_oss = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
+    assert kernels.checkpoint_modes(dataclasses.replace(gpt_oss, model="vendor/gpt-oss-120b-copy"), gpt_oss.model, moe=True) is None
 
 
 def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):

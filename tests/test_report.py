@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from estimator.cli import main
+from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.closedloop import EngineSettings
 from estimator.report import METHOD_NAMES, methods
 from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
@@ -249,6 +250,37 @@ def test_the_arithmetic_that_ran_is_priced_where_measured_and_legacy_keeps_the_l
     assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
 
 
+def test_the_arithmetic_that_ran_is_priced_before_labels_that_have_silicon_data(monkeypatch):
+    """Where both price with SILICON data, the checkpoint's modes win; where the checkpoint's fail in
+    any way, the labels stand (and go to HYBRID mode only on a SILICON miss)."""
+    row = _gpt_oss_row("h200_sxm", "vllm")
+    priced = object()  # a closed-form outcome that is not an exception
+    for checkpoint_outcome, labels_outcome, expected in (
+        (priced, priced, row.checkpoint_inputs),
+        (InvalidInputError("no"), priced, row.inputs),
+        (PerfDataMissingError("no"), PerfDataMissingError("no"), dataclasses.replace(row.inputs, pricer="hybrid")),
+    ):  # fmt: skip
+        outcomes = {row.checkpoint_inputs: checkpoint_outcome, row.inputs: labels_outcome}
+        monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: outcomes[inputs])
+        methods.priced_inputs.cache_clear()
+        assert methods.priced_inputs(row.inputs, row.checkpoint_inputs) == expected
+    methods.priced_inputs.cache_clear()
+
+
+def test_closed_loop_methods_price_and_label_the_arithmetic_that_ran(monkeypatch):
+    seen = {}
+
+    def replay(result_row, deployment, **kwargs):
+        seen["deployment"] = deployment
+        return {"ttft": 50.0, "tpot": 5.0}
+
+    with_closedloop(monkeypatch, fake_closedloop(replay))
+    row = _gpt_oss_row("b200_sxm", "trtllm")
+    r = predict(row, "closed_loop_steady")
+    assert seen["deployment"] == row.checkpoint_inputs.deployment
+    assert r.pricing == "reference engine, SILICON, arithmetic that ran" and methods.CHECKPOINT_NOTE in r.note
+
+
 def test_checkpoint_modes_without_silicon_data_fall_back_to_the_labels_hybrid_retry():
     """B200/vLLM has no SILICON data for gpt-oss's experts with MXFP8 activations: the row is priced as
     the baseline prices it."""
@@ -346,7 +378,8 @@ def test_partition_tables_report_mape_median_and_bias_per_method(fixture_points)
     partitions = [t for t in outline(html).tables if t["section"] == "partitions"]
     assert len(partitions) == 4
     assert partitions[0]["rows"] == 2 + 3  # two header rows; vllm agg, sglang agg, vllm disagg
-    assert partitions[3]["rows"] == 2 + 2  # by pricing: "native, SILICON" and the uncovered points' NOT_PRICED
+    assert partitions[3]["rows"] == 2 + 1  # by pricing, covered points only: "native, SILICON"
+    assert "<td>native, SILICON</td><td>2</td>" in html  # the rows with a point in the partition
     for label in ("TTFT MAPE", "TTFT med APE", "TTFT bias", "TPOT MAPE", "TPOT med APE", "TPOT bias"):
         assert label in html
 
@@ -414,9 +447,9 @@ def test_points_csv_round_trip_renders_the_same_page(fixture_points, tmp_path):
 def test_points_csv_without_added_columns_reads_their_defaults(fixture_points, tmp_path):
     path = tmp_path / "points.csv"
     write_points(fixture_points, path, PROVENANCE)
-    pd.read_csv(path).drop(columns=["layout_note", "recv_interval"]).to_csv(path, index=False)
+    pd.read_csv(path).drop(columns=["layout_note", "recv_interval", "pricing"]).to_csv(path, index=False)
     points, _ = read_points(path)
-    assert (points["layout_note"] == "").all() and (points["recv_interval"] == 1).all()
+    assert (points["layout_note"] == "").all() and (points["recv_interval"] == 1).all() and (points["pricing"] == "not recorded").all()
     pd.read_csv(path).drop(columns=["system"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="system"):
         read_points(path)

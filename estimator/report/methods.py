@@ -34,8 +34,10 @@ from measurements.schema import Measurement
 DISAGG_MODULE = "estimator.disagg"
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
-CHECKPOINT_NOTE = "priced at the arithmetic that ran, not the labelled quant modes"
+CHECKPOINT_NOTE = "priced at the arithmetic that ran, not the labelled quant modes"  # then ": " and MappedRow.quant_note
 CLOSED_LOOP_MODULE = "estimator.closedloop"
+# the pricing of a row (a report partition): the priced inputs' pricer -> pricer and database mode,
+# then ARITHMETIC_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs)
 PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
 ARITHMETIC_THAT_RAN = ", arithmetic that ran"
 
@@ -46,10 +48,10 @@ class Prediction:
 
     ttft_ms: float  # predicted time to first token, ms (finite, >= 0)
     tpot_ms: float  # predicted time per output token, ms (finite, >= 0)
+    pricing: str  # how the row was priced (see pricing)
     note: str = ""  # a caveat that does not void the prediction
     prefill_step_ms: float = math.nan  # the step price behind TTFT: one prefill chunk (agg) or batch (disagg), ms
     decode_step_ms: float = math.nan  # the step price behind TPOT: one decode-only step (agg) or iteration (disagg), ms
-    pricing: str = ""  # how the row was priced (see pricing)
 
 
 class Uncovered(Exception):
@@ -74,36 +76,25 @@ def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
 
 @functools.lru_cache(maxsize=4096)
 def priced_inputs(inputs: AggInputs | DisaggInputs, checkpoint: AggInputs | DisaggInputs | None = None) -> AggInputs | DisaggInputs:
-    """The first of these with SILICON data for every op: the inputs at the checkpoint's own quant
-    modes (when given: the arithmetic that ran), then the inputs; else the inputs with the reference
-    engine in HYBRID mode (the baseline's retry). The closed-form and closed-loop methods price what
-    this returns."""
-    if checkpoint is not None and not _misses_silicon(checkpoint):
+    """What the closed-form and closed-loop methods price: the inputs at the checkpoint's own quant
+    modes (when given: the arithmetic that ran) if they price with SILICON data for every op; else
+    the inputs, in the reference engine's HYBRID mode when SILICON data miss an op (the baseline's
+    retry)."""
+    if checkpoint is not None and not isinstance(_closed_form_outcome(checkpoint, Semantics.LEGACY, None), Exception):
         return checkpoint
-    if inputs.pricer == "hybrid" or not _misses_silicon(inputs):
-        return inputs
-    return dataclasses.replace(inputs, pricer="hybrid")
+    if inputs.pricer != "hybrid" and isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
+        return dataclasses.replace(inputs, pricer="hybrid")
+    return inputs
 
 
-def _misses_silicon(inputs: AggInputs | DisaggInputs) -> bool:
-    return isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError)
-
-
-def pricing_note(row: MappedRow) -> str:
-    """A caveat when the row is priced in HYBRID mode or at the checkpoint's quant modes."""
-    if row.inputs is None:
-        return ""
+def pricing(row: MappedRow) -> tuple[str, str]:
+    """(how the row is priced, the caveat for its note) of a row with inputs: the pricer and its
+    database mode (PRICINGS) with ARITHMETIC_THAT_RAN at the checkpoint's modes; the caveat says
+    HYBRID mode or the checkpoint's modes ("" when neither)."""
     priced = _inputs(row)
-    if priced.pricer == "hybrid":
-        return HYBRID_NOTE
-    return f"{CHECKPOINT_NOTE}: {row.quant_note}" if priced == row.checkpoint_inputs else ""
-
-
-def pricing(row: MappedRow) -> str:
-    """How a row is priced: the pricer and its database mode (PRICINGS), then ", arithmetic that ran"
-    when at the checkpoint's quant modes rather than the labels (a partition of the report)."""
-    priced = _inputs(row)
-    return PRICINGS[priced.pricer] + (ARITHMETIC_THAT_RAN if priced == row.checkpoint_inputs else "")
+    if priced == row.checkpoint_inputs:
+        return PRICINGS[priced.pricer] + ARITHMETIC_THAT_RAN, f"{CHECKPOINT_NOTE}: {row.quant_note}"
+    return PRICINGS[priced.pricer], HYBRID_NOTE if priced.pricer == "hybrid" else ""
 
 
 @functools.cache
@@ -179,8 +170,9 @@ def _closed_form_method(semantics: Semantics) -> Method:
         if semantics is Semantics.LEGACY:
             row = row.baseline
         result = closed_form(row, semantics)
-        note = "; ".join(n for n in (pricing_note(row), memory_note(result)) if n)
-        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), note, *step_prices(result), pricing=pricing(row))
+        priced, caveat = pricing(row)
+        note = "; ".join(n for n in (caveat, memory_note(result)) if n)
+        return Prediction(float(result.row["ttft"]), float(result.row["tpot"]), priced, note, *step_prices(result))
 
     method.__doc__ = f"The closed-form estimate, {semantics.value} semantics."
     return method
@@ -228,7 +220,7 @@ def _closed_loop_method(protocol: str) -> Method:
         ttft, tpot = float(figures["ttft"]), float(figures["tpot"])
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
-        return Prediction(ttft, tpot, pricing_note(row), pricing=pricing(row))
+        return Prediction(ttft, tpot, *pricing(row))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

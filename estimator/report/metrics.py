@@ -77,11 +77,12 @@ def by_method(points: pd.DataFrame, methods: list[str]) -> dict[str, GroupStats]
     return {m: group_stats(points[points["method"] == m]) for m in methods}
 
 
-def partition_stats(points: pd.DataFrame, keys: list[str], methods: list[str]) -> list[tuple[tuple, dict[str, GroupStats]]]:
-    """Per partition (sorted by its key values): GroupStats per method."""
+def partition_stats(points: pd.DataFrame, keys: list[str], methods: list[str]) -> list[tuple[tuple, int, dict[str, GroupStats]]]:
+    """Per partition (sorted by its key values): the key, the measured rows with a point in it, and
+    GroupStats per method."""
     out = []
     for key, part in points.groupby(keys, sort=True, dropna=False):
-        out.append((key if isinstance(key, tuple) else (key,), by_method(part, methods)))
+        out.append((key if isinstance(key, tuple) else (key,), int(part["id"].nunique()), by_method(part, methods)))
     return out
 
 

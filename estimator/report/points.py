@@ -20,7 +20,7 @@ POINT_COLUMNS = (
     "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "engine_settings",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
-ADDED_POINT_COLUMNS = MappingProxyType({"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "pricing": ""})
+ADDED_POINT_COLUMNS = MappingProxyType({"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "pricing": "not recorded"})
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
 
@@ -109,7 +109,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
     points["covered"] = points["covered"].astype(str).str.lower() == "true"
-    for column in ("reason", "note", "model_note", "layout_note", "version_note", "pricing"):
+    for column in ("reason", "note", "model_note", "layout_note", "version_note"):
         points[column] = points[column].fillna("")
     sidecar = provenance_path(path)
     return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})

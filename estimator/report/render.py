@@ -18,11 +18,11 @@ from estimator.report.points import bucket_order
 
 TEMPLATES = Path(__file__).parent / "templates"
 PARTITIONS = (
-    ("system x backend x mode", ("system", "backend", "mode")),
-    ("model", ("model",)),
-    ("concurrency bucket", ("concurrency_bucket",)),
-    ("pricing (per method: a row's pricing can differ between legacy and the others)", ("pricing",)),
-)
+    ("system x backend x mode", ("system", "backend", "mode"), False),
+    ("model", ("model",), False),
+    ("concurrency bucket", ("concurrency_bucket",), False),
+    ("pricing (covered points: legacy may price a row otherwise than the other methods)", ("pricing",), True),
+)  # (title, key columns, covered points only: for a key that varies between a row's methods)
 PLOT = 300  # scatter plot side, px
 HIST_BINS = np.arange(-1.0, 2.01, 0.1)  # signed relative error bins; larger errors fall in an overflow bar
 CONTRIBUTION_KEYS = ["system", "backend", "mode", "model"]
@@ -95,7 +95,8 @@ def report_context(points: pd.DataFrame, provenance: dict, methods: list[str]) -
         "references": REFERENCES,
         "common": common_headline(points, shown),
         "coverage": coverage_breakdown(points, methods),
-        "partitions": [(title, list(keys), metrics.partition_stats(points, list(keys), shown)) for title, keys in PARTITIONS],
+        "partitions": [(title, list(keys), metrics.partition_stats(points[points["covered"]] if covered_only else points, list(keys), shown))
+                       for title, keys, covered_only in PARTITIONS],
         "scatters": scatter_plots(points, shown),
         "histograms": histograms(points, shown),
         "closing": closing_note(points, shown),
