@@ -75,22 +75,24 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
         modes = checkpoint_quant_modes(checkpoint_quant(model_used))
     except EstimatorError:  # the labels stand
         return None
-    kind, label = ("moe", m.moe_quant) if moe else ("gemm", m.gemm_quant)
-    if kind not in modes or _bits(label or modes[kind]) is None or _bits(label or modes[kind])[0] != _bits(modes[kind])[0]:
-        return None
-    gemm, moe_mode = modes.get("gemm", BF16), modes.get("moe", m.moe_quant) if moe else m.moe_quant
+    own_gemm, own_moe = modes.get("gemm", BF16), modes.get("moe") if moe else m.moe_quant
+    label, own = (m.moe_quant, own_moe) if moe else (m.gemm_quant, own_gemm)
+    if own is None or _bits(label or own) is None or _bits(label or own)[0] != _bits(own)[0]:
+        return None  # the label names another checkpoint, or a mode the rule does not know
+    gemm, moe_mode = own_gemm, own_moe
     note = f"the checkpoint's own {gemm}/{moe_mode} (its config.json quantization_config)"
     rule = _mxfp8_activations(m) if moe_mode == MXFP4_BF16_ACTIVATIONS else None
     if rule is not None:
         moe_mode = MXFP4_MXFP8_ACTIVATIONS
         note = f"the checkpoint's own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
-    labels = (m.gemm_quant or modes.get("gemm", BF16), (m.moe_quant or modes.get("moe")) if moe else m.moe_quant)
-    if all(_bits(a) == _bits(b) for a, b in zip((gemm, moe_mode), labels)):
+    labelled = (m.gemm_quant or own_gemm, m.moe_quant or own_moe)
+    if all(_bits(ran) == _bits(named) for ran, named in zip((gemm, moe_mode), labelled)):
         return None
     return CheckpointModes(gemm, moe_mode, note)
 
 
 def _bits(mode: str | None) -> tuple[int, int] | None:
+    """(weight bits, activation bits) of a quant mode; None for no mode or one the table lacks."""
     return WEIGHT_AND_ACTIVATION_BITS.get(mode) if mode is not None else None
 
 
