@@ -28,9 +28,8 @@ narrowed to the attention ops.
 Extents are rounded up to powers of two. Each component grid is held per model at the largest
 extent requested so far (growing prices only the new nodes) and sliced for smaller ones (the
 lattices are nested and every node is priced on its own, so a slice equals a fresh build bit for
-bit); the assembled tables are
-cached per (model, extent). A node whose shape has no perf data is NaN; a pass that lands on it
-prices as NaN and the replay reports the row unpriceable.
+bit); the assembled tables are cached per (model, extent). A node whose shape has no perf data is
+NaN; a pass that lands on it prices as NaN and the replay reports the row unpriceable.
 """
 from __future__ import annotations
 
@@ -119,8 +118,9 @@ def lattice(top: int, exact: int, per_octave: int) -> np.ndarray:
 def engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
     """The price tables of a model over an extent's lattices (pass a rounded extent; exact lattices
     for the native pricer). Each component is held per model at the largest extent requested so
-    far (grown by pricing only the new nodes) and sliced: the lattices are nested (a larger top only appends nodes) and every node is
-    priced on its own, so a slice equals a table built at the smaller extent, bit for bit."""
+    far (grown by pricing only the new nodes) and sliced: the lattices are nested (a larger top only
+    appends nodes) and every node is priced on its own, so a slice equals a table built at the
+    smaller extent, bit for bit."""
     (tokens,), shared = _shared(model, extent.tokens)
     (chunks, chunk, starts), chunk_attention = _chunk_attention(model, extent.chunks, extent.chunk, extent.start)
     (attention_rows, kv), decode_attention = _decode_attention(model, extent.rows, extent.kv)

@@ -401,7 +401,5 @@ def solo_prefill_ms(row: Mapping, options: ReplayOptions | None = None) -> float
 def _setup(case: Case) -> dict:
     setup = {"pricing": case.pricing, "protocol": case.protocol.name}
     if isinstance(case, AggCase):
-        s = case.spec.settings
-        setup |= {"budget": s.budget, "chunked": s.chunked, "max_num_seqs": s.max_num_seqs, "mixed": s.mixed, "recv_interval": s.recv_interval,
-                  "batch_wait_iters": s.batch_wait_iters, "batch_wait_tokens_ratio": s.batch_wait_tokens_ratio}
+        setup |= dataclasses.asdict(case.spec.settings)  # every EngineSettings field, in declaration order
     return setup
