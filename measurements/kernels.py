@@ -15,6 +15,13 @@ them first when they price with SILICON data for every op (estimator.report.meth
 On B200 under vLLM the MXFP8-activation format has no SILICON data for gpt-oss's experts; the
 checkpoint's BF16-activation reading has, but it is not what InferenceX's recipe ran, so those rows
 keep the baseline's pricing.
+
+`granularity_fallbacks` serves the other case, a label that differs from the checkpoint only in
+scale granularity. The labels are priced first. Where their SILICON data lack an op (MiniMax-M2.5's
+experts have no per-tensor fp8 rows on H100 or B300 under vLLM), the same arithmetic at the
+checkpoint's granularity is a measured kernel for that op, priced before the reference's empirical
+transfer (HYBRID mode). The fallbacks change as few ops as possible: the experts, then the GEMMs,
+then both.
 """
 from __future__ import annotations
 
@@ -69,6 +76,42 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
     experts of an MoE model, or the GEMMs of a dense one) but other arithmetic. None otherwise, for
     an aliased model (its checkpoint is not bundled) and for a quantization the estimator cannot read.
     A missing label stands for the checkpoint's own mode (what the pricer infers)."""
+    modes = _own_and_labelled(m, model_used, moe)
+    if modes is None:
+        return None
+    (gemm, moe_mode), labelled = modes
+    note = f"the checkpoint's own {gemm}/{moe_mode} (its config.json quantization_config)"
+    rule = _mxfp8_activations(m) if moe_mode == MXFP4_BF16_ACTIVATIONS else None
+    if rule is not None:
+        moe_mode = MXFP4_MXFP8_ACTIVATIONS
+        note = f"the checkpoint's own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
+    if _same_arithmetic((gemm, moe_mode), labelled):
+        return None
+    return CheckpointModes(gemm, moe_mode, note)
+
+
+def granularity_fallbacks(m: Measurement, model_used: str, moe: bool) -> tuple[CheckpointModes, ...]:
+    """The labels with the experts', then the GEMMs', then both ops' modes replaced by the checkpoint's
+    when those differ from the labels only in scale granularity (the same weight and activation bits);
+    () otherwise (and wherever checkpoint_modes finds other arithmetic)."""
+    modes = _own_and_labelled(m, model_used, moe)
+    if modes is None or not _same_arithmetic(*modes):
+        return ()
+    (own_gemm, own_moe), (gemm, moe_mode) = modes
+    candidates = ((gemm, own_moe), (own_gemm, moe_mode), (own_gemm, own_moe))
+    unique = dict.fromkeys(c for c in candidates if c != (gemm, moe_mode))
+    return tuple(
+        CheckpointModes(g, e, f"{g}/{e} (GEMMs/experts) for the labelled {gemm}/{moe_mode}: the same arithmetic, "
+                              "at the checkpoint's scale granularity where they differ (its config.json quantization_config)")
+        for g, e in unique
+    )  # fmt: skip
+
+
+def _own_and_labelled(m: Measurement, model_used: str, moe: bool) -> tuple[tuple[str, str | None], tuple[str, str | None]] | None:
+    """((GEMM, MoE) modes of the checkpoint, (GEMM, MoE) modes labelled) when the label names this
+    checkpoint (the same weight width for the experts of an MoE model, the GEMMs of a dense one);
+    None for an aliased model, an unreadable quantization or a label naming another checkpoint. A
+    missing label stands for the checkpoint's own mode; a dense model's MoE mode is its label."""
     if model_used != m.model:
         return None
     try:
@@ -79,16 +122,12 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
     label, own = (m.moe_quant, own_moe) if moe else (m.gemm_quant, own_gemm)
     if own is None or _bits(label or own) is None or _bits(label or own)[0] != _bits(own)[0]:
         return None  # the label names another checkpoint, or a mode the rule does not know
-    gemm, moe_mode = own_gemm, own_moe
-    note = f"the checkpoint's own {gemm}/{moe_mode} (its config.json quantization_config)"
-    rule = _mxfp8_activations(m) if moe_mode == MXFP4_BF16_ACTIVATIONS else None
-    if rule is not None:
-        moe_mode = MXFP4_MXFP8_ACTIVATIONS
-        note = f"the checkpoint's own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
-    labelled = (m.gemm_quant or own_gemm, m.moe_quant or own_moe)
-    if all(_bits(ran) == _bits(named) for ran, named in zip((gemm, moe_mode), labelled)):
-        return None
-    return CheckpointModes(gemm, moe_mode, note)
+    return (own_gemm, own_moe), (m.gemm_quant or own_gemm, m.moe_quant or own_moe)
+
+
+def _same_arithmetic(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
+    """Whether two (GEMM, MoE) mode pairs compute with the same weight and activation bits op by op."""
+    return all(_bits(a) == _bits(b) for a, b in zip(ran, named))
 
 
 def _bits(mode: str | None) -> tuple[int, int] | None:

@@ -17,7 +17,9 @@ A row that cannot be estimated keeps its reason instead of inputs.
 Not a baseline decision: the row's quant labels stay its inputs, and when they name other
 arithmetic than the checkpoint that ran carries (measurements.kernels) the row also carries inputs
 at the checkpoint's modes (`MappedRow.checkpoint_inputs`), which every method but legacy prices
-when they price with SILICON data.
+when they price with SILICON data. When they differ only in scale granularity, the row carries
+inputs at the checkpoint's granularity (`MappedRow.granularity_fallbacks`), which those methods
+price where the labels' SILICON data lack an op, before the reference's HYBRID mode.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ from estimator.errors import EstimatorError
 from estimator.models import native_families
 from estimator.models.config import bundled_model_configs_dir
 from estimator.perf.versions import slot_sort_key, version_slots
-from measurements.kernels import checkpoint_modes
+from measurements.kernels import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
 
@@ -96,6 +98,14 @@ class DisaggInputs:
 
 
 @dataclass(frozen=True)
+class Fallback:
+    """Inputs that replace a row's labelled quant modes for ops whose SILICON data the labels lack."""
+
+    inputs: AggInputs | DisaggInputs  # the row's inputs but for quant modes
+    note: str  # which modes, and why they compute the same arithmetic
+
+
+@dataclass(frozen=True)
 class MappedRow:
     """A measurement, its estimator inputs (None when it cannot be estimated) and the mapping decisions."""
 
@@ -110,11 +120,12 @@ class MappedRow:
     recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
+    granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity, in order; () with checkpoint_inputs
 
     @property
     def baseline(self) -> MappedRow:
         """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes only."""
-        return dataclasses.replace(self.recorded or self, checkpoint_inputs=None, quant_note="")
+        return dataclasses.replace(self.recorded or self, checkpoint_inputs=None, quant_note="", granularity_fallbacks=())
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -135,12 +146,21 @@ def map_measurement(m: Measurement) -> MappedRow:
 
 
 def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
-    """The row with inputs at the checkpoint's own quant modes, when their arithmetic differs from its labels'."""
-    modes = checkpoint_modes(run, row.model_used, moe=not is_native(row.model_used)) if row.inputs is not None else None
-    if modes is None:
+    """The row with inputs at the checkpoint's own quant modes when their arithmetic differs from its
+    labels', else with inputs at the checkpoint's scale granularity when only that differs."""
+    if row.inputs is None:
         return row
-    inputs = _inputs(dataclasses.replace(run, gemm_quant=modes.gemm, moe_quant=modes.moe), row.model_used, row.data_version)
-    return dataclasses.replace(row, checkpoint_inputs=inputs, quant_note=modes.note)
+    moe = not is_native(row.model_used)
+    modes = checkpoint_modes(run, row.model_used, moe)
+    if modes is not None:
+        return dataclasses.replace(row, checkpoint_inputs=_quant_inputs(row, run, modes), quant_note=modes.note)
+    fallbacks = tuple(Fallback(_quant_inputs(row, run, f), f.note) for f in granularity_fallbacks(run, row.model_used, moe))
+    return dataclasses.replace(row, granularity_fallbacks=fallbacks)
+
+
+def _quant_inputs(row: MappedRow, run: Measurement, modes: CheckpointModes) -> AggInputs | DisaggInputs:
+    """The row's inputs with the run's GEMM and MoE quant modes replaced."""
+    return _inputs(dataclasses.replace(run, gemm_quant=modes.gemm, moe_quant=modes.moe), row.model_used, row.data_version)
 
 
 def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str, version_note: str) -> MappedRow:

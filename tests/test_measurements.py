@@ -577,3 +577,41 @@ def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):
             assert dataclasses.replace(checkpoint, quant=labelled.quant) == labelled
             assert (checkpoint.quant.gemm, checkpoint.quant.moe) != (labelled.quant.gemm, labelled.quant.moe)
     assert all(r.checkpoint_inputs is None and r.quant_note == "" for r in mapped if r.measurement.model != "openai/gpt-oss-120b")
+
+
+def test_granularity_fallbacks_change_as_few_ops_as_possible(sample):
+    """MiniMax-M2.5 labelled fp8/fp8 ran a block-FP8 checkpoint: the same 8-bit arithmetic, so the
+    labels stand and the fallbacks swap in the checkpoint's granularity for the experts, then the
+    GEMMs, then both; a label already at the checkpoint's granularity is not repeated."""
+    m = _first(sample, model="MiniMaxAI/MiniMax-M2.5", system="h100_sxm", gemm_quant="fp8", moe_quant="fp8")
+    assert kernels.checkpoint_modes(m, m.model, moe=True) is None
+    fallbacks = kernels.granularity_fallbacks(m, m.model, moe=True)
+    assert [(f.gemm, f.moe) for f in fallbacks] == [("fp8", "fp8_block"), ("fp8_block", "fp8"), ("fp8_block", "fp8_block")]
+    assert all("labelled fp8/fp8" in f.note for f in fallbacks)
+    r1 = _first(sample, model="deepseek-ai/DeepSeek-R1", gemm_quant="fp8", moe_quant="fp8_block")
+    assert [(f.gemm, f.moe) for f in kernels.granularity_fallbacks(r1, r1.model, moe=True)] == [("fp8_block", "fp8_block")]
+
+
+def test_no_granularity_fallbacks_for_other_arithmetic_or_another_checkpoint(sample):
+    gpt_oss = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
+    assert kernels.checkpoint_modes(gpt_oss, gpt_oss.model, moe=True) is not None
+    assert kernels.granularity_fallbacks(gpt_oss, gpt_oss.model, moe=True) == ()
+    r1_nvfp4 = _first(sample, model="deepseek-ai/DeepSeek-R1", gemm_quant="nvfp4")  # another checkpoint: 4-bit experts
+    assert kernels.granularity_fallbacks(r1_nvfp4, r1_nvfp4.model, moe=True) == ()
+    glm = _first(sample, model="zhipuai/GLM-5", gemm_quant="fp8")
+    model_used, _ = resolve_model(glm)
+    assert kernels.granularity_fallbacks(glm, model_used, moe=True) == ()
+    minimax = _first(sample, model="MiniMaxAI/MiniMax-M2.5", gemm_quant="fp8", moe_quant="fp8")
+    own = dataclasses.replace(minimax, gemm_quant="fp8_block", moe_quant="fp8_block")
+    assert kernels.granularity_fallbacks(own, own.model, moe=True) == ()
+
+
+def test_mapping_carries_granularity_fallbacks_that_differ_only_in_quant_modes(mapped):
+    rows = [r for r in mapped if r.granularity_fallbacks]
+    assert rows and all(r.checkpoint_inputs is None for r in rows)
+    assert {r.measurement.model for r in rows} >= {"MiniMaxAI/MiniMax-M2.5", "deepseek-ai/DeepSeek-R1"}
+    for r in rows:
+        assert r.baseline.granularity_fallbacks == ()
+        for fallback in r.granularity_fallbacks:
+            for labelled, swapped in zip(r.inputs.deployments, fallback.inputs.deployments, strict=True):
+                assert dataclasses.replace(swapped, quant=labelled.quant) == labelled and swapped.quant != labelled.quant

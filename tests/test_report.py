@@ -291,6 +291,47 @@ def test_checkpoint_modes_without_silicon_data_fall_back_to_the_labels_hybrid_re
     assert predict(row, "uncached").pricing == predict(row, "legacy").pricing == "reference engine, HYBRID"
 
 
+def _minimax_h100_row() -> MappedRow:
+    return map_measurement(next(m for m in load_silicon_sample() if m.mode == "agg" and m.model == "MiniMaxAI/MiniMax-M2.5"
+                                and m.system == "h100_sxm" and m.engine == "vllm" and m.moe_quant == "fp8"))  # fmt: skip
+
+
+def test_a_silicon_miss_at_the_labels_prices_the_checkpoint_granularity_before_hybrid():
+    """MiniMax-M2.5 on H100/vLLM: the labelled per-tensor fp8 experts have no SILICON rows, the
+    checkpoint's block-FP8 experts have. Every method but legacy prices them and says so; legacy
+    keeps the baseline's HYBRID retry."""
+    row = _minimax_h100_row()
+    assert methods.priced_inputs(row.inputs) == dataclasses.replace(row.inputs, pricer="hybrid")
+    uncached, legacy = predict(row, "uncached"), predict(row, "legacy")
+    assert uncached.pricing == "reference engine, SILICON, checkpoint's scale granularity"
+    assert methods.GRANULARITY_NOTE in uncached.note and "fp8/fp8_block (GEMMs/experts)" in uncached.note
+    assert (legacy.pricing, legacy.note) == ("reference engine, HYBRID", methods.HYBRID_NOTE)
+    assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
+
+
+def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monkeypatch):
+    """The labels stand unless SILICON data miss an op (another error is the row's to report); then
+    the first fallback that prices wins, and HYBRID mode only when none does."""
+    row = _minimax_h100_row()
+    first, second, _ = (f.inputs for f in row.granularity_fallbacks)
+    priced, miss = object(), PerfDataMissingError("no")
+    hybrid = dataclasses.replace(row.inputs, pricer="hybrid")
+    for labels_outcome, first_outcome, expected in (
+        (priced, priced, row.inputs),
+        (InvalidInputError("no"), priced, row.inputs),
+        (miss, priced, first),
+        (miss, InvalidInputError("no"), second),
+    ):  # fmt: skip
+        outcomes = {row.inputs: labels_outcome, first: first_outcome}
+        monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: outcomes.get(inputs, priced))
+        methods.priced_inputs.cache_clear()
+        assert methods.priced_inputs(row.inputs, None, (first, second)) == expected
+    monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: miss)
+    methods.priced_inputs.cache_clear()
+    assert methods.priced_inputs(row.inputs, None, (first, second)) == hybrid
+    methods.priced_inputs.cache_clear()
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

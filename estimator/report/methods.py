@@ -5,7 +5,9 @@
   legacy prices the row as the baseline mapped it (`MappedRow.baseline`: the recorded layout and
   the labelled quant modes); every other method prices the run's layout (row id or node bound,
   measurements.layout) and, where the labels name other arithmetic than the checkpoint that ran
-  carries, the checkpoint's own quant modes when they have SILICON data (measurements.kernels).
+  carries, the checkpoint's own quant modes when they have SILICON data (measurements.kernels);
+  where the labels lack SILICON data for an op, the checkpoint's scale granularity for it when
+  that is all the labels and the checkpoint differ in.
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings. It replays the uncached method's closed-form row (engine-priced
@@ -35,11 +37,14 @@ DISAGG_MODULE = "estimator.disagg"
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
 CHECKPOINT_NOTE = "priced at the arithmetic that ran, not the labelled quant modes"  # then ": " and MappedRow.quant_note
+GRANULARITY_NOTE = "SILICON data missing for an op at the labelled quant modes: priced at the checkpoint's scale granularity"  # then ": " and Fallback.note
 CLOSED_LOOP_MODULE = "estimator.closedloop"
 # the pricing of a row (a report partition): the priced inputs' pricer -> pricer and database mode,
-# then ARITHMETIC_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs)
+# then ARITHMETIC_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs), or
+# CHECKPOINT_GRANULARITY when they are a granularity fallback (MappedRow.granularity_fallbacks)
 PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
 ARITHMETIC_THAT_RAN = ", arithmetic that ran"
+CHECKPOINT_GRANULARITY = ", checkpoint's scale granularity"
 
 
 @dataclass(frozen=True)
@@ -71,29 +76,39 @@ def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
     """The row's inputs, with the pricer that can price them (see priced_inputs)."""
     if row.inputs is None:
         raise Uncovered(row.reason)
-    return priced_inputs(row.inputs, row.checkpoint_inputs)
+    return priced_inputs(row.inputs, row.checkpoint_inputs, tuple(f.inputs for f in row.granularity_fallbacks))
 
 
 @functools.lru_cache(maxsize=4096)
-def priced_inputs(inputs: AggInputs | DisaggInputs, checkpoint: AggInputs | DisaggInputs | None = None) -> AggInputs | DisaggInputs:
-    """What the closed-form and closed-loop methods price: the inputs at the checkpoint's own quant
-    modes (when given: the arithmetic that ran) if they price with SILICON data for every op; else
-    the inputs, in the reference engine's HYBRID mode when SILICON data miss an op (the baseline's
-    retry)."""
+def priced_inputs(
+    inputs: AggInputs | DisaggInputs,
+    checkpoint: AggInputs | DisaggInputs | None = None,
+    fallbacks: tuple[AggInputs | DisaggInputs, ...] = (),
+) -> AggInputs | DisaggInputs:
+    """What the closed-form and closed-loop methods price, the first of: the inputs at the checkpoint's
+    own quant modes (when given: the arithmetic that ran) if they price with SILICON data for every
+    op; the inputs unless SILICON data miss an op; the first fallback (the same arithmetic at the
+    checkpoint's scale granularity) that prices; the inputs in the reference engine's HYBRID mode
+    (the baseline's retry)."""
     if checkpoint is not None and not isinstance(_closed_form_outcome(checkpoint, Semantics.LEGACY, None), Exception):
         return checkpoint
-    if inputs.pricer != "hybrid" and isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
-        return dataclasses.replace(inputs, pricer="hybrid")
-    return inputs
+    if inputs.pricer == "hybrid" or not isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
+        return inputs
+    priced = (f for f in fallbacks if not isinstance(_closed_form_outcome(f, Semantics.LEGACY, None), Exception))
+    return next(priced, dataclasses.replace(inputs, pricer="hybrid"))
 
 
 def pricing(row: MappedRow) -> tuple[str, str]:
     """(how the row is priced, the caveat for its note) of a row with inputs: the pricer and its
-    database mode (PRICINGS) with ARITHMETIC_THAT_RAN at the checkpoint's modes; the caveat says
-    HYBRID mode or the checkpoint's modes ("" when neither)."""
+    database mode (PRICINGS), with ARITHMETIC_THAT_RAN at the checkpoint's modes or
+    CHECKPOINT_GRANULARITY at a granularity fallback; the caveat says which ("" when the labels
+    price with SILICON data)."""
     priced = _inputs(row)
     if priced == row.checkpoint_inputs:
         return PRICINGS[priced.pricer] + ARITHMETIC_THAT_RAN, f"{CHECKPOINT_NOTE}: {row.quant_note}"
+    fallback = next((f for f in row.granularity_fallbacks if f.inputs == priced), None)
+    if fallback is not None:
+        return PRICINGS[priced.pricer] + CHECKPOINT_GRANULARITY, f"{GRANULARITY_NOTE}: {fallback.note}"
     return PRICINGS[priced.pricer], HYBRID_NOTE if priced.pricer == "hybrid" else ""
 
 
