@@ -20,6 +20,7 @@ from estimator.cli import main
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.closedloop import EngineSettings
 from estimator.report import METHOD_NAMES, methods
+from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
@@ -329,6 +330,61 @@ def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monk
     monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: miss)
     methods.priced_inputs.cache_clear()
     assert methods.priced_inputs(row.inputs, None, (first, second)) == hybrid
+    methods.priced_inputs.cache_clear()
+
+
+def _gpt_oss_moe_tp_row() -> MappedRow:
+    return map_measurement(next(m for m in load_silicon_sample() if m.mode == "agg" and m.model == "openai/gpt-oss-120b"
+                                and m.system == "h200_sxm" and m.engine == "trtllm" and m.agg.moe_tp == 2 and m.agg.moe_ep == 1))  # fmt: skip
+
+
+def test_expert_parallel_equivalent_keeps_the_gpus_and_moves_expert_tp_to_ep():
+    row = _gpt_oss_moe_tp_row()
+    agg = dataclasses.replace(row.inputs, deployment=dataclasses.replace(row.inputs.deployment, moe_tp=2, moe_ep=4))
+    assert (methods.expert_parallel_equivalent(agg).deployment.moe_tp, methods.expert_parallel_equivalent(agg).deployment.moe_ep) == (1, 8)
+    ep_only = dataclasses.replace(row.inputs, deployment=dataclasses.replace(row.inputs.deployment, moe_tp=1, moe_ep=8))
+    assert methods.expert_parallel_equivalent(ep_only) is None
+    disagg = map_measurement(next(m for m in load_silicon_sample() if m.mode == "disagg" and m.prefill is not None
+                                  and m.decode is not None and (m.prefill.moe_tp or 1) > 1 and map_measurement(m).inputs))  # fmt: skip
+    swapped = methods.expert_parallel_equivalent(disagg.inputs)
+    for before, after in zip(disagg.inputs.deployments, swapped.deployments, strict=True):
+        assert after.moe_tp == 1 and after.moe_ep == (before.moe_tp or 1) * (before.moe_ep or 1)
+        assert dataclasses.replace(after, moe_tp=before.moe_tp, moe_ep=before.moe_ep) == before
+
+
+def test_a_moe_tp_layout_without_silicon_data_prices_its_ep_equivalent_and_legacy_keeps_hybrid():
+    """gpt-oss on H200/TRT-LLM at MoE TP 2: the tables hold its MXFP4 experts at MoE EP only. Every
+    method but legacy prices the checkpoint's modes at MoE EP 2 and says so; legacy keeps the
+    baseline's HYBRID retry of the labels."""
+    row = _gpt_oss_moe_tp_row()
+    assert isinstance(methods._closed_form_outcome(row.checkpoint_inputs, Semantics.LEGACY, None), PerfDataMissingError)
+    priced = methods.priced_inputs(row.inputs, row.checkpoint_inputs)
+    assert priced == methods.expert_parallel_equivalent(row.checkpoint_inputs)
+    assert methods.priced_inputs(row.inputs, row.checkpoint_inputs, (), False) == dataclasses.replace(row.inputs, pricer="hybrid")
+    uncached, legacy = predict(row, "uncached"), predict(row, "legacy")
+    assert uncached.pricing == "reference engine, SILICON, arithmetic that ran, MoE TP as EP"
+    assert methods.CHECKPOINT_NOTE in uncached.note and methods.LAYOUT_NOTE in uncached.note
+    assert (legacy.pricing, legacy.note) == ("reference engine, HYBRID", methods.HYBRID_NOTE)
+    assert row.baseline.expert_parallel_equivalents is False
+
+
+def test_ep_equivalents_follow_each_candidate_in_the_chain(monkeypatch):
+    """checkpoint, its EP equivalent, then (after a SILICON miss at the labels) the labels' EP
+    equivalent before any granularity fallback."""
+    row = _gpt_oss_moe_tp_row()
+    labels, checkpoint = row.inputs, row.checkpoint_inputs
+    fallback = dataclasses.replace(labels, isl=labels.isl + 1)  # any other inputs with MoE TP
+    priced, miss = object(), PerfDataMissingError("no")
+    eq = methods.expert_parallel_equivalent
+    for priced_set, expected in (
+        ({eq(checkpoint), eq(labels), fallback}, eq(checkpoint)),
+        ({eq(labels), fallback}, eq(labels)),
+        ({fallback, eq(fallback)}, fallback),
+        ({eq(fallback)}, eq(fallback)),
+    ):  # fmt: skip
+        monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, s, c: priced if inputs in priced_set else miss)
+        methods.priced_inputs.cache_clear()
+        assert methods.priced_inputs(labels, checkpoint, (fallback,)) == expected
     methods.priced_inputs.cache_clear()
 
 

@@ -7,7 +7,8 @@
   measurements.layout) and, where the labels name other arithmetic than the checkpoint that ran
   carries, the checkpoint's own quant modes when they have SILICON data (measurements.kernels);
   where the labels lack SILICON data for an op, the checkpoint's scale granularity for it when
-  that is all the labels and the checkpoint differ in.
+  that is all the labels and the checkpoint differ in; and for an MoE TP layout the tables lack,
+  its MoE EP equivalent over the same GPUs (priced_inputs gives the order).
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings. It replays the uncached method's closed-form row (engine-priced
@@ -45,6 +46,9 @@ CLOSED_LOOP_MODULE = "estimator.closedloop"
 PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
 ARITHMETIC_THAT_RAN = ", arithmetic that ran"
 CHECKPOINT_GRANULARITY = ", checkpoint's scale granularity"
+MOE_TP_AS_EP = ", MoE TP as EP"  # appended when the experts' layout is priced by its EP equivalent
+LAYOUT_NOTE = ("SILICON data lack the experts' MoE TP layout: priced as MoE EP over the same GPUs "
+               "(the same expert weight bytes and FLOPs per GPU under balanced routing)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,8 @@ def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
     """The row's inputs, with the pricer that can price them (see priced_inputs)."""
     if row.inputs is None:
         raise Uncovered(row.reason)
-    return priced_inputs(row.inputs, row.checkpoint_inputs, tuple(f.inputs for f in row.granularity_fallbacks))
+    fallbacks = tuple(f.inputs for f in row.granularity_fallbacks)
+    return priced_inputs(row.inputs, row.checkpoint_inputs, fallbacks, row.expert_parallel_equivalents)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -84,32 +89,69 @@ def priced_inputs(
     inputs: AggInputs | DisaggInputs,
     checkpoint: AggInputs | DisaggInputs | None = None,
     fallbacks: tuple[AggInputs | DisaggInputs, ...] = (),
+    ep_equivalents: bool = True,
 ) -> AggInputs | DisaggInputs:
     """What the closed-form and closed-loop methods price, the first of: the inputs at the checkpoint's
-    own quant modes (when given: the arithmetic that ran) if they price with SILICON data for every
-    op; the inputs unless SILICON data miss an op; the first fallback (the same arithmetic at the
-    checkpoint's scale granularity) that prices; the inputs in the reference engine's HYBRID mode
-    (the baseline's retry)."""
-    if checkpoint is not None and not isinstance(_closed_form_outcome(checkpoint, Semantics.LEGACY, None), Exception):
-        return checkpoint
+    own quant modes (when given: the arithmetic that ran), else their MoE-EP equivalent, if they
+    price with SILICON data for every op; the inputs unless SILICON data miss an op; then, in order,
+    the inputs' MoE-EP equivalent and each fallback (the same arithmetic at the checkpoint's scale
+    granularity) and its equivalent, the first that prices; else the inputs in the reference
+    engine's HYBRID mode (the baseline's retry). Without ep_equivalents no MoE-EP equivalent is tried."""
+    def candidates(*inputs_list):
+        return _with_ep_equivalents(inputs_list) if ep_equivalents else inputs_list
+
+    if checkpoint is not None and (priced := _first_priced(candidates(checkpoint))) is not None:
+        return priced
     if inputs.pricer == "hybrid" or not isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
         return inputs
-    priced = (f for f in fallbacks if not isinstance(_closed_form_outcome(f, Semantics.LEGACY, None), Exception))
-    return next(priced, dataclasses.replace(inputs, pricer="hybrid"))
+    priced = _first_priced(candidates(inputs, *fallbacks)[1:])
+    return priced if priced is not None else dataclasses.replace(inputs, pricer="hybrid")
+
+
+def expert_parallel_equivalent(inputs: AggInputs | DisaggInputs) -> AggInputs | DisaggInputs | None:
+    """The inputs with every deployment whose experts are tensor-parallel (moe_tp t > 1, moe_ep e)
+    at moe_tp 1, moe_ep t x e: the same GPUs, each holding a t x e-th of the expert weights and doing
+    that share of the expert FLOPs under balanced routing. None when no deployment has MoE TP."""
+    swapped = tuple(
+        dataclasses.replace(d, moe_tp=1, moe_ep=d.moe_tp * (d.moe_ep or 1)) if (d.moe_tp or 1) > 1 else d for d in inputs.deployments
+    )  # fmt: skip
+    if swapped == inputs.deployments:
+        return None
+    if isinstance(inputs, AggInputs):
+        return dataclasses.replace(inputs, deployment=swapped[0])
+    return dataclasses.replace(inputs, prefill=swapped[0], decode=swapped[1])
+
+
+def _with_ep_equivalents(candidates: tuple[AggInputs | DisaggInputs, ...]) -> tuple[AggInputs | DisaggInputs, ...]:
+    """Each candidate, followed by its MoE-EP equivalent when it has one."""
+    return tuple(c for candidate in candidates for c in (candidate, expert_parallel_equivalent(candidate)) if c is not None)
+
+
+def _first_priced(candidates: tuple[AggInputs | DisaggInputs, ...]) -> AggInputs | DisaggInputs | None:
+    """The first candidate whose closed-form estimate raises nothing, or None."""
+    return next((c for c in candidates if not isinstance(_closed_form_outcome(c, Semantics.LEGACY, None), Exception)), None)
 
 
 def pricing(row: MappedRow) -> tuple[str, str]:
     """(how the row is priced, the caveat for its note) of a row with inputs: the pricer and its
     database mode (PRICINGS), with ARITHMETIC_THAT_RAN at the checkpoint's modes or
-    CHECKPOINT_GRANULARITY at a granularity fallback; the caveat says which ("" when the labels
-    price with SILICON data)."""
+    CHECKPOINT_GRANULARITY at a granularity fallback, then MOE_TP_AS_EP at an MoE-EP equivalent;
+    the caveats say which ("" when the labels price with SILICON data)."""
     priced = _inputs(row)
-    if priced == row.checkpoint_inputs:
-        return PRICINGS[priced.pricer] + ARITHMETIC_THAT_RAN, f"{CHECKPOINT_NOTE}: {row.quant_note}"
-    fallback = next((f for f in row.granularity_fallbacks if f.inputs == priced), None)
-    if fallback is not None:
-        return PRICINGS[priced.pricer] + CHECKPOINT_GRANULARITY, f"{GRANULARITY_NOTE}: {fallback.note}"
-    return PRICINGS[priced.pricer], HYBRID_NOTE if priced.pricer == "hybrid" else ""
+    fallbacks = {f.inputs: f.note for f in row.granularity_fallbacks}
+    candidates = (row.checkpoint_inputs, row.inputs, *fallbacks)
+    layout = {expert_parallel_equivalent(c): c for c in candidates if c is not None}
+    chosen = layout.get(priced, priced)
+    label, caveats = PRICINGS[priced.pricer], []
+    if chosen == row.checkpoint_inputs:
+        label, caveats = label + ARITHMETIC_THAT_RAN, [f"{CHECKPOINT_NOTE}: {row.quant_note}"]
+    elif chosen in fallbacks:
+        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[chosen]}"]
+    elif priced.pricer == "hybrid":
+        caveats = [HYBRID_NOTE]
+    if chosen != priced:
+        label, caveats = label + MOE_TP_AS_EP, [*caveats, LAYOUT_NOTE]
+    return label, "; ".join(caveats)
 
 
 @functools.cache
