@@ -44,9 +44,10 @@ def silicon_measurement(row: dict) -> Measurement:
     source = source_of(row["silicon_data_source"])
     concurrency = _int(fields.get("silicon_concurrency"))
     agg = _layout(row, "", workers=1) if row["mode"] == "agg" else None
+    run = _run_agg_layout(str(row["id"]), row["system"], agg, concurrency)
     recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
-                                       _str(row["precision"]), _run_tp(str(row["id"]), row["system"], agg, concurrency), row["mode"],
-                                       fields.get("image"))  # fmt: skip
+                                       _str(row["precision"]), run.tp * (run.attention_dp or 1) if run else None, row["mode"],
+                                       fields.get("image"), (run.attention_dp or 1) if run else 1)  # fmt: skip
     engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity, row["system"])
     client = protocols.CLIENTS[source]
     return Measurement(
@@ -98,14 +99,13 @@ def source_of(provenance: str) -> str:
     return protocols.UNKNOWN_SOURCE
 
 
-def _run_tp(row_id: str, system: str, agg: Layout | None, concurrency: int | None) -> int | None:
-    """The run's tensor-parallel size as its launch recipe takes it: the GPUs of the agg layout the
-    mapping prices (layout.run_layout); None for disagg rows or an unrecorded tp."""
+def _run_agg_layout(row_id: str, system: str, agg: Layout | None, concurrency: int | None) -> Layout | None:
+    """The agg layout the mapping prices (layout.run_layout), as the run's launch recipe takes it;
+    None for disagg rows or an unrecorded tp."""
     if agg is None or agg.tp is None:
         return None
     run = run_layout(row_id, system, agg, concurrency)
-    layout = run[0] if run else agg
-    return layout.tp * (layout.attention_dp or 1)
+    return run[0] if run else agg
 
 
 def _layout(row: dict, prefix: str, workers: int | None = None) -> Layout:

@@ -45,6 +45,8 @@ class EngineSettings:
     recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval); 1: every pass
     batch_wait_iters: int = 0  # passes a prefill is held beside running decodes (TRT-LLM batch_wait_timeout_iters); 0: off
     batch_wait_tokens_ratio: float = 0.0  # a pass with this share of the budget is not held (TRT-LLM batch_wait_max_tokens_ratio)
+    adp_balance_iters: int = 0  # attention DP: counted passes before held prefills go (TRT-LLM attention_dp_config.timeout_iters); 0: off
+    adp_batching_wait_iters: int = 0  # attention DP: passes prefills on every rank wait (TRT-LLM attention_dp_config.batching_wait_iters)
 
 
 INFERENCEX = "inferencex"
@@ -130,21 +132,39 @@ TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
     "version from the stream_interval 10 configs on, whichever max_num_tokens it sets (70b_fp8_b200_trt_slurm.sh @ a267b4b, "
     "70b_fp4_b200_trt_slurm.sh @ 73ef922, 70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
 )
+# (timeout_iters, batching_wait_iters) of TRT-LLM's attention-DP balance (attention_dp_config.enable_balance)
+TRTLLM_DSR1_ADP_BALANCE = (60, 0)
+TRTLLM_DSR1_ADP_BALANCE_CITATION = (
+    "; under attention DP: attention_dp_config enable_balance true, timeout_iters 60, batching_wait_iters 0, in every stored "
+    "version (dsr1_fp8_b200_trt.sh @ 0a919c5, dsr1_fp4_b200_trt.sh @ 111f031, dsr1_fp8_h200_trt.sh @ 1fc5d73 and the combined "
+    "launchers after them)"
+)
+TRTLLM_DEFAULT_ADP_BALANCE = (50, 10)  # tensorrt_llm/llmapi/llm_args.py AttentionDpConfig defaults
+TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
+    "; under attention DP: attention_dp_config enable_balance true at TRT-LLM's defaults (llm_args.AttentionDpConfig: "
+    "timeout_iters 50, batching_wait_iters 10), in every stored version (gptoss_fp4_b200_trt.sh @ 1825e7f, "
+    "gptoss_fp4_b200_trt_slurm.sh @ 0d8d7d1)"
+)
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
 GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 
 
-def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None) -> EngineSettings | None:
+def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1) -> EngineSettings | None:
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's tensor-parallel size; None: unknown, no
-    batch waiting); None for other models."""
-    wait_iters, wait_ratio = 0, 0.0
+    batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and gpt-oss recipes'
+    attention-DP balance (TRTLLM_ADP_BALANCE); None for other models."""
+    wait_iters, wait_ratio, balance = 0, 0.0, (0, 0)
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
+        if attention_dp > 1:
+            balance, citation = TRTLLM_DSR1_ADP_BALANCE, citation + TRTLLM_DSR1_ADP_BALANCE_CITATION
     elif model in GPTOSS_MODELS:
         budget, citation = 20000, TRTLLM_GPTOSS_CITATION
+        if attention_dp > 1:
+            balance, citation = TRTLLM_DEFAULT_ADP_BALANCE, citation + TRTLLM_GPTOSS_ADP_BALANCE_CITATION
     elif model in LLAMA_70B_MODELS:
         budget, citation = isl + osl, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION
         if (isl, osl) == (1024, 1024) and tp is not None and tp < 8:
@@ -152,7 +172,8 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     else:
         return None
     return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
-                          batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio)  # fmt: skip
+                          batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
+                          adp_batching_wait_iters=balance[1])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -264,7 +285,8 @@ def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
-                    precision: str | None = None, tp: int | None = None, mode: str = "agg", image: str | None = None) -> EngineSettings | None:  # fmt: skip
+                    precision: str | None = None, tp: int | None = None, mode: str = "agg", image: str | None = None,
+                    attention_dp: int = 1) -> EngineSettings | None:  # fmt: skip
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
@@ -281,7 +303,7 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
-        return trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None)
+        return trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None, attention_dp if mode == "agg" else 1)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None
@@ -307,6 +329,8 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         recv_interval=engine.recv_interval,
         batch_wait_iters=engine.batch_wait_iters,
         batch_wait_tokens_ratio=engine.batch_wait_tokens_ratio,
+        adp_balance_iters=engine.adp_balance_iters,
+        adp_batching_wait_iters=engine.adp_batching_wait_iters,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

@@ -31,7 +31,8 @@ from estimator.closedloop import (
 )
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
-from estimator.closedloop.oracle import Request
+from estimator.closedloop import kernels
+from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of, replay_case
@@ -604,6 +605,69 @@ def test_batch_waiting_is_off_under_attention_dp():
     row = {"bs": 4, "isl": 1024, "osl": 64, "concurrency": 32}
     case = agg_case(row, ReplayOptions("engine", settings=EngineSettings(8192, False, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)), deployment)
     assert (case.spec.settings.batch_wait_iters, case.spec.settings.batch_wait_tokens_ratio, case.spec.settings.budget) == (0, 0.0, 8192)
+
+
+def _balanced(clients, timeout, batching_wait, budget=2048, impl="numba"):
+    """Replay stats under TRT-LLM's attention-DP balance (timeout 0: off)."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+    plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), clients, 512, 64)
+    settings = EngineSettings(budget, False, adp_balance_iters=timeout, adp_batching_wait_iters=batching_wait)
+    return replay_agg(plan, AggSpec(settings), pricer, impl).stats
+
+
+def test_attention_dp_balance_holds_prefill_until_the_timeout_count():
+    """TRT-LLM's attention-DP balance (enable_balance): every pass counts, and a prompt beside
+    running decoders waits for the count to reach the timeout. At C = 1 no decoder runs beside a
+    prompt: unchanged. At C = 4 TTFT grows, by at most the timeout's decode passes per request; a
+    timeout of 1 releases every pass; Numba equals the oracle."""
+    off = _balanced(4, 0, 0)
+    held = _balanced(4, 20, 0)
+    assert _balanced(1, 20, 0) == _balanced(1, 0, 0)
+    assert off.ttft_mean < held.ttft_mean <= off.ttft_mean + 20 * off.tpot_mean * 1.5
+    assert _balanced(4, 1, 0) == off
+    assert held == _balanced(4, 20, 0, impl="python")
+    for field in ("adp_balance_iters", "adp_batching_wait_iters"):
+        with pytest.raises(InvalidInputError, match=field):
+            EngineSettings(8192, False, **{field: -1})
+
+
+def test_attention_dp_balance_counts_every_pass_in_both_implementations():
+    """The count runs on passes that hold nothing too (PyExecutor._balance_adp_requests counts every
+    pass in which not every rank holds a prefill), so a prompt arriving late in the count goes at
+    the timeout, not a full timeout later; a backlog releases at once and restarts the count; a
+    pass without decoders releases. Script: (walked, decoders, draining) -> held."""
+    script = [(0, 4, False)] * 3 + [(1, 4, False), (1, 4, False), (1, 4, True), (1, 4, False), (1, 0, False)]
+    expected = [False] * 3 + [True, False, False, True, False]
+    balance = _AdpBalance(timeout=5, batching_wait=0)
+    count = batched = 0
+    for (walked, decoders, draining), held in zip(script, expected, strict=True):
+        hold, count, batched = kernels._adp_balance(count, batched, 5, 0, draining, walked, decoders)
+        balance.draining = draining
+        assert hold == balance.holds(walked, decoders) == held
+        assert count == balance.counted
+
+
+def test_attention_dp_balance_releases_a_backlog_and_waits_for_batching():
+    """A backlog left at a release (one 256-512-token prompt fits a 600-token budget beside the
+    decoders) stands for every rank holding a prompt: it goes at the next pass, or after the
+    batching wait when one is set; Numba equals the oracle."""
+    drained, batched = _balanced(8, 50, 0, budget=600), _balanced(8, 50, 5, budget=600)
+    assert drained.ttft_mean < batched.ttft_mean
+    assert drained.ttft_mean < _balanced(8, 50, 0, budget=600 * 8).ttft_mean + 50 * drained.tpot_mean
+    assert batched == _balanced(8, 50, 5, budget=600, impl="python")
+
+
+def test_attention_dp_balance_runs_under_attention_dp_and_batch_waiting_without():
+    """TRT-LLM's PyExecutor._schedule balances prefills under attention DP and batch-waits them
+    without: the replay keeps the settings that apply."""
+    settings = EngineSettings(8192, False, batch_wait_iters=20, batch_wait_tokens_ratio=0.9, adp_balance_iters=60, adp_batching_wait_iters=10)
+    row = {"bs": 4, "isl": 1024, "osl": 64, "concurrency": 32}
+    dp = Deployment("deepseek-ai/DeepSeek-V3", "h200_sxm", "trtllm", tp=1, attention_dp=8, moe_ep=8)
+    tp = Deployment("deepseek-ai/DeepSeek-V3", "h200_sxm", "trtllm", tp=8, moe_ep=8)
+    kept = {name: agg_case(dict(row, concurrency=32 if d is dp else 4), ReplayOptions("engine", settings=settings), d).spec.settings
+            for name, d in (("dp", dp), ("tp", tp))}  # fmt: skip
+    assert (kept["dp"].batch_wait_iters, kept["dp"].adp_balance_iters, kept["dp"].adp_batching_wait_iters) == (0, 60, 10)
+    assert (kept["tp"].batch_wait_iters, kept["tp"].adp_balance_iters, kept["tp"].adp_batching_wait_iters) == (20, 0, 0)
 
 
 def test_agg_row_figures_report_the_settings_replayed():

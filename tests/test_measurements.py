@@ -11,6 +11,7 @@ import pytest
 
 from estimator.perf.versions import version_slots
 from measurements import kernels, protocols
+from measurements.layout import run_layout
 from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
     DISAGG_INCOMPLETE,
@@ -216,6 +217,31 @@ def test_sample_llama_trtllm_rows_batch_wait_where_the_recipe_does(sample):
     waiting = [m for m in rows if m.protocol.batch_wait_iters]
     assert waiting and all((m.isl, m.osl, m.mode) == (1024, 1024, "agg") and m.agg.tp < 8 for m in waiting)
     assert all(m.protocol.batch_wait_tokens_ratio == 0.9 for m in waiting)
+
+
+@pytest.mark.parametrize(
+    "model, attention_dp, mode, balance",
+    [("deepseek-ai/DeepSeek-R1", 8, "agg", (60, 0)), ("deepseek-ai/DeepSeek-V3", 4, "agg", (60, 0)),
+     ("openai/gpt-oss-120b", 2, "agg", (50, 10)), ("deepseek-ai/DeepSeek-R1", 1, "agg", (0, 0)),
+     ("meta-llama/Llama-3.1-70B", 8, "agg", (0, 0)), ("deepseek-ai/DeepSeek-R1", 8, "disagg", (0, 0))],
+)  # fmt: skip
+def test_trtllm_recipes_balance_prefills_under_attention_dp(model, attention_dp, mode, balance):
+    """The DeepSeek-R1 TRT-LLM scripts set attention_dp_config (enable_balance, timeout_iters 60,
+    batching_wait_iters 0) under attention DP; the gpt-oss scripts enable the balance at TRT-LLM's
+    defaults (50, 10); Llama's and the disagg recipes set none."""
+    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 64, model, "b200_sxm", "fp8", 8, mode, None, attention_dp)
+    assert (s.adp_balance_iters, s.adp_batching_wait_iters) == balance
+    assert ("attention_dp_config" in s.citation) == (balance != (0, 0))
+
+
+def test_sample_trtllm_attention_dp_rows_carry_the_balance(sample):
+    rows = [m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.source == protocols.INFERENCEX
+            and m.model in protocols.DSR1_MODELS | protocols.GPTOSS_MODELS]  # fmt: skip
+    balanced = [m for m in rows if m.protocol.adp_balance_iters]
+    assert balanced and {m.protocol.adp_balance_iters for m in balanced} == {50, 60}
+    dp = {m.id for m in rows if (run := run_layout(m.id, m.system, m.agg, m.concurrency)) and (run[0].attention_dp or 1) > 1
+          or not run and (m.agg.attention_dp or 1) > 1}  # fmt: skip
+    assert {m.id for m in balanced} == dp
 
 
 @pytest.mark.parametrize(

@@ -182,7 +182,8 @@ def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, mo
     assert seen == {
         "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": {"budget": p.step_token_budget, "chunked": p.chunked_prefill, "max_num_seqs": p.max_num_seqs,
                      "mixed": p.mixed_batches is not False, "recv_interval": 1, "batch_wait_iters": p.batch_wait_iters or 0,
-                     "batch_wait_tokens_ratio": p.batch_wait_tokens_ratio or 0.0},
+                     "batch_wait_tokens_ratio": p.batch_wait_tokens_ratio or 0.0, "adp_balance_iters": p.adp_balance_iters or 0,
+                     "adp_batching_wait_iters": p.adp_batching_wait_iters or 0},
         "pricer": "native", "ctx_tokens": dense_row.inputs.isl, "deployment": dense_row.inputs.deployment,
     }  # fmt: skip
 

@@ -312,6 +312,36 @@ def _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, decoders, decod
 
 
 @njit(cache=True)
+def _prefill_pending(ri, order, n_act):
+    """Whether a request on the active list still has prompt tokens to prefill."""
+    for p in range(n_act):
+        if ri[order[p], TODO] > 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _adp_balance(count, batched, timeout, batching_wait, draining, walked, decoders):
+    """TRT-LLM's attention-DP balance (PyExecutor._balance_adp_requests with enable_balance) seen
+    from one rank, on a pass that would prefill `walked` chunks beside `decoders` decoders. Returns
+    (hold the prefill, passes counted toward the timeout, passes waited for batching).
+
+    The engine gathers every rank's queue each pass. When every rank holds a prefill (from one
+    rank: prefills were left pending at the last release, `draining`), the count restarts and,
+    beside decoders, the prefills wait up to `batching_wait` passes. Otherwise the pass counts and
+    holds its prefills; at `timeout` counted passes, or without decoders, the count restarts and
+    the prefills go."""
+    if draining and walked > 0:
+        if decoders > 0 and batched < batching_wait:
+            return True, 0, batched + 1
+        return False, 0, 0
+    count += 1
+    if count >= timeout or decoders == 0:
+        return False, 0, batched
+    return walked > 0, count, batched
+
+
+@njit(cache=True)
 def _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum):
     """Request c decodes in this pass: its budget spent, appended to decs, its KV length added.
     Returns (left, nd, kv_sum)."""
@@ -393,7 +423,8 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 @njit(cache=True, nogil=True)
 def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, wait_iters,
-                 wait_ratio, decode_budget, k, turnaround, encoder_ms, dispatch_ms, bound, requests, kind, params, data, hdr):  # fmt: skip
+                 wait_ratio, adp_timeout, adp_batching_wait, decode_budget, k, turnaround, encoder_ms, dispatch_ms, bound, requests, kind,
+                 params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
     them emit in every pass (k == 1; without mixed batches only while no request is prefilling).
@@ -419,6 +450,8 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     since_recv = recv_interval  # weighted passes since the last intake of requests
     batch_waiting = wait_iters > 0 or wait_ratio > 0.0
     waited = np.int64(0)  # passes held since the last release (batch waiting)
+    adp_count = adp_batched = np.int64(0)  # attention-DP balance (adp_timeout > 0): passes counted, passes waited for batching
+    draining = False  # prefills were left pending at the last release (attention-DP balance)
     n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
     t = 0.0
     for c in range(clients):
@@ -452,11 +485,21 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                     starts, takes, firsts, decs, svc, True,
                 )
                 hold, waited = _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, nd + n_coh, decode_budget, budget)
+            elif adp_timeout > 0:
+                nc, nf, nd, ns, new_starts, kv_sum, _, walked, _ = _form_pass(
+                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
+                    starts, takes, firsts, decs, svc, True,
+                )
+                hold, adp_count, adp_batched = _adp_balance(adp_count, adp_batched, adp_timeout, adp_batching_wait, draining, walked, nd + n_coh)
             if not hold:  # a held pass is the walk above (nothing taken); else form the pass
                 nc, nf, nd, ns, new_starts, kv_sum, running, _, _ = _form_pass(
                     order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
                     starts, takes, firsts, decs, svc, False,
                 )
+                if adp_timeout > 0:
+                    draining = _prefill_pending(ri, order, n_act)
+        elif adp_timeout > 0 and n_coh > 0:  # a decode-only pass counts too
+            _, adp_count, adp_batched = _adp_balance(adp_count, adp_batched, adp_timeout, adp_batching_wait, False, 0, n_coh)
         if cohort:
             nd, kv_sum = n_coh, kv_coh
         if nc == 0 and nd == 0:
@@ -531,10 +574,13 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
                 n_wait += 1
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:
             next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
+            it_before = it
             t, epoch, kv_coh, it, since_recv, status, run_v, run_c = _decode_stretch(
                 t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, since_recv, recv_interval, cnt[DONE] >= warm, encoder_ms,
                 kind, params, data, hdr, starts, takes, cnt, run_v, run_c,
             )
+            if adp_timeout > 0:  # each decode-only pass counted, the count restarting at the timeout
+                adp_count = (adp_count + (it - it_before)) % adp_timeout
             if status == NONFINITE:
                 break
     if status == LIMIT and cnt[DONE] >= stop:

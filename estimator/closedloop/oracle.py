@@ -163,6 +163,31 @@ def _form_pass(active: list[Request], t: float, spec: AggSpec, max_seqs: int, ho
     return starts, takes, firsts, decs, new_starts, walked, prompt_tokens
 
 
+@dataclass
+class _AdpBalance:
+    """TRT-LLM's attention-DP balance (PyExecutor._balance_adp_requests, enable_balance) as one rank
+    sees it. Every rank's queue is gathered each pass; a backlog left at the last release stands
+    for every rank holding a prefill."""
+
+    timeout: int  # attention_dp_config.timeout_iters; 0: off
+    batching_wait: int  # attention_dp_config.batching_wait_iters
+    counted: int = 0  # passes counted toward the timeout since the last restart
+    batched: int = 0  # passes waited for batching while every rank held a prefill
+    draining: bool = False  # prefills were left pending at the last release
+
+    def holds(self, walked: int, decoders: int) -> bool:
+        """Whether a pass that would prefill `walked` chunks beside `decoders` decoders holds them."""
+        if self.draining and walked:
+            self.counted = 0
+            self.batched = self.batched + 1 if decoders and self.batched < self.batching_wait else 0
+            return self.batched > 0
+        self.counted += 1
+        if self.counted >= self.timeout or not decoders:
+            self.counted = 0
+            return False
+        return walked > 0
+
+
 def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     """The fused continuous-batching pass calendar of one rank (closed-loop.md section 1)."""
     run = _Run(plan, spec.prefix)
@@ -170,6 +195,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     max_seqs = spec.settings.max_num_seqs or plan.clients
     recv_interval = since_recv = spec.settings.recv_interval  # weighted passes since the last intake of requests
     settings, waited = spec.settings, 0  # waited: passes held since the last release (batch waiting)
+    balance = _AdpBalance(settings.adp_balance_iters, settings.adp_batching_wait_iters)
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
@@ -193,8 +219,12 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 else:
                     waited += 1
                     hold = True
+        elif balance.timeout > 0 and active:  # TRT-LLM attention-DP balance: decide on the pass as it would be formed
+            formed = _form_pass(active, t, spec, max_seqs, hold=True)
+            hold = balance.holds(walked=formed[5], decoders=len(formed[3]))
         if not hold:  # a held pass is the walk above (nothing taken); else form the pass
             formed = _form_pass(active, t, spec, max_seqs, hold=False)
+            balance.draining = any(r.todo > 0 for r in active)
         starts, takes, firsts, decs, new_starts, _, _ = formed
         if not takes and not decs:
             if not waiting:

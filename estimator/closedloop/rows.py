@@ -211,8 +211,10 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
         deployment = deployment or deployment_from_row(row)
         steps = PassModel(deployment, options.pricer)
         settings = options.settings or default_settings(deployment)
-        if deployment.attention_dp > 1 and settings.batch_waiting:  # TRT-LLM PyExecutor._schedule: no batch waiting under attention DP
+        if deployment.attention_dp > 1:  # TRT-LLM PyExecutor._schedule: batch waiting without attention DP, its balance with it
             settings = dataclasses.replace(settings, batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
+        else:
+            settings = dataclasses.replace(settings, adp_balance_iters=0, adp_batching_wait_iters=0)
         spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment), **facts)
     return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
 

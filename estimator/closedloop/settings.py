@@ -32,6 +32,14 @@ whole prompt plus each decoder's query tokens) reach ``batch_wait_max_tokens_rat
 ``max_num_tokens``; a pass without decoders is never held. With the ratio at 0 the token test
 always passes, so a timeout alone holds nothing.
 
+TensorRT-LLM's attention-DP balance (``attention_dp_config`` with ``enable_balance``,
+``PyExecutor._balance_adp_requests``; only under attention DP, where batch waiting is off) gathers
+every rank's queue each pass. While some rank holds no prefill, every pass counts and prefills
+wait until the count reaches ``timeout_iters``; when every rank holds one, the count restarts and,
+beside decoders, the prefills wait up to ``batching_wait_iters`` passes; a pass without decoders
+is never held. The replay follows one rank: a backlog left at a release stands for every rank
+holding a prefill (``adp_balance_iters``, ``adp_batching_wait_iters``).
+
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
 """
@@ -58,6 +66,8 @@ class EngineSettings:
     recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval; >= 1)
     batch_wait_iters: int = 0  # TRT-LLM batch_wait_timeout_iters: passes a prefill may be held while decodes run (>= 0)
     batch_wait_tokens_ratio: float = 0.0  # TRT-LLM batch_wait_max_tokens_ratio: a pass with this share of the budget is not held (>= 0)
+    adp_balance_iters: int = 0  # TRT-LLM attention_dp_config.timeout_iters under enable_balance: counted passes before held prefills go (>= 0; 0: off)
+    adp_batching_wait_iters: int = 0  # TRT-LLM attention_dp_config.batching_wait_iters: passes prefills on every rank wait beside decodes (>= 0)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
@@ -67,6 +77,8 @@ class EngineSettings:
         object.__setattr__(self, "mixed", bool(self.mixed))
         object.__setattr__(self, "recv_interval", _positive("recv_interval", self.recv_interval))
         object.__setattr__(self, "batch_wait_iters", _integer("batch_wait_iters", self.batch_wait_iters, 0))
+        object.__setattr__(self, "adp_balance_iters", _integer("adp_balance_iters", self.adp_balance_iters, 0))
+        object.__setattr__(self, "adp_batching_wait_iters", _integer("adp_batching_wait_iters", self.adp_batching_wait_iters, 0))
         ratio = self.batch_wait_tokens_ratio
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio < float("inf"):
             raise InvalidInputError(f"batch_wait_tokens_ratio must be a finite number >= 0, got {self.batch_wait_tokens_ratio!r}")

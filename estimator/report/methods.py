@@ -260,7 +260,8 @@ def replay(row: MappedRow, protocol: str) -> dict:
             )
         settings = closedloop.EngineSettings(budget=p.step_token_budget, chunked=p.chunked_prefill, max_num_seqs=p.max_num_seqs,
                                              mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1,
-                                             batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0)  # fmt: skip
+                                             batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0,
+                                             adp_balance_iters=p.adp_balance_iters or 0, adp_batching_wait_iters=p.adp_batching_wait_iters or 0)  # fmt: skip
         result_row = closed_form(row, Semantics.UNCACHED).row  # the uncached method's row: engine pricing reads no step price from it
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer

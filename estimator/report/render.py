@@ -278,6 +278,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     streamed, stream_values = _above(rows["stream_interval"], 1)
     receiving, recv_values = _above(rows["recv_interval"], 1)
     held, wait_values = _above(rows["batch_wait_iters"], 0)
+    balanced, balance_values = _above(rows["adp_balance_iters"], 0)
     facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
@@ -297,6 +298,11 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         facts.insert(3, f"{held} rows run TRT-LLM with batch waiting (batch_wait_timeout_iters {wait_values}, from the "
                         "source's recipe): a prompt that would be prefilled beside running decodes is held, the step only decoding, "
                         "until that many steps have passed or the step's tokens reach the recipe's share of the token budget.")
+    if balanced:
+        facts.insert(3, f"{balanced} rows run TRT-LLM under attention DP with its balance on (timeout_iters {balance_values}, from the "
+                        "source's recipe): a prompt that would be prefilled beside running decodes waits until that many steps have "
+                        "counted since the last release; one rank is replayed, and a backlog left at a release stands for every rank "
+                        "holding a prompt, which releases at once.")
     return facts
 
 
