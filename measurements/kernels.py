@@ -64,7 +64,8 @@ MXFP8_ACTIVATIONS = (
 
 @dataclass(frozen=True)
 class CheckpointModes:
-    """The GEMM and MoE quant modes a run computed in, read from its checkpoint."""
+    """GEMM and MoE quant modes to price a run at: the checkpoint's own (checkpoint_modes), or the
+    labels with some ops at the checkpoint's scale granularity (granularity_fallbacks)."""
 
     gemm: str  # dense GEMMs (attention projections included)
     moe: str | None  # routed experts (the label's, for a dense model)

@@ -121,13 +121,13 @@ class MappedRow:
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity, in order; () with checkpoint_inputs
-    expert_parallel_equivalents: bool = True  # a SILICON miss at an MoE TP layout may price its EP equivalent (not the baseline's)
+    allow_ep_equivalents: bool = True  # a SILICON miss at an MoE TP layout may price its EP equivalent (not the baseline's)
 
     @property
     def baseline(self) -> MappedRow:
         """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes, no fallback but HYBRID mode."""
         return dataclasses.replace(
-            self.recorded or self, checkpoint_inputs=None, quant_note="", granularity_fallbacks=(), expert_parallel_equivalents=False
+            self.recorded or self, checkpoint_inputs=None, quant_note="", granularity_fallbacks=(), allow_ep_equivalents=False
         )
 
 

@@ -155,7 +155,7 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's tensor-parallel size; None: unknown, no
     batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and gpt-oss recipes'
-    attention-DP balance (TRTLLM_ADP_BALANCE); None for other models."""
+    attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); None for other models."""
     wait_iters, wait_ratio, balance = 0, 0.0, (0, 0)
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION

@@ -647,6 +647,35 @@ def test_attention_dp_balance_counts_every_pass_in_both_implementations():
         assert count == balance.counted
 
 
+def test_attention_dp_balance_batching_wait_in_both_implementations():
+    """When every rank holds a prefill (a backlog), prefills beside decoders wait up to
+    batching_wait passes; a pass without decoders releases them and leaves the batching count as
+    it was (PyExecutor._balance_adp_requests). Script: (walked, decoders) -> (held, batched)."""
+    script = [(1, 4), (1, 0), (1, 4), (1, 4), (1, 4)]
+    expected = [(True, 1), (False, 1), (True, 2), (False, 0), (True, 1)]
+    balance = _AdpBalance(timeout=5, batching_wait=2, draining=True)
+    count = batched = 0
+    for (walked, decoders), (held, waited) in zip(script, expected, strict=True):
+        hold, count, batched = kernels._adp_balance(count, batched, 5, 2, True, walked, decoders)
+        assert (hold, batched) == (balance.holds(walked, decoders), balance.batched) == (held, waited)
+
+
+def test_attention_dp_balance_count_wraps_at_the_timeout_across_a_decode_stretch():
+    """Numba replays decode-only stretches in one go and must wrap the count at the timeout as the
+    oracle's pass-by-pass count does (a stretch longer than the timeout, then a prompt arrives)."""
+    plan = run_plan(Steady(0, 4), 2, 2, 5)
+    spec = AggSpec(EngineSettings(3, False, adp_balance_iters=2))
+    pricer = affine_pricer(0.0, 0.03125, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0)
+    assert replay_agg(plan, spec, pricer).stats == replay_agg(plan, spec, pricer, "python").stats
+
+
+def test_batch_waiting_and_the_attention_dp_balance_exclude_each_other():
+    plan = run_plan(Steady(0, 4), 2, 64, 8)
+    spec = AggSpec(EngineSettings(2048, False, batch_wait_iters=20, batch_wait_tokens_ratio=0.9, adp_balance_iters=60))
+    with pytest.raises(InvalidInputError, match="adp_balance_iters 60"):
+        replay_agg(plan, spec, affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001))
+
+
 def test_attention_dp_balance_releases_a_backlog_and_waits_for_batching():
     """A backlog left at a release (one 256-512-token prompt fits a 600-token budget beside the
     decoders) stands for every rank holding a prompt: it goes at the next pass, or after the

@@ -57,7 +57,7 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
     plan = run_plan(draw(protocol), draw(clients), isl, draw(st.integers(1, 48)))
     budget = draw(st.integers(2, 24) | st.integers(16, 2048))  # small budgets starve decoders
     wait_iters, wait_ratio = draw(st.sampled_from([(0, 0.0), (0, 0.0)]) | st.tuples(st.integers(0, 30), st.sampled_from([0.0, 0.1, 0.5, 0.9, 2.0])))  # TRT-LLM batch waiting
-    balance = draw(st.sampled_from([(0, 0)]) | st.tuples(st.integers(1, 60), st.integers(0, 10))) if not wait_iters and not wait_ratio else (0, 0)  # its ADP balance
+    balance = (0, 0) if wait_iters or wait_ratio else draw(st.sampled_from([(0, 0)]) | st.tuples(st.integers(1, 8) | st.integers(1, 60), st.integers(0, 10)))  # its ADP balance
     settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)), mixed=draw(st.booleans()),
                                recv_interval=draw(st.sampled_from([1, 1, 3, 30])), batch_wait_iters=wait_iters,
                                batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0], adp_batching_wait_iters=balance[1])  # fmt: skip

@@ -264,9 +264,9 @@ def test_the_arithmetic_that_ran_is_priced_before_labels_that_have_silicon_data(
     ):  # fmt: skip
         outcomes = {row.checkpoint_inputs: checkpoint_outcome, row.inputs: labels_outcome}
         monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: outcomes[inputs])
-        methods.priced_inputs.cache_clear()
+        methods.priced_choice.cache_clear()
         assert methods.priced_inputs(row.inputs, row.checkpoint_inputs) == expected
-    methods.priced_inputs.cache_clear()
+    methods.priced_choice.cache_clear()
 
 
 def test_closed_loop_methods_price_and_label_the_arithmetic_that_ran(monkeypatch):
@@ -326,12 +326,12 @@ def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monk
     ):  # fmt: skip
         outcomes = {row.inputs: labels_outcome, first: first_outcome}
         monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: outcomes.get(inputs, priced))
-        methods.priced_inputs.cache_clear()
+        methods.priced_choice.cache_clear()
         assert methods.priced_inputs(row.inputs, None, (first, second)) == expected
     monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: miss)
-    methods.priced_inputs.cache_clear()
+    methods.priced_choice.cache_clear()
     assert methods.priced_inputs(row.inputs, None, (first, second)) == hybrid
-    methods.priced_inputs.cache_clear()
+    methods.priced_choice.cache_clear()
 
 
 def _gpt_oss_moe_tp_row() -> MappedRow:
@@ -366,7 +366,7 @@ def test_a_moe_tp_layout_without_silicon_data_prices_its_ep_equivalent_and_legac
     assert uncached.pricing == "reference engine, SILICON, arithmetic that ran, MoE TP as EP"
     assert methods.CHECKPOINT_NOTE in uncached.note and methods.LAYOUT_NOTE in uncached.note
     assert (legacy.pricing, legacy.note) == ("reference engine, HYBRID", methods.HYBRID_NOTE)
-    assert row.baseline.expert_parallel_equivalents is False
+    assert row.baseline.allow_ep_equivalents is False
 
 
 def test_ep_equivalents_follow_each_candidate_in_the_chain(monkeypatch):
@@ -384,9 +384,9 @@ def test_ep_equivalents_follow_each_candidate_in_the_chain(monkeypatch):
         ({eq(fallback)}, eq(fallback)),
     ):  # fmt: skip
         monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, s, c: priced if inputs in priced_set else miss)
-        methods.priced_inputs.cache_clear()
+        methods.priced_choice.cache_clear()
         assert methods.priced_inputs(labels, checkpoint, (fallback,)) == expected
-    methods.priced_inputs.cache_clear()
+    methods.priced_choice.cache_clear()
 
 
 class _Terminal(io.StringIO):

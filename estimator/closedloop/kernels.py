@@ -250,7 +250,7 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
     Fills starts/takes (chunks), firsts (prompts completing), decs (decoders) and svc (admitted
     requests still before their first token); without mixed batches a pass that prefills carries
     no decoder. hold: the chunks are walked and spend the budget but are not taken, and no request
-    changes (TRT-LLM batch waiting: the pass only decodes). Returns (nc, nf, nd, ns, new_starts,
+    changes (TRT-LLM batch waiting or attention-DP balance: the pass only decodes). Returns (nc, nf, nd, ns, new_starts,
     kv_sum, running, walked, prompt_tokens): walked chunks, and the whole prompts of their requests."""
     left = budget
     nc = nf = nd = ns = new_starts = kv_sum = walked = prompt_tokens = 0
@@ -328,11 +328,14 @@ def _adp_balance(count, batched, timeout, batching_wait, draining, walked, decod
 
     The engine gathers every rank's queue each pass. When every rank holds a prefill (from one
     rank: prefills were left pending at the last release, `draining`), the count restarts and,
-    beside decoders, the prefills wait up to `batching_wait` passes. Otherwise the pass counts and
+    beside decoders, the prefills wait up to `batching_wait` passes (without decoders they go and the
+    batching count stays). Otherwise the pass counts and
     holds its prefills; at `timeout` counted passes, or without decoders, the count restarts and
     the prefills go."""
     if draining and walked > 0:
-        if decoders > 0 and batched < batching_wait:
+        if decoders == 0:
+            return False, 0, batched
+        if batched < batching_wait:
             return True, 0, batched + 1
         return False, 0, 0
     count += 1

@@ -179,8 +179,10 @@ class _AdpBalance:
         """Whether a pass that would prefill `walked` chunks beside `decoders` decoders holds them."""
         if self.draining and walked:
             self.counted = 0
-            self.batched = self.batched + 1 if decoders and self.batched < self.batching_wait else 0
-            return self.batched > 0
+            if decoders:
+                self.batched = self.batched + 1 if self.batched < self.batching_wait else 0
+                return self.batched > 0
+            return False
         self.counted += 1
         if self.counted >= self.timeout or not decoders:
             self.counted = 0

@@ -66,7 +66,7 @@ class EngineSettings:
     recv_interval: int = 1  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval; >= 1)
     batch_wait_iters: int = 0  # TRT-LLM batch_wait_timeout_iters: passes a prefill may be held while decodes run (>= 0)
     batch_wait_tokens_ratio: float = 0.0  # TRT-LLM batch_wait_max_tokens_ratio: a pass with this share of the budget is not held (>= 0)
-    adp_balance_iters: int = 0  # TRT-LLM attention_dp_config.timeout_iters under enable_balance: counted passes before held prefills go (>= 0; 0: off)
+    adp_balance_iters: int = 0  # TRT-LLM attention_dp_config.timeout_iters under enable_balance: counted passes before held prefills go (>= 0; 0: off; not with batch waiting)
     adp_batching_wait_iters: int = 0  # TRT-LLM attention_dp_config.batching_wait_iters: passes prefills on every rank wait beside decodes (>= 0)
 
     def __post_init__(self) -> None:

@@ -40,8 +40,9 @@ class AggSpec:
         _require_time("dispatch_ms", self.dispatch_ms)
 
     def check(self, plan: RunPlan) -> None:
-        """Raise InvalidInputError for a prefix not below every input, NoProgressError for a
-        configuration that can never schedule some request."""
+        """Raise InvalidInputError for a prefix not below every input or for batch waiting set
+        beside the attention-DP balance, NoProgressError for a configuration that can never
+        schedule some request."""
         _require_prefix(self.prefix, plan)
         budget = self.settings.budget
         largest = int(plan.isl.max()) - self.prefix
@@ -51,6 +52,12 @@ class AggSpec:
             )
         if self.decode_budget_tokens > budget:
             raise NoProgressError(f"stalled: a decode step needs {self.decode_budget_tokens} budget tokens, the budget is {budget}")
+        if self.settings.batch_waiting and self.settings.adp_balance_iters:
+            raise InvalidInputError(
+                "batch waiting and the attention-DP balance exclude each other (TRT-LLM applies the balance under attention DP, "
+                f"batch waiting without): got batch_wait_iters {self.settings.batch_wait_iters}, batch_wait_tokens_ratio "
+                f"{self.settings.batch_wait_tokens_ratio} and adp_balance_iters {self.settings.adp_balance_iters}"
+            )
 
 
 @dataclass(frozen=True)

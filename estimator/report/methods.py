@@ -77,35 +77,68 @@ def first_line(exc: Exception) -> str:
 
 
 def _inputs(row: MappedRow) -> AggInputs | DisaggInputs:
-    """The row's inputs, with the pricer that can price them (see priced_inputs)."""
+    """The row's inputs, with the pricer that can price them (see priced_choice)."""
+    return _choice(row).inputs
+
+
+def _choice(row: MappedRow) -> PricedChoice:
     if row.inputs is None:
         raise Uncovered(row.reason)
     fallbacks = tuple(f.inputs for f in row.granularity_fallbacks)
-    return priced_inputs(row.inputs, row.checkpoint_inputs, fallbacks, row.expert_parallel_equivalents)
+    return priced_choice(row.inputs, row.checkpoint_inputs, fallbacks, row.allow_ep_equivalents)
 
 
-@functools.lru_cache(maxsize=4096)
+@dataclass(frozen=True)
+class PricedChoice:
+    """The inputs a method prices and the candidate they come from."""
+
+    inputs: AggInputs | DisaggInputs  # what is priced (its pricer "hybrid" for the HYBRID retry)
+    candidate: AggInputs | DisaggInputs  # the checkpoint's inputs, the labels or a granularity fallback
+    via_ep: bool  # inputs are the candidate's MoE-EP equivalent
+
+
 def priced_inputs(
     inputs: AggInputs | DisaggInputs,
     checkpoint: AggInputs | DisaggInputs | None = None,
     fallbacks: tuple[AggInputs | DisaggInputs, ...] = (),
-    ep_equivalents: bool = True,
+    allow_ep_equivalents: bool = True,
 ) -> AggInputs | DisaggInputs:
-    """What the closed-form and closed-loop methods price, the first of: the inputs at the checkpoint's
-    own quant modes (when given: the arithmetic that ran), else their MoE-EP equivalent, if they
-    price with SILICON data for every op; the inputs unless SILICON data miss an op; then, in order,
-    the inputs' MoE-EP equivalent and each fallback (the same arithmetic at the checkpoint's scale
-    granularity) and its equivalent, the first that prices; else the inputs in the reference
-    engine's HYBRID mode (the baseline's retry). Without ep_equivalents no MoE-EP equivalent is tried."""
-    def candidates(*inputs_list):
-        return _with_ep_equivalents(inputs_list) if ep_equivalents else inputs_list
+    """What the closed-form and closed-loop methods price (priced_choice)."""
+    return priced_choice(inputs, checkpoint, fallbacks, allow_ep_equivalents).inputs
 
-    if checkpoint is not None and (priced := _first_priced(candidates(checkpoint))) is not None:
-        return priced
+
+@functools.lru_cache(maxsize=4096)
+def priced_choice(
+    inputs: AggInputs | DisaggInputs,
+    checkpoint: AggInputs | DisaggInputs | None = None,
+    fallbacks: tuple[AggInputs | DisaggInputs, ...] = (),
+    allow_ep_equivalents: bool = True,
+) -> PricedChoice:
+    """The first of: the inputs at the checkpoint's own quant modes (when given: the arithmetic
+    that ran), else their MoE-EP equivalent, whichever prices with SILICON data for every op (the
+    checkpoint's inputs failing in any way leave the choice to the labels); the labelled inputs
+    unless SILICON data miss an op; then, in order, the inputs' MoE-EP equivalent and each fallback
+    (the same arithmetic at the checkpoint's scale granularity) and its equivalent, the first that
+    prices; else the inputs in the reference engine's HYBRID mode (the baseline's retry). Without
+    allow_ep_equivalents no MoE-EP equivalent is tried (the baseline's chain)."""
+    def first_priced(*bases: AggInputs | DisaggInputs) -> PricedChoice | None:
+        for base in bases:
+            equivalent = expert_parallel_equivalent(base) if allow_ep_equivalents else None
+            for priced in (base, equivalent):
+                if priced is not None and not isinstance(_closed_form_outcome(priced, Semantics.LEGACY, None), Exception):
+                    return PricedChoice(priced, base, priced is equivalent)
+        return None
+
+    if checkpoint is not None and (chosen := first_priced(checkpoint)) is not None:
+        return chosen
+    labels = PricedChoice(inputs, inputs, False)
     if inputs.pricer == "hybrid" or not isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
-        return inputs
-    priced = _first_priced(candidates(inputs, *fallbacks)[1:])
-    return priced if priced is not None else dataclasses.replace(inputs, pricer="hybrid")
+        return labels
+    equivalent = expert_parallel_equivalent(inputs) if allow_ep_equivalents else None
+    if equivalent is not None and not isinstance(_closed_form_outcome(equivalent, Semantics.LEGACY, None), Exception):
+        return PricedChoice(equivalent, inputs, True)
+    chosen = first_priced(*fallbacks)
+    return chosen if chosen is not None else PricedChoice(dataclasses.replace(inputs, pricer="hybrid"), inputs, False)
 
 
 def expert_parallel_equivalent(inputs: AggInputs | DisaggInputs) -> AggInputs | DisaggInputs | None:
@@ -122,34 +155,21 @@ def expert_parallel_equivalent(inputs: AggInputs | DisaggInputs) -> AggInputs | 
     return dataclasses.replace(inputs, prefill=swapped[0], decode=swapped[1])
 
 
-def _with_ep_equivalents(candidates: tuple[AggInputs | DisaggInputs, ...]) -> tuple[AggInputs | DisaggInputs, ...]:
-    """Each candidate, followed by its MoE-EP equivalent when it has one."""
-    return tuple(c for candidate in candidates for c in (candidate, expert_parallel_equivalent(candidate)) if c is not None)
-
-
-def _first_priced(candidates: tuple[AggInputs | DisaggInputs, ...]) -> AggInputs | DisaggInputs | None:
-    """The first candidate whose closed-form estimate raises nothing, or None."""
-    return next((c for c in candidates if not isinstance(_closed_form_outcome(c, Semantics.LEGACY, None), Exception)), None)
-
-
 def pricing(row: MappedRow) -> tuple[str, str]:
     """(how the row is priced, the caveat for its note) of a row with inputs: the pricer and its
     database mode (PRICINGS), with ARITHMETIC_THAT_RAN at the checkpoint's modes or
     CHECKPOINT_GRANULARITY at a granularity fallback, then MOE_TP_AS_EP at an MoE-EP equivalent;
     the caveats say which ("" when the labels price with SILICON data)."""
-    priced = _inputs(row)
+    choice = _choice(row)
     fallbacks = {f.inputs: f.note for f in row.granularity_fallbacks}
-    candidates = (row.checkpoint_inputs, row.inputs, *fallbacks)
-    layout = {expert_parallel_equivalent(c): c for c in candidates if c is not None}
-    chosen = layout.get(priced, priced)
-    label, caveats = PRICINGS[priced.pricer], []
-    if chosen == row.checkpoint_inputs:
+    label, caveats = PRICINGS[choice.inputs.pricer], []
+    if choice.candidate == row.checkpoint_inputs:
         label, caveats = label + ARITHMETIC_THAT_RAN, [f"{CHECKPOINT_NOTE}: {row.quant_note}"]
-    elif chosen in fallbacks:
-        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[chosen]}"]
-    elif priced.pricer == "hybrid":
+    elif choice.candidate in fallbacks:
+        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[choice.candidate]}"]
+    elif choice.inputs.pricer == "hybrid":
         caveats = [HYBRID_NOTE]
-    if chosen != priced:
+    if choice.via_ep:
         label, caveats = label + MOE_TP_AS_EP, [*caveats, LAYOUT_NOTE]
     return label, "; ".join(caveats)
 

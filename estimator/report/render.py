@@ -302,7 +302,8 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         facts.insert(3, f"{balanced} rows run TRT-LLM under attention DP with its balance on (timeout_iters {balance_values}, from the "
                         "source's recipe): a prompt that would be prefilled beside running decodes waits until that many steps have "
                         "counted since the last release; one rank is replayed, and a backlog left at a release stands for every rank "
-                        "holding a prompt, which releases at once.")
+                        "holding a prompt, which goes at the next step, or after the recipe's batching wait beside decodes (gpt-oss: "
+                        "up to 10 steps; DeepSeek-R1: none).")
     return facts
 
 
