@@ -77,6 +77,11 @@ class AggInputs:
     def deployments(self) -> tuple[Deployment, ...]:
         return (self.deployment,)
 
+    def with_deployments(self, deployments: tuple[Deployment, ...]) -> AggInputs:
+        """These inputs with their deployments replaced (in `deployments` order)."""
+        (deployment,) = deployments
+        return dataclasses.replace(self, deployment=deployment)
+
 
 @dataclass(frozen=True)
 class DisaggInputs:
@@ -95,6 +100,11 @@ class DisaggInputs:
     @property
     def deployments(self) -> tuple[Deployment, ...]:
         return (self.prefill, self.decode)
+
+    def with_deployments(self, deployments: tuple[Deployment, ...]) -> DisaggInputs:
+        """These inputs with their deployments replaced (in `deployments` order)."""
+        prefill, decode = deployments
+        return dataclasses.replace(self, prefill=prefill, decode=decode)
 
 
 @dataclass(frozen=True)
@@ -125,10 +135,20 @@ class MappedRow:
 
     @property
     def baseline(self) -> MappedRow:
-        """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes, no fallback but HYBRID mode."""
+        """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes (no KV cache
+        dtype from the launch), no fallback but HYBRID mode."""
+        base = self.recorded or self
         return dataclasses.replace(
-            self.recorded or self, checkpoint_inputs=None, quant_note="", granularity_fallbacks=(), allow_ep_equivalents=False
-        )
+            base, inputs=_without_launch_kv_cache(base.inputs), checkpoint_inputs=None, quant_note="", granularity_fallbacks=(),
+            allow_ep_equivalents=False,
+        )  # fmt: skip
+
+
+def _without_launch_kv_cache(inputs: AggInputs | DisaggInputs | None) -> AggInputs | DisaggInputs | None:
+    """The inputs with the KV cache dtype left to the checkpoint (the baseline's: its rows carry none)."""
+    if inputs is None:
+        return None
+    return inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in inputs.deployments))
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -261,7 +281,7 @@ def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: s
         attention_dp=_dp(layout),
         moe_tp=None if native else layout.moe_tp,
         moe_ep=None if native else layout.moe_ep,
-        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant),
+        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant, kvcache=m.protocol.kv_cache_dtype),
     )
 
 

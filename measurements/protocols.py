@@ -7,6 +7,8 @@ document them per row, the engine's documented default is used and the row says 
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -47,6 +49,7 @@ class EngineSettings:
     batch_wait_tokens_ratio: float = 0.0  # a pass with this share of the budget is not held (TRT-LLM batch_wait_max_tokens_ratio)
     adp_balance_iters: int = 0  # attention DP: counted passes before held prefills go (TRT-LLM attention_dp_config.timeout_iters); 0: off
     adp_batching_wait_iters: int = 0  # attention DP: passes prefills on every rank wait (TRT-LLM attention_dp_config.batching_wait_iters)
+    kv_cache_dtype: str | None = None  # KV cache dtype the launch sets (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
 
 
 INFERENCEX = "inferencex"
@@ -132,6 +135,11 @@ TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
     "version from the stream_interval 10 configs on, whichever max_num_tokens it sets (70b_fp8_b200_trt_slurm.sh @ a267b4b, "
     "70b_fp4_b200_trt_slurm.sh @ 73ef922, 70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
 )
+TRTLLM_KV_CACHE_DTYPE = "fp8"  # kv_cache_config.dtype of every InferenceX TRT-LLM script trtllm_recipe resolves
+TRTLLM_KV_CACHE_CITATION = (
+    "; kv_cache_config dtype fp8 in every stored version read (dsr1_fp8_b200_trt.sh @ 0a919c5, dsr1_fp4_b200_trt.sh @ 111f031, "
+    "dsr1_fp8_h200_trt.sh @ 1fc5d73, gptoss_fp4_b200_trt.sh @ 1825e7f, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
+)
 # (timeout_iters, batching_wait_iters) of TRT-LLM's attention-DP balance (attention_dp_config.enable_balance)
 TRTLLM_DSR1_ADP_BALANCE = (60, 0)
 TRTLLM_DSR1_ADP_BALANCE_CITATION = (
@@ -171,9 +179,9 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
             wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
         return None
-    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
+    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation + TRTLLM_KV_CACHE_CITATION,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
-                          adp_batching_wait_iters=balance[1])  # fmt: skip
+                          adp_batching_wait_iters=balance[1], kv_cache_dtype=TRTLLM_KV_CACHE_DTYPE)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -303,7 +311,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
-        return trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None, attention_dp if mode == "agg" else 1)
+        recipe = trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None, attention_dp if mode == "agg" else 1)
+        return recipe if recipe is None or mode == "agg" else dataclasses.replace(recipe, kv_cache_dtype=None)  # the agg scripts only
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None
@@ -331,6 +340,7 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         batch_wait_tokens_ratio=engine.batch_wait_tokens_ratio,
         adp_balance_iters=engine.adp_balance_iters,
         adp_batching_wait_iters=engine.adp_batching_wait_iters,
+        kv_cache_dtype=engine.kv_cache_dtype,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

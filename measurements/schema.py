@@ -50,6 +50,7 @@ class Protocol:
     batch_wait_tokens_ratio: float | None  # a pass holding this share of the token budget is not held (TRT-LLM batch_wait_max_tokens_ratio); None: 0
     adp_balance_iters: int | None  # attention DP: passes counted before held prefills go (TRT-LLM attention_dp_config.timeout_iters, enable_balance); None: 0
     adp_batching_wait_iters: int | None  # attention DP: passes prefills on every rank wait beside decodes (TRT-LLM batching_wait_iters); None: 0
+    kv_cache_dtype: str | None  # KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
     engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
     engine_citation: str  # public document the engine settings come from
 
@@ -108,7 +109,7 @@ def _base_type(hint: Any) -> type:
 
 
 CSV_COLUMNS = tuple(column_types())
-ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters"})  # columns added after the first format: a file without them reads them as empty
+ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters", "kv_cache_dtype"})  # columns added after the first format: a file without them reads them as empty
 
 _LAYOUT_DOCS = {
     "batch_size": "max concurrent requests per attention-DP rank of one worker",
@@ -166,6 +167,7 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
                               "attention_dp_config.timeout_iters with enable_balance); empty: 0"),
         "adp_batching_wait_iters": ("under attention DP, when every rank holds a prefill, the prefills wait beside decoding requests "
                                     "for up to this many steps (TRT-LLM attention_dp_config.batching_wait_iters); empty: 0"),
+        "kv_cache_dtype": "KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); empty: the checkpoint's",
         "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
         "engine_citation": "public document the engine settings come from",
     }

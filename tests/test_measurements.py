@@ -234,6 +234,27 @@ def test_trtllm_recipes_balance_prefills_under_attention_dp(model, attention_dp,
     assert ("attention_dp_config" in s.citation) == (balance != (0, 0))
 
 
+def test_trtllm_agg_recipes_launch_an_fp8_kv_cache():
+    """Every InferenceX TRT-LLM script trtllm_recipe resolves sets kv_cache_config dtype fp8 (agg
+    scripts; the disagg runs used other recipes)."""
+    for model in ("deepseek-ai/DeepSeek-R1", "openai/gpt-oss-120b", "meta-llama/Llama-3.1-70B"):
+        agg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", 8, "agg")
+        disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", None, "disagg")
+        assert (agg.kv_cache_dtype, disagg.kv_cache_dtype) == ("fp8", None) and "kv_cache_config dtype fp8" in agg.citation
+
+
+def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
+    """The rows launched with an fp8 KV cache price it (their inputs and checkpoint inputs); the
+    baseline view leaves the KV cache to the checkpoint, as the accuracy baseline did."""
+    launched = [r for r in mapped if r.inputs is not None and r.measurement.protocol.kv_cache_dtype == "fp8"]
+    assert launched and {r.measurement.engine for r in launched} == {"trtllm"}
+    for r in launched:
+        assert all(d.quant.kvcache == "fp8" for d in r.inputs.deployments)
+        assert r.checkpoint_inputs is None or all(d.quant.kvcache == "fp8" for d in r.checkpoint_inputs.deployments)
+        assert all(d.quant.kvcache is None for d in r.baseline.inputs.deployments)
+    assert all(d.quant.kvcache is None for r in mapped if r.inputs is not None and r not in launched for d in r.inputs.deployments)
+
+
 def test_sample_trtllm_attention_dp_rows_carry_the_balance(sample):
     rows = [m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.source == protocols.INFERENCEX
             and m.model in protocols.DSR1_MODELS | protocols.GPTOSS_MODELS]  # fmt: skip
@@ -598,7 +619,10 @@ def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):
     rows = [r for r in mapped if r.checkpoint_inputs is not None]
     assert rows and all(r.measurement.model == "openai/gpt-oss-120b" for r in rows)
     for r in rows:
-        assert r.quant_note and r.baseline.checkpoint_inputs is None and r.baseline.inputs == (r.recorded or r).inputs
+        assert r.quant_note and r.baseline.checkpoint_inputs is None
+        base = (r.recorded or r).inputs
+        plain = tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in base.deployments)
+        assert r.baseline.inputs == base.with_deployments(plain)
         for labelled, checkpoint in zip(r.inputs.deployments, r.checkpoint_inputs.deployments, strict=True):
             assert dataclasses.replace(checkpoint, quant=labelled.quant) == labelled
             assert (checkpoint.quant.gemm, checkpoint.quant.moe) != (labelled.quant.gemm, labelled.quant.moe)

@@ -148,11 +148,7 @@ def expert_parallel_equivalent(inputs: AggInputs | DisaggInputs) -> AggInputs | 
     swapped = tuple(
         dataclasses.replace(d, moe_tp=1, moe_ep=d.moe_tp * (d.moe_ep or 1)) if (d.moe_tp or 1) > 1 else d for d in inputs.deployments
     )  # fmt: skip
-    if swapped == inputs.deployments:
-        return None
-    if isinstance(inputs, AggInputs):
-        return dataclasses.replace(inputs, deployment=swapped[0])
-    return dataclasses.replace(inputs, prefill=swapped[0], decode=swapped[1])
+    return None if swapped == inputs.deployments else inputs.with_deployments(swapped)
 
 
 def pricing(row: MappedRow) -> tuple[str, str]:

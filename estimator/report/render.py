@@ -281,7 +281,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     balanced, balance_values = _above(rows["adp_balance_iters"], 0)
     facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
-        "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off; InferenceX SGLang "
+        "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off, an fp8 KV cache on agg runs; InferenceX SGLang "
         "DeepSeek-R1/V3 and Qwen3.5 FP8 where every stored recipe version of the runs' era agrees: chunked prefill size, stream interval, "
         "scheduler receive interval); the others use the engines' documented defaults (the sample does not record the launch "
         "flags per row).",
