@@ -138,7 +138,8 @@ TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
 TRTLLM_KV_CACHE_DTYPE = "fp8"  # kv_cache_config.dtype of every InferenceX TRT-LLM script trtllm_recipe resolves
 TRTLLM_KV_CACHE_CITATION = (
     "; kv_cache_config dtype fp8 in every stored version read (dsr1_fp8_b200_trt.sh @ 0a919c5, dsr1_fp4_b200_trt.sh @ 111f031, "
-    "dsr1_fp8_h200_trt.sh @ 1fc5d73, gptoss_fp4_b200_trt.sh @ 1825e7f, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
+    "dsr1_fp8_h200_trt.sh @ 1fc5d73, gptoss_fp4_b200_trt.sh @ 1825e7f, 70b_fp8_h200_trt_slurm.sh @ 73ef922 and the other stored "
+    "Llama-3.1-70B TRT-LLM scripts' llama-config.yml)"
 )
 # (timeout_iters, batching_wait_iters) of TRT-LLM's attention-DP balance (attention_dp_config.enable_balance)
 TRTLLM_DSR1_ADP_BALANCE = (60, 0)
