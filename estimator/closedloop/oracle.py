@@ -212,21 +212,21 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 active.append(waiting.popleft())
         # ---- form one pass: walk active in order, spending the token budget ----
         hold = False
-        if settings.batch_waiting:  # TRT-LLM batch waiting: decide on the pass as it would be formed
+        if settings.batch_waiting or (balance.timeout > 0 and active):  # TRT-LLM batch waiting / attention-DP balance: decide on the pass as it would be formed
             formed = _form_pass(active, t, spec, max_seqs, hold=True)
             _, _, _, decs, _, walked, prompt_tokens = formed
-            if walked and decs:
+            if not settings.batch_waiting:
+                hold = balance.holds(walked, len(decs))
+            elif walked and decs:
                 if waited >= settings.batch_wait_iters or prompt_tokens + len(decs) * spec.decode_budget_tokens >= settings.batch_wait_tokens_ratio * budget:
                     waited = 0
                 else:
                     waited += 1
                     hold = True
-        elif balance.timeout > 0 and active:  # TRT-LLM attention-DP balance: decide on the pass as it would be formed
-            formed = _form_pass(active, t, spec, max_seqs, hold=True)
-            hold = balance.holds(walked=formed[5], decoders=len(formed[3]))
         if not hold:  # a held pass is the walk above (nothing taken); else form the pass
             formed = _form_pass(active, t, spec, max_seqs, hold=False)
-            balance.draining = any(r.todo > 0 for r in active)
+            if balance.timeout > 0:
+                balance.draining = any(r.todo > 0 for r in active)
         starts, takes, firsts, decs, new_starts, _, _ = formed
         if not takes and not decs:
             if not waiting:

@@ -131,13 +131,9 @@ def priced_choice(
 
     if checkpoint is not None and (chosen := first_priced(checkpoint)) is not None:
         return chosen
-    labels = PricedChoice(inputs, inputs, False)
     if inputs.pricer == "hybrid" or not isinstance(_closed_form_outcome(inputs, Semantics.LEGACY, None), PerfDataMissingError):
-        return labels
-    equivalent = expert_parallel_equivalent(inputs) if allow_ep_equivalents else None
-    if equivalent is not None and not isinstance(_closed_form_outcome(equivalent, Semantics.LEGACY, None), Exception):
-        return PricedChoice(equivalent, inputs, True)
-    chosen = first_priced(*fallbacks)
+        return PricedChoice(inputs, inputs, False)
+    chosen = first_priced(inputs, *fallbacks)  # the labels miss (memoized outcome): their equivalent, then each fallback
     return chosen if chosen is not None else PricedChoice(dataclasses.replace(inputs, pricer="hybrid"), inputs, False)
 
 
