@@ -7,8 +7,6 @@ document them per row, the engine's documented default is used and the row says 
 """
 from __future__ import annotations
 
-import dataclasses
-
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -159,12 +157,14 @@ GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 
 
-def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1) -> EngineSettings | None:
+def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
+                  agg: bool = True) -> EngineSettings | None:  # fmt: skip
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's tensor-parallel size; None: unknown, no
     batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and gpt-oss recipes'
-    attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); None for other models."""
+    attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for agg runs (the
+    scripts read) their fp8 KV cache; None for other models."""
     wait_iters, wait_ratio, balance = 0, 0.0, (0, 0)
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
@@ -180,9 +180,10 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
             wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
         return None
-    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation + TRTLLM_KV_CACHE_CITATION,
+    kv_cache_dtype, citation = (TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION) if agg else (None, citation)
+    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
-                          adp_batching_wait_iters=balance[1], kv_cache_dtype=TRTLLM_KV_CACHE_DTYPE)  # fmt: skip
+                          adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -312,8 +313,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
-        recipe = trtllm_recipe(model, isl, osl, concurrency, tp if mode == "agg" else None, attention_dp if mode == "agg" else 1)
-        return recipe if recipe is None or mode == "agg" else dataclasses.replace(recipe, kv_cache_dtype=None)  # the agg scripts only
+        agg = mode == "agg"
+        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None

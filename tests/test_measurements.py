@@ -241,6 +241,7 @@ def test_trtllm_agg_recipes_launch_an_fp8_kv_cache():
         agg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", 8, "agg")
         disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", None, "disagg")
         assert (agg.kv_cache_dtype, disagg.kv_cache_dtype) == ("fp8", None) and "kv_cache_config dtype fp8" in agg.citation
+        assert "kv_cache_config" not in disagg.citation
 
 
 def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
