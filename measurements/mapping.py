@@ -72,6 +72,7 @@ class AggInputs:
     isl: int  # input tokens per request (the row's nominal isl)
     osl: int  # output tokens per request (the row's nominal osl)
     batch_size: int  # concurrent requests per attention-DP rank (>= 1)
+    nextn_accepted: float = 0.0  # accepted MTP draft tokens per decode step (0 <= this <= deployment.nextn)
 
     @property
     def deployments(self) -> tuple[Deployment, ...]:
@@ -136,19 +137,22 @@ class MappedRow:
     @property
     def baseline(self) -> MappedRow:
         """The row as the accuracy baseline mapped it: recorded layout, labelled quant modes (no KV cache
-        dtype from the launch), no fallback but HYBRID mode."""
+        dtype or MTP drafts from the launch), no fallback but HYBRID mode."""
         base = self.recorded or self
         return dataclasses.replace(
-            base, inputs=_without_launch_kv_cache(base.inputs), checkpoint_inputs=None, quant_note="", granularity_fallbacks=(),
+            base, inputs=_without_launch_settings(base.inputs), checkpoint_inputs=None, quant_note="", granularity_fallbacks=(),
             allow_ep_equivalents=False,
         )  # fmt: skip
 
 
-def _without_launch_kv_cache(inputs: AggInputs | DisaggInputs | None) -> AggInputs | DisaggInputs | None:
-    """The inputs with the KV cache dtype left to the checkpoint (the baseline's: its rows carry none)."""
+def _without_launch_settings(inputs: AggInputs | DisaggInputs | None) -> AggInputs | DisaggInputs | None:
+    """The inputs with the KV cache dtype left to the checkpoint and no MTP drafts (the baseline's: its rows carry neither)."""
     if inputs is None:
         return None
-    return inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in inputs.deployments))
+    bare = inputs.with_deployments(
+        tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None), nextn=0) for d in inputs.deployments)
+    )
+    return dataclasses.replace(bare, nextn_accepted=0.0) if isinstance(bare, AggInputs) else bare
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -282,13 +286,14 @@ def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: s
         moe_tp=None if native else layout.moe_tp,
         moe_ep=None if native else layout.moe_ep,
         quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant, kvcache=m.protocol.kv_cache_dtype),
+        nextn=m.protocol.nextn or 0,
     )
 
 
 def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | DisaggInputs:
     pricer = "native" if is_native(model_used) else "reference"
     if m.mode == "agg":
-        return AggInputs(_deployment(m, m.agg, model_used, data_version), pricer, m.isl, m.osl, m.agg.batch_size)
+        return AggInputs(_deployment(m, m.agg, model_used, data_version), pricer, m.isl, m.osl, m.agg.batch_size, m.protocol.nextn_accepted or 0.0)
     p, d = m.prefill, m.decode
     return DisaggInputs(
         _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,

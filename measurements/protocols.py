@@ -48,6 +48,8 @@ class EngineSettings:
     adp_balance_iters: int = 0  # attention DP: counted passes before held prefills go (TRT-LLM attention_dp_config.timeout_iters); 0: off
     adp_batching_wait_iters: int = 0  # attention DP: passes prefills on every rank wait (TRT-LLM attention_dp_config.batching_wait_iters)
     kv_cache_dtype: str | None = None  # KV cache dtype the launch sets (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
+    nextn: int = 0  # MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers); 0: no speculation
+    nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= this <= nextn), from a cited public figure
 
 
 INFERENCEX = "inferencex"
@@ -152,22 +154,44 @@ TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
     "timeout_iters 50, batching_wait_iters 10), in every stored version (gptoss_fp4_b200_trt.sh @ 1825e7f, "
     "gptoss_fp4_b200_trt_slurm.sh @ 0d8d7d1)"
 )
+# InferenceX ran DeepSeek-R1 with MTP speculative decoding under its dsr1-fp4/fp8-b200-trt-mtp keys, and from the TRT-LLM
+# 1.2 upgrade on those keys alone ran this image (the non-MTP keys ran 1.2.0rc6.post2): a run on it is an MTP run.
+TRTLLM_DSR1_MTP_IMAGE = "tensorrt-llm/release:1.2.0rc6.post3"
+TRTLLM_DSR1_MTP_SYSTEM = "b200_sxm"
+TRTLLM_DSR1_MTP_DRAFTS = (3, 1)  # num_nextn_predict_layers without / with attention DP
+# accepted draft tokens per step at each depth: TRT-LLM's published DeepSeek-R1 acceptance, 1.92 and 2.82 tokens per
+# step, less the one token every step commits
+TRTLLM_DSR1_MTP_ACCEPTED: Mapping[int, float] = MappingProxyType({1: 0.92, 3: 1.82})
+TRTLLM_DSR1_MTP_CITATION = (
+    "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 0004cf5: dsr1-fp4-b200-trt-mtp and dsr1-fp8-b200-trt-mtp "
+    "run image release:1.2.0rc6.post3 (every search-space entry spec-decoding: mtp) while dsr1-fp4/fp8-b200-trt run "
+    "1.2.0rc6.post2 (perf-changelog.yaml PRs 594, 620, 632, 642); benchmarks/dsr1_fp8_b200_trt_mtp.sh @ 111f031 and "
+    "dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2: speculative_config decoding_type MTP, num_nextn_predict_layers 3 (1 under "
+    "attention DP), MAX_BATCH_SIZE CONC (CONC/TP under attention DP), --max_num_tokens "
+    "$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )); chunked prefill off; accepted drafts per step from NVIDIA/TensorRT-LLM "
+    "docs/source/blogs/tech_blog/blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md "
+    "@ 01c4ece (8xB200, DeepSeek-R1, ISL 1k, OSL 2k, batch 1: 1.92 tokens per step with 1 MTP layer, 2.82 with 3)"
+)
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
 GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 
 
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
-                  agg: bool = True) -> EngineSettings | None:  # fmt: skip
+                  agg: bool = True, system: str = "", image: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
-    below TP 8 TRT-LLM's batch waiting (`tp`: the run's tensor-parallel size; None: unknown, no
-    batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and gpt-oss recipes'
-    attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for agg runs (the
-    scripts read) their fp8 KV cache; None for other models."""
-    wait_iters, wait_ratio, balance = 0, 0.0, (0, 0)
+    below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
+    None: unknown, no batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and
+    gpt-oss recipes' attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for
+    agg runs (the scripts read) their fp8 KV cache, and for the agg DeepSeek-R1 runs of the MTP
+    recipes' image (dsr1_mtp_drafts) their MTP drafts and token budget; None for other models."""
+    wait_iters, wait_ratio, balance, nextn = 0, 0.0, (0, 0), 0
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
+        if agg and tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):
+            max_batch = concurrency // tp if attention_dp > 1 else concurrency
+            budget, citation = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_MTP_CITATION
         if attention_dp > 1:
             balance, citation = TRTLLM_DSR1_ADP_BALANCE, citation + TRTLLM_DSR1_ADP_BALANCE_CITATION
     elif model in GPTOSS_MODELS:
@@ -183,7 +207,16 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     kv_cache_dtype, citation = (TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION) if agg else (None, citation)
     return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
-                          adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype)  # fmt: skip
+                          adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype, nextn=nextn,
+                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0))  # fmt: skip
+
+
+def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:
+    """MTP draft tokens of an InferenceX TRT-LLM DeepSeek-R1 run on the MTP recipes' image and system
+    (TRTLLM_DSR1_MTP_CITATION: 3, or 1 under attention DP); 0 for every other run."""
+    if model != "deepseek-ai/DeepSeek-R1" or system != TRTLLM_DSR1_MTP_SYSTEM or TRTLLM_DSR1_MTP_IMAGE not in (image or ""):
+        return 0
+    return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
 
 
 @dataclass(frozen=True)
@@ -314,7 +347,7 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
         return None
     if engine == "trtllm":
         agg = mode == "agg"
-        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg)
+        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None
@@ -343,6 +376,8 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         adp_balance_iters=engine.adp_balance_iters,
         adp_batching_wait_iters=engine.adp_batching_wait_iters,
         kv_cache_dtype=engine.kv_cache_dtype,
+        nextn=engine.nextn,
+        nextn_accepted=engine.nextn_accepted,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

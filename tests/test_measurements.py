@@ -256,6 +256,42 @@ def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
     assert all(d.quant.kvcache is None for r in mapped if r.inputs is not None and r not in launched for d in r.inputs.deployments)
 
 
+MTP_IMAGE = "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"
+
+
+@pytest.mark.parametrize(
+    "model, system, image, tp, attention_dp, concurrency, isl, drafts, budget",
+    [("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 3, 1152),  # (4*4 + 1024 + 127) // 64 * 64
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE.replace("#", "/"), 8, 8, 256, 8192, 1, 8320),  # batch 256/8: (2*32 + 8192 + 127)
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE.replace("post3", "post2"), 8, 1, 4, 1024, 0, 8192),
+     ("deepseek-ai/DeepSeek-R1", "h200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 0, 8192),
+     ("deepseek-ai/DeepSeek-V3", "b200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 0, 8192)],
+)  # fmt: skip
+def test_trtllm_mtp_recipe_runs_drafts_on_its_image_only(model, system, image, tp, attention_dp, concurrency, isl, drafts, budget):
+    """InferenceX's DeepSeek-R1 MTP keys alone ran 1.2.0rc6.post3 on B200: their scripts draft 3
+    tokens (1 under attention DP) and size max_num_tokens for (MTP+1) tokens per running request
+    plus one prompt; the accepted drafts are TRT-LLM's published figures (2.82 and 1.92 tokens per
+    step, less the committed one). Other images, systems and models run no drafts."""
+    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", tp, "agg", image, attention_dp)
+    assert (s.nextn, s.step_token_budget) == (drafts, budget)
+    assert s.nextn_accepted == {0: 0.0, 1: 0.92, 3: 1.82}[drafts]
+    assert ("spec-decoding: mtp" in s.citation) == (drafts > 0)
+    disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", None, "disagg", image)
+    assert disagg.nextn == 0
+
+
+def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
+    """The MTP runs' deployments draft and their inputs carry the accepted drafts; the baseline view
+    (the legacy method's) drafts nothing, as the accuracy baseline did."""
+    drafting = [r for r in mapped if r.inputs is not None and r.measurement.protocol.nextn]
+    assert len(drafting) == 88 and {protocols.TRTLLM_DSR1_MTP_IMAGE in r.measurement.image for r in drafting} == {True}
+    for r in drafting:
+        assert all(d.nextn == r.measurement.protocol.nextn for d in r.inputs.deployments)
+        assert r.inputs.nextn_accepted == r.measurement.protocol.nextn_accepted > 0
+        assert all(d.nextn == 0 for d in r.baseline.inputs.deployments) and r.baseline.inputs.nextn_accepted == 0.0
+    assert all(d.nextn == 0 for r in mapped if r.inputs is not None and r not in drafting for d in r.inputs.deployments)
+
+
 def test_sample_trtllm_attention_dp_rows_carry_the_balance(sample):
     rows = [m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.source == protocols.INFERENCEX
             and m.model in protocols.DSR1_MODELS | protocols.GPTOSS_MODELS]  # fmt: skip

@@ -24,7 +24,7 @@ from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
-from estimator.report.render import reason_group, render_report
+from estimator.report.render import protocol_facts, reason_group, render_report
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
 
@@ -221,6 +221,20 @@ def test_moe_rows_are_priced_through_the_reference_engine():
     assert row.inputs.pricer == "reference"
     r = predict(row, "legacy")
     assert r.covered and r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0, r.reason
+
+
+def test_mtp_rows_commit_the_accepted_drafts_per_step_and_legacy_drafts_nothing():
+    """A DeepSeek-R1 MTP run (3 drafts, 1.82 accepted per step): the uncached and closed-loop
+    methods price verify steps of 4 query tokens that commit 2.82 tokens each, so TPOT falls below
+    the same row priced without drafts; legacy prices the row as the baseline did, without drafts."""
+    m = next(m for m in load_silicon_sample() if m.protocol.nextn == 3 and m.concurrency == 4 and m.precision == "fp4")
+    row = map_measurement(m)
+    plain = map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=0, nextn_accepted=0.0)))
+    for name in ("uncached", "closed_loop"):
+        drafted, undrafted = predict(row, name), predict(plain, name)
+        assert drafted.covered and undrafted.covered, (drafted.reason, undrafted.reason)
+        assert drafted.tpot_pred_ms < undrafted.tpot_pred_ms / 1.5
+    assert predict(row, "legacy") == predict(plain, "legacy")
 
 
 def test_a_silicon_miss_is_repriced_in_hybrid_mode_with_a_note():
@@ -497,6 +511,14 @@ def test_coverage_lists_every_reason(fixture_points):
     text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
     assert "disagg estimator not available" in text
     assert "closed-loop replay not available (<script>alert(1)</script>)" in text  # as text, escaped in the markup
+
+
+def test_mtp_rows_are_counted_in_the_protocol_facts(fixture_points):
+    """A fact counts the rows that run MTP drafts and names their depths; without any, none is stated."""
+    assert not [f for f in protocol_facts(fixture_points) if "MTP" in f]
+    drafting = fixture_points.assign(nextn=[3 if i == "row-a" else 0 for i in fixture_points["id"]])
+    (fact,) = [f for f in protocol_facts(drafting) if "MTP" in f]
+    assert fact.startswith("1 rows run") and "(3 draft tokens" in fact
 
 
 def test_closing_note_shows_latency_in_step_prices(fixture_points):

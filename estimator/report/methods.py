@@ -210,7 +210,8 @@ def _closed_form(inputs: AggInputs | DisaggInputs, semantics: Semantics, ctx_tok
             decode_batch_size=inputs.decode_batch_size, decode_workers=inputs.decode_workers,
         )  # fmt: skip
         return disagg.run_disagg(inputs.prefill, inputs.decode, point, semantics, inputs.pricer)
-    point = AggPoint(isl=inputs.isl, osl=inputs.osl, batch_size=inputs.batch_size, ctx_tokens=ctx_tokens or inputs.isl)
+    point = AggPoint(isl=inputs.isl, osl=inputs.osl, batch_size=inputs.batch_size, ctx_tokens=ctx_tokens or inputs.isl,
+                     nextn_accepted=inputs.nextn_accepted)  # fmt: skip
     return AggEstimator(inputs.deployment, semantics, inputs.pricer).estimate(point)
 
 

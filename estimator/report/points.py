@@ -17,11 +17,12 @@ POINT_COLUMNS = (
     "prefill_step_ms", "decode_step_ms",
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
-    "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "adp_balance_iters", "engine_settings",
+    "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "adp_balance_iters", "nextn",
+    "engine_settings",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
-    {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "pricing": "not recorded"}
+    {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded"}
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
@@ -80,6 +81,7 @@ def row_columns(row: MappedRow) -> dict:
         "recv_interval": m.protocol.recv_interval or 1,
         "batch_wait_iters": m.protocol.batch_wait_iters or 0,
         "adp_balance_iters": m.protocol.adp_balance_iters or 0,
+        "nextn": m.protocol.nextn or 0,
         "engine_settings": m.protocol.engine_settings,
     }
 

@@ -279,6 +279,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     receiving, recv_values = _above(rows["recv_interval"], 1)
     held, wait_values = _above(rows["batch_wait_iters"], 0)
     balanced, balance_values = _above(rows["adp_balance_iters"], 0)
+    drafting, draft_values = _above(rows["nextn"], 0)
     facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off, an fp8 KV cache on agg runs; InferenceX SGLang "
@@ -304,6 +305,11 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
                         "counted since the last release; one rank is replayed, and a backlog left at a release stands for every rank "
                         "holding a prompt, which goes at the next step, or after the recipe's batching wait beside decodes (gpt-oss: "
                         "up to 10 steps; DeepSeek-R1: none).")
+    if drafting:
+        facts.insert(3, f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
+                        "the source's recipe: InferenceX's MTP keys alone ran their image): every method but legacy prices verify "
+                        "steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance (1.92 tokens per "
+                        "step with 1 draft, 2.82 with 3); legacy prices them without drafts, as the baseline.")
     return facts
 
 
