@@ -190,7 +190,8 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
         if agg and tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):
-            max_batch = concurrency // tp if attention_dp > 1 else concurrency
+            # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP, at least 1 (single_node/dsr1_fp8_h200_trt_mtp.sh @ 34bc7c4)
+            max_batch = max(1, concurrency // tp) if attention_dp > 1 else concurrency
             budget, citation = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_MTP_CITATION
         if attention_dp > 1:
             balance, citation = TRTLLM_DSR1_ADP_BALANCE, citation + TRTLLM_DSR1_ADP_BALANCE_CITATION

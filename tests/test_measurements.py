@@ -263,6 +263,7 @@ MTP_IMAGE = "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"
     "model, system, image, tp, attention_dp, concurrency, isl, drafts, budget",
     [("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 3, 1152),  # (4*4 + 1024 + 127) // 64 * 64
      ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE.replace("#", "/"), 8, 8, 256, 8192, 1, 8320),  # batch 256/8: (2*32 + 8192 + 127)
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE, 8, 8, 4, 1024, 1, 1152),  # batch 4/8 clamped to 1: (2*1 + 1024 + 127)
      ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE.replace("post3", "post2"), 8, 1, 4, 1024, 0, 8192),
      ("deepseek-ai/DeepSeek-R1", "h200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 0, 8192),
      ("deepseek-ai/DeepSeek-V3", "b200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 0, 8192)],
