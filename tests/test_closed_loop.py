@@ -3,6 +3,7 @@ the section 6 corrections, engine pricing against the step composition, the Data
 refine command."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -35,7 +36,8 @@ from estimator.closedloop import kernels
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
-from estimator.closedloop.rows import agg_case, case_of, replay_case
+from estimator.closedloop.rows import agg_case, case_of, prefill_floor_ms, replay_case
+from estimator.closedloop.settings import eager_prefill_floor_ms
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.scheduler import AggPoint, run_agg
@@ -537,6 +539,36 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
     engine = closed_loop_for_agg_row(row, vllm)
     assert engine["ttft"] == pytest.approx(row["prefill_step_ms"] + 64 * 0.8, rel=1e-9)
     assert closed_loop_for_agg_row(row, vllm, pricing="row")["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
+
+
+def test_sglang_deepseek_prefill_passes_last_at_least_the_eager_forward_time():
+    """SGLang prefills eagerly; a DeepSeek-V3 eager forward takes 82.64 ms however few its tokens
+    (SGLang PR 12160). C = 1: a short prompt's TTFT is that floor, a long one's its priced pass; the
+    floor scales per decoder layer and no other engine or measured architecture has one."""
+    deepseek = Deployment("deepseek-ai/DeepSeek-R1", "h200_sxm", "sglang", tp=8, moe_tp=8, moe_ep=1)
+    assert prefill_floor_ms(deepseek) == 82.64 and eager_prefill_floor_ms("sglang", "DeepseekV3ForCausalLM", 30) == 82.64 * 30 / 61
+    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm")) == 0.0
+    assert prefill_floor_ms(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2)) == 0.0
+    short, long = (dict(run_agg(deepseek, AggPoint(isl, 2, 1), pricer="reference").row) for isl in (16, 8192))
+    assert float(short["prefill_step_ms"]) < 82.64 < float(long["prefill_step_ms"])
+    assert closed_loop_for_agg_row(short, deepseek, pricer="reference")["ttft"] == 82.64
+    assert closed_loop_for_agg_row(long, deepseek, pricer="reference")["ttft"] == pytest.approx(float(long["prefill_step_ms"]), rel=2e-2)
+
+
+def test_the_prefill_floor_holds_only_passes_that_prefill():
+    """A pass that prefills lasts at least the floor, in both implementations; decode-only passes
+    keep their price (TPOT unchanged at C = 1), and a floor below every prefill pass changes nothing."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+    plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), 1, 512, 64)
+
+    def run(floor, impl="numba"):
+        return replay_agg(plan, AggSpec(EngineSettings(4096, True), prefill_floor_ms=floor), pricer, impl).stats
+
+    assert run(5.0) == run(0.0)
+    assert run(100.0).ttft_max == 100.0 and run(100.0).tpot_mean == run(0.0).tpot_mean
+    assert run(100.0) == run(100.0, "python")
+    with pytest.raises(InvalidInputError, match="prefill_floor_ms"):
+        AggSpec(EngineSettings(4096, True), prefill_floor_ms=-1.0)
 
 
 def test_without_mixed_batches_decoders_pause_while_prompts_prefill():

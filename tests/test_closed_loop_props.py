@@ -64,7 +64,7 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
     spec = AggSpec(
         settings_, prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), decode_budget_tokens=draw(st.sampled_from([1, 1, 2])),
         tokens_per_decode=draw(progress), turnaround_ms=draw(turnaround), encoder_ms=draw(st.sampled_from([0.0, 0.0, 3.25])),
-        dispatch_ms=draw(st.sampled_from([0.0, 0.0, 1.5])),
+        dispatch_ms=draw(st.sampled_from([0.0, 0.0, 1.5])), prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 0.0, 2.0, 40.0])),
     )  # fmt: skip
     return plan, spec, draw(prices)
 
@@ -121,12 +121,13 @@ def test_replays_are_deterministic(agg, tandem):
 
 def solo_prefill(plan, spec, pricer) -> float:
     """The request's own prefill passes, added in order: chunks of at most the budget, the encoder
-    in the first one, the dispatch overhead in each."""
+    in the first one, the dispatch overhead in each, each pass at least the prefill floor."""
     new, budget = int(plan.isl[0]) - spec.prefix, spec.settings.budget
     total, done = 0.0, 0
     while done < new:
         take = min(budget, new - done)
-        total += pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0) + spec.dispatch_ms
+        total += max(pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0) + spec.dispatch_ms,
+                     spec.prefill_floor_ms)  # fmt: skip
         done += take
     return total
 

@@ -237,7 +237,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         dur = pricer.pass_ms(PassShape(tuple(starts), tuple(takes), len(decs), sum(r.isl + r.made for r in decs)))
         dur = dur + spec.encoder_ms * new_starts
         if takes:
-            dur = dur + spec.dispatch_ms
+            dur = max(dur + spec.dispatch_ms, spec.prefill_floor_ms)
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
         t += dur

@@ -38,11 +38,12 @@ from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
 from estimator.closedloop.pricing import PassPricer, engine_pricer, flat_pricer, row_pricer
 from estimator.closedloop.protocol import Benchmark, Protocol, RunPlan, Steady, parse_protocol, run_plan
 from estimator.closedloop.replay import replay_agg, replay_tandem
-from estimator.closedloop.settings import EngineSettings, engine_defaults, reference_settings
+from estimator.closedloop.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, reference_settings
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.closedloop.stats import LatencyStats
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
+from estimator.models.config import model_architecture
 from estimator.perf.system_spec import load_system_spec
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.policies import POLICIES
@@ -215,7 +216,8 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
             settings = dataclasses.replace(settings, batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
         else:
             settings = dataclasses.replace(settings, adp_balance_iters=0, adp_batching_wait_iters=0)
-        spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment), **facts)
+        spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment),
+                       prefill_floor_ms=prefill_floor_ms(deployment), **facts)  # fmt: skip
     return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
 
 
@@ -247,6 +249,11 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
     """The CPU dispatch overhead of a forward pass that prefills, as the reference's legacy TTFT models
     it (vLLM: 0.8 ms per decoder layer, eager prefill launches; SGLang, TRT-LLM: none), ms."""
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
+
+
+def prefill_floor_ms(deployment: Deployment) -> float:
+    """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms."""
+    return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
 
 
 def default_settings(deployment: Deployment) -> EngineSettings:

@@ -40,6 +40,22 @@ beside decoders, the prefills wait up to ``batching_wait_iters`` passes; a pass 
 is never held. The replay follows one rank: a backlog left at a release stands for every rank
 holding a prefill (``adp_balance_iters``, ``adp_batching_wait_iters``).
 
+SGLang runs every prefill (extend) pass eagerly for the sample's runs: piecewise CUDA graphs, its
+only prefill graphs, are opt-in through v0.5.9 (``enable_piecewise_cuda_graph`` False; default on
+from main of 2026-03-02, PR 16331), and v0.5.10 turns them off for GlmMoeDsaForCausalLM (blocked
+architecture), Qwen3.5 (multimodal), DeepSeek on Blackwell (its ``flashinfer_trtllm`` MoE
+backend), speculative decoding and attention DP; decode passes replay CUDA graphs. An eager
+forward is host-bound while its GPU work takes less than its kernel launches: SGLang PR 12160 logs
+a DeepSeek-V3 prefill of 1 new token at 82.64 ms eager against 23.10 ms in a captured graph, and
+an eager forward stays at that floor as its tokens grow until its GPU work exceeds it (sfllm PR
+46, Qwen3-4B: 16.6 ms eager at 129 tokens and 16.4 ms at 513, against 5.7 and 13.7 ms in
+graphs). The replay prices a pass that prefills at least at its architecture's eager forward time
+(``eager_prefill_floor_ms``, per decoder layer of the measured model), for the architectures
+with a measurement; v0.5.10's graphed DeepSeek FP8 prefills of up to 2048 tokens on Hopper are not
+followed. TensorRT-LLM also runs context passes eagerly (CUDA graphs only for generation-only
+batches unless ``torch_compile_config.enable_piecewise_cuda_graph``) but has no published eager
+forward time, so it has no floor.
+
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
 """
@@ -123,6 +139,18 @@ def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
         if gpu_memory_bytes < limit_gib * GIB:
             return size
     return 16384
+
+
+# (backend, HF architecture) -> (eager forward time of a 1-token prefill, ms; decoder layers of the measured model)
+EAGER_FORWARD_MS = {(Backend.SGLANG, "DeepseekV3ForCausalLM"): (82.64, 61)}  # SGLang PR 12160 (DeepSeek-V3)
+
+
+def eager_prefill_floor_ms(backend: Backend | str, architecture: str | None, num_layers: int) -> float:
+    """The host-bound floor of an eager pass that prefills on this engine, ms: the measured eager
+    forward time of the architecture, per decoder layer of the measured model; 0 where none is
+    published."""
+    measured = EAGER_FORWARD_MS.get((Backend.parse(backend), architecture))
+    return measured[0] * num_layers / measured[1] if measured else 0.0
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:

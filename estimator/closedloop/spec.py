@@ -30,6 +30,7 @@ class AggSpec:
     turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
     encoder_ms: float = 0.0  # encoder GPU time per request, charged in its first chunk's pass, ms (>= 0)
     dispatch_ms: float = 0.0  # engine's CPU dispatch overhead of a pass that prefills (eager prefill launches), ms (>= 0)
+    prefill_floor_ms: float = 0.0  # host launch time of an eager pass that prefills: it lasts at least this long, ms (>= 0)
 
     def __post_init__(self) -> None:
         _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
@@ -38,6 +39,7 @@ class AggSpec:
         _require_time("turnaround_ms", self.turnaround_ms)
         _require_time("encoder_ms", self.encoder_ms)
         _require_time("dispatch_ms", self.dispatch_ms)
+        _require_time("prefill_floor_ms", self.prefill_floor_ms)
 
     def check(self, plan: RunPlan) -> None:
         """Raise InvalidInputError for a prefix not below every input or for batch waiting set

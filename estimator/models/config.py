@@ -79,8 +79,14 @@ def native_families() -> tuple[str, ...]:
 def is_natively_modelled(model: str) -> bool:
     """True when the model's config names an architecture the native dense builder handles
     (UnknownModelError when no config is found)."""
+    return model_architecture(model) in _NATIVE_ARCHITECTURES
+
+
+def model_architecture(model: str) -> str | None:
+    """The first HF architecture a model's config lists, None when it lists none (UnknownModelError
+    when no config is found)."""
     config_path, _ = _locate(model)
-    return (_load_json(config_path).get("architectures") or [None])[0] in _NATIVE_ARCHITECTURES
+    return (_load_json(config_path).get("architectures") or [None])[0]
 
 
 def resolve_model_config(model: str) -> ModelConfig:
