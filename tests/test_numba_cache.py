@@ -58,3 +58,15 @@ def test_kernel_warmers_compile_disjoint_families(tmp_path):
         written = list(pool.map(lambda w: _warm_in_fresh_process(w.__name__, tmp_path / w.__name__), nc.KERNEL_WARMERS))
     assert all(written)
     assert not set.intersection(*written)
+
+
+@pytest.mark.parametrize("given, level", [(None, int(nc.DEFAULT_OPT_LEVEL)), ("3", 3)])
+def test_kernels_compile_at_the_default_opt_level_unless_numba_opt_is_set(given, level):
+    """Importing estimator before numba sets NUMBA_OPT to DEFAULT_OPT_LEVEL; a level the user set is kept."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_OPT"} | ({"NUMBA_OPT": given} if given else {})
+    out = subprocess.run([sys.executable, "-c", "import estimator, numba; print(int(numba.config.OPT))"], env=env, check=True,
+                         capture_output=True, text=True).stdout  # fmt: skip
+    assert int(out.split()[-1]) == level
