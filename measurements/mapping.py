@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import re
 from dataclasses import dataclass
 
 from estimator.deployment import Deployment, QuantOverrides
-from estimator.errors import EstimatorError
+from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import native_families
-from estimator.models.config import bundled_model_configs_dir
+from estimator.models.config import model_architecture
 from estimator.perf.versions import slot_sort_key, version_slots
 from measurements.kernels import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.layout import run_layout
@@ -97,6 +96,7 @@ class DisaggInputs:
     prefill_workers: int  # prefill workers (>= 1)
     decode_batch_size: int  # sequences per decode batch (>= 1)
     decode_workers: int  # decode workers (>= 1)
+    nextn_accepted: float = 0.0  # accepted MTP draft tokens per decode step (0 <= this <= decode.nextn)
 
     @property
     def deployments(self) -> tuple[Deployment, ...]:
@@ -152,7 +152,7 @@ def _without_launch_settings(inputs: AggInputs | DisaggInputs | None) -> AggInpu
     bare = inputs.with_deployments(
         tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None), nextn=0) for d in inputs.deployments)
     )
-    return dataclasses.replace(bare, nextn_accepted=0.0) if isinstance(bare, AggInputs) else bare
+    return dataclasses.replace(bare, nextn_accepted=0.0)
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -217,10 +217,10 @@ def resolve_model(m: Measurement) -> tuple[str, str]:
 @functools.cache
 def bundled_architecture(model: str) -> str | None:
     """The first architecture of a bundled config (None when the model has no bundled config)."""
-    path = bundled_model_configs_dir() / f"{model.replace('/', '--')}_config.json"
-    if not path.is_file():
+    try:
+        return model_architecture(model)
+    except UnknownModelError:
         return None
-    return (json.loads(path.read_text()).get("architectures") or [None])[0]
 
 
 def nearest_data_version(system: str, engine: str, engine_version: str | None) -> tuple[str, str]:
@@ -245,6 +245,9 @@ def unestimable_reason(m: Measurement, model_used: str) -> str | None:
     """Why a mapped row cannot be estimated, or None."""
     if bundled_architecture(model_used) is None:
         return f"no bundled config for model {model_used}"
+    nextn, accepted = m.protocol.nextn or 0, m.protocol.nextn_accepted or 0.0
+    if nextn < 0 or not 0.0 <= accepted <= nextn:
+        return f"nextn_accepted {m.protocol.nextn_accepted} must be within [0, nextn] with nextn >= 0, got nextn {m.protocol.nextn}"
     moe = not is_native(model_used)
     layouts = [m.agg] if m.mode == "agg" else [m.prefill, m.decode]
     if m.mode == "disagg" and any(x.batch_size is None or x.workers is None for x in layouts):
@@ -297,7 +300,7 @@ def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | D
     p, d = m.prefill, m.decode
     return DisaggInputs(
         _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,
-        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers,
+        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.protocol.nextn_accepted or 0.0,
     )  # fmt: skip
 
 

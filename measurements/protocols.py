@@ -156,7 +156,7 @@ TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
 )
 # InferenceX ran DeepSeek-R1 with MTP speculative decoding under its dsr1-fp4/fp8-b200-trt-mtp keys, and from the TRT-LLM
 # 1.2 upgrade on those keys alone ran this image (the non-MTP keys ran 1.2.0rc6.post2): a run on it is an MTP run.
-TRTLLM_DSR1_MTP_IMAGE = "tensorrt-llm/release:1.2.0rc6.post3"
+TRTLLM_DSR1_MTP_IMAGE = ("tensorrt-llm/release", "1.2.0rc6.post3")  # (repository, tag); registry prefixes vary ("nvcr.io/", "nvcr.io#")
 TRTLLM_DSR1_MTP_SYSTEM = "b200_sxm"
 TRTLLM_DSR1_MTP_DRAFTS = (3, 1)  # num_nextn_predict_layers without / with attention DP
 # accepted draft tokens per step at each depth: TRT-LLM's published DeepSeek-R1 acceptance, 1.92 and 2.82 tokens per
@@ -189,8 +189,8 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     wait_iters, wait_ratio, balance, nextn = 0, 0.0, (0, 0), 0
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
-        if agg and tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):
-            # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP, at least 1 (single_node/dsr1_fp8_h200_trt_mtp.sh @ 34bc7c4)
+        if tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):  # tp is None for disagg runs
+            # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP (held at 1 or more: no engine runs a batch of 0)
             max_batch = max(1, concurrency // tp) if attention_dp > 1 else concurrency
             budget, citation = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_MTP_CITATION
         if attention_dp > 1:
@@ -215,7 +215,9 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
 def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:
     """MTP draft tokens of an InferenceX TRT-LLM DeepSeek-R1 run on the MTP recipes' image and system
     (TRTLLM_DSR1_MTP_CITATION: 3, or 1 under attention DP); 0 for every other run."""
-    if model != "deepseek-ai/DeepSeek-R1" or system != TRTLLM_DSR1_MTP_SYSTEM or TRTLLM_DSR1_MTP_IMAGE not in (image or ""):
+    repository, _, tag = (image or "").rpartition(":")
+    on_mtp_image = repository.endswith(TRTLLM_DSR1_MTP_IMAGE[0]) and tag == TRTLLM_DSR1_MTP_IMAGE[1]
+    if model != "deepseek-ai/DeepSeek-R1" or system != TRTLLM_DSR1_MTP_SYSTEM or not on_mtp_image:
         return 0
     return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
 
@@ -335,7 +337,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
     (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
-    rounded up to 64, at least 8192), gpt-oss at 20000, Llama-3.1-70B at max_model_len (with batch
+    rounded up to 64, at least 8192; its MTP runs, (MTP + 1) x max batch + ISL + 64, rounded up, with
+    their drafts), gpt-oss at 20000, Llama-3.1-70B at max_model_len (with batch
     waiting on its agg 1k/1k runs below TP 8); the other
     models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1/V3 (FP8 on H200, B200,
     B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream

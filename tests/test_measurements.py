@@ -25,7 +25,7 @@ from measurements.mapping import (
     nearest_data_version,
     resolve_model,
 )
-from measurements.schema import COLUMN_DOCS, CSV_COLUMNS, flatten, unflatten
+from measurements.schema import ADDED_COLUMNS, COLUMN_DOCS, CSV_COLUMNS, flatten, unflatten
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +264,9 @@ MTP_IMAGE = "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"
     [("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 3, 1152),  # (4*4 + 1024 + 127) // 64 * 64
      ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE.replace("#", "/"), 8, 8, 256, 8192, 1, 8320),  # batch 256/8: (2*32 + 8192 + 127)
      ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE, 8, 8, 4, 1024, 1, 1152),  # batch 4/8 clamped to 1: (2*1 + 1024 + 127)
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE, 8, 1, 256, 1024, 3, 2112),  # (4*256 + 1024 + 127): without MTP+1, 1344
      ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE.replace("post3", "post2"), 8, 1, 4, 1024, 0, 8192),
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", MTP_IMAGE + "0", 8, 1, 4, 1024, 0, 8192),  # another tag (post30)
      ("deepseek-ai/DeepSeek-R1", "h200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 0, 8192),
      ("deepseek-ai/DeepSeek-V3", "b200_sxm", MTP_IMAGE, 8, 1, 4, 1024, 0, 8192)],
 )  # fmt: skip
@@ -285,7 +287,7 @@ def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     """The MTP runs' deployments draft and their inputs carry the accepted drafts; the baseline view
     (the legacy method's) drafts nothing, as the accuracy baseline did."""
     drafting = [r for r in mapped if r.inputs is not None and r.measurement.protocol.nextn]
-    assert len(drafting) == 88 and {protocols.TRTLLM_DSR1_MTP_IMAGE in r.measurement.image for r in drafting} == {True}
+    assert len(drafting) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in drafting} == {True}
     for r in drafting:
         assert all(d.nextn == r.measurement.protocol.nextn for d in r.inputs.deployments)
         assert r.inputs.nextn_accepted == r.measurement.protocol.nextn_accepted > 0
@@ -339,13 +341,14 @@ def test_csv_round_trip(sample, tmp_path):
 
 
 def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
-    """A file without the recv_interval column (ADDED_COLUMNS) reads it as empty; another missing
-    column is still rejected."""
+    """A file without the columns added to the format (ADDED_COLUMNS) reads them as empty; another
+    missing column is still rejected."""
     path = tmp_path / "runs.csv"
     write_measurements(sample[:3], path)
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    frame.drop(columns=["recv_interval"]).to_csv(path, index=False)
-    assert load_measurements(path) == [dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, recv_interval=None)) for m in sample[:3]]
+    frame.drop(columns=sorted(ADDED_COLUMNS)).to_csv(path, index=False)
+    empty = dict.fromkeys(ADDED_COLUMNS)
+    assert load_measurements(path) == [dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, **empty)) for m in sample[:3]]
     frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="ttft_ms"):
         load_measurements(path)
@@ -703,3 +706,25 @@ def test_mapping_carries_granularity_fallbacks_that_differ_only_in_quant_modes(m
         for fallback in r.granularity_fallbacks:
             for labelled, swapped in zip(r.inputs.deployments, fallback.inputs.deployments, strict=True):
                 assert dataclasses.replace(swapped, quant=labelled.quant) == labelled and swapped.quant != labelled.quant
+
+
+@pytest.mark.parametrize("nextn, accepted", [(3, 3.5), (None, 1.5), (-1, None)])
+def test_mtp_drafts_out_of_range_leave_the_row_uncovered_naming_them(sample, nextn, accepted):
+    """A measurement file's nextn_accepted must lie within [0, nextn] (accepted drafts without any
+    draft are an error, not ignored): the row stays unestimated with a reason naming both columns."""
+    m = next(m for m in sample if m.engine == "trtllm" and m.mode == "agg")
+    row = map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=nextn, nextn_accepted=accepted)))
+    assert row.inputs is None and "nextn_accepted" in row.reason and "nextn" in row.reason
+
+
+def test_disagg_rows_commit_their_accepted_drafts(mapped):
+    """A disagg run's drafts reach both workers and its accepted drafts the decode steps: TPOT falls
+    as more drafts are accepted (a project measurement file may record them; the InferenceX recipes
+    give disagg rows none)."""
+    from estimator.report.batch import predict
+
+    m = next(r.measurement for r in mapped if r.inputs is not None and r.measurement.mode == "disagg" and r.measurement.engine == "trtllm")
+    for method in ("uncached", "closed_loop"):
+        tpot = [predict(map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=3, nextn_accepted=a))), method).tpot_pred_ms
+                for a in (0.0, 1.8)]  # fmt: skip
+        assert tpot[1] < tpot[0] / 1.5, method

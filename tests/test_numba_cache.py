@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,6 @@ def test_an_inherited_keyed_directory_is_not_keyed_again():
 
 def _warm_in_fresh_process(warmer: str, cache: Path) -> set[str]:
     """Run one warmer in a new interpreter on an empty cache; the index files it wrote."""
-    import subprocess
-    import sys
-
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
     subprocess.run([sys.executable, "-c", f"from estimator.numba_cache import {warmer}; {warmer}()"], env=env, check=True)
     return {p.relative_to(cache).as_posix() for p in cache.rglob("*.nbi")}
@@ -63,9 +62,6 @@ def test_kernel_warmers_compile_disjoint_families(tmp_path):
 @pytest.mark.parametrize("given, level", [(None, int(nc.DEFAULT_OPT_LEVEL)), ("3", 3)])
 def test_kernels_compile_at_the_default_opt_level_unless_numba_opt_is_set(given, level):
     """Importing estimator before numba sets NUMBA_OPT to DEFAULT_OPT_LEVEL; a level the user set is kept."""
-    import subprocess
-    import sys
-
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_OPT"} | ({"NUMBA_OPT": given} if given else {})
     out = subprocess.run([sys.executable, "-c", "import estimator, numba; print(int(numba.config.OPT))"], env=env, check=True,
                          capture_output=True, text=True).stdout  # fmt: skip

@@ -23,7 +23,7 @@ from estimator.report import METHOD_NAMES, methods
 from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
-from estimator.report.points import POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, write_points
+from estimator.report.points import ADDED_POINT_COLUMNS, POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, row_columns, write_points
 from estimator.report.render import protocol_facts, reason_group, render_report
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
@@ -221,6 +221,11 @@ def test_moe_rows_are_priced_through_the_reference_engine():
     assert row.inputs.pricer == "reference"
     r = predict(row, "legacy")
     assert r.covered and r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0, r.reason
+
+
+def test_points_carry_the_draft_depth():
+    m = next(m for m in load_silicon_sample() if m.protocol.nextn == 3)
+    assert row_columns(map_measurement(m))["nextn"] == 3
 
 
 def test_mtp_rows_commit_the_accepted_drafts_per_step_and_legacy_drafts_nothing():
@@ -518,7 +523,7 @@ def test_mtp_rows_are_counted_in_the_protocol_facts(fixture_points):
     assert not [f for f in protocol_facts(fixture_points) if "MTP" in f]
     drafting = fixture_points.assign(nextn=[3 if i == "row-a" else 0 for i in fixture_points["id"]])
     (fact,) = [f for f in protocol_facts(drafting) if "MTP" in f]
-    assert fact.startswith("1 rows run") and "(3 draft tokens" in fact
+    assert fact.startswith("1 rows run") and "(3 draft tokens" in fact and "2.82 tokens per step with 3 drafts" in fact
 
 
 def test_closing_note_shows_latency_in_step_prices(fixture_points):
@@ -567,9 +572,10 @@ def test_points_csv_round_trip_renders_the_same_page(fixture_points, tmp_path):
 def test_points_csv_without_added_columns_reads_their_defaults(fixture_points, tmp_path):
     path = tmp_path / "points.csv"
     write_points(fixture_points, path, PROVENANCE)
-    pd.read_csv(path).drop(columns=["layout_note", "recv_interval", "pricing"]).to_csv(path, index=False)
+    pd.read_csv(path).drop(columns=list(ADDED_POINT_COLUMNS)).to_csv(path, index=False)
     points, _ = read_points(path)
-    assert (points["layout_note"] == "").all() and (points["recv_interval"] == 1).all() and (points["pricing"] == "not recorded").all()
+    for column, default in ADDED_POINT_COLUMNS.items():
+        assert (points[column] == default).all(), column
     pd.read_csv(path).drop(columns=["system"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="system"):
         read_points(path)

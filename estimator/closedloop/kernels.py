@@ -426,7 +426,7 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 @njit(cache=True, nogil=True)
 def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, wait_iters,
-                 wait_ratio, adp_timeout, adp_batching_wait, decode_budget, k, turnaround, encoder_ms, dispatch_ms, prefill_floor, bound, requests, kind,
+                 wait_ratio, adp_timeout, adp_batching_wait, decode_budget, k, turnaround, encoder_ms, dispatch_ms, prefill_floor_ms, bound, requests, kind,
                  params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
@@ -512,7 +512,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
         dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
         dur = dur + encoder_ms * new_starts
         if nc > 0:
-            dur = max(dur + dispatch_ms, prefill_floor)
+            dur = max(dur + dispatch_ms, prefill_floor_ms)
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
             break

@@ -51,8 +51,9 @@ an eager forward stays at that floor as its tokens grow until its GPU work excee
 46, Qwen3-4B: 16.6 ms eager at 129 tokens and 16.4 ms at 513, against 5.7 and 13.7 ms in
 graphs). The replay prices a pass that prefills at least at its architecture's eager forward time
 (``eager_prefill_floor_ms``, per decoder layer of the measured model), for the architectures
-with a measurement; v0.5.10's graphed DeepSeek FP8 prefills of up to 2048 tokens on Hopper are not
-followed. TensorRT-LLM also runs context passes eagerly (CUDA graphs only for generation-only
+with a measurement, in the agg replay only (the P/D tandem's prefill workers, like its dispatch
+overhead, carry none); v0.5.10's graphed DeepSeek FP8 prefills of up to 2048 tokens on Hopper are
+not followed. PR 12160 names no GPU; the floor is the host's and is applied on every system. TensorRT-LLM also runs context passes eagerly (CUDA graphs only for generation-only
 batches unless ``torch_compile_config.enable_piecewise_cuda_graph``) but has no published eager
 forward time, so it has no floor.
 

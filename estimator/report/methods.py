@@ -30,6 +30,7 @@ from typing import Callable, Mapping
 from estimator.errors import PerfDataMissingError
 from estimator.report import METHOD_NAMES
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
+from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
 from measurements.schema import Measurement
@@ -207,7 +208,7 @@ def _closed_form(inputs: AggInputs | DisaggInputs, semantics: Semantics, ctx_tok
         disagg = _module(DISAGG_MODULE)
         point = disagg.DisaggPoint(
             isl=inputs.isl, osl=inputs.osl, prefill_batch_size=inputs.prefill_batch_size, prefill_workers=inputs.prefill_workers,
-            decode_batch_size=inputs.decode_batch_size, decode_workers=inputs.decode_workers,
+            decode_batch_size=inputs.decode_batch_size, decode_workers=inputs.decode_workers, nextn_accepted=inputs.nextn_accepted,
         )  # fmt: skip
         return disagg.run_disagg(inputs.prefill, inputs.decode, point, semantics, inputs.pricer)
     point = AggPoint(isl=inputs.isl, osl=inputs.osl, batch_size=inputs.batch_size, ctx_tokens=ctx_tokens or inputs.isl,
@@ -268,6 +269,7 @@ def replay(row: MappedRow, protocol: str) -> dict:
     try:
         if isinstance(inputs, DisaggInputs):
             result_row = dict(closed_form(row, Semantics.UNCACHED).row) | ({"concurrency": m.concurrency} if m.concurrency else {})
+            result_row["decode_tokens_per_iteration"] = decode_tokens_per_iteration(inputs.decode.nextn, inputs.nextn_accepted)  # not a disagg row column
             return closedloop.closed_loop_for_disagg_row(
                 result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
             )

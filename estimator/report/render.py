@@ -15,6 +15,7 @@ import pandas as pd
 from estimator.report import metrics
 from estimator.report.metrics import GroupStats
 from estimator.report.points import bucket_order
+from measurements.protocols import TRTLLM_DSR1_MTP_ACCEPTED
 
 TEMPLATES = Path(__file__).parent / "templates"
 PARTITIONS = (
@@ -306,10 +307,11 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
                         "holding a prompt, which goes at the next step, or after the recipe's batching wait beside decodes (gpt-oss: "
                         "up to 10 steps; DeepSeek-R1: none).")
     if drafting:
+        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} drafts" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
         facts.insert(3, f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
                         "the source's recipe: InferenceX's MTP keys alone ran their image): every method but legacy prices verify "
-                        "steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance (1.92 tokens per "
-                        "step with 1 draft, 2.82 with 3); legacy prices them without drafts, as the baseline.")
+                        f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
+                        "legacy prices them without drafts, as the baseline.")
     return facts
 
 
