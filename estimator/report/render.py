@@ -307,7 +307,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
                         "holding a prompt, which goes at the next step, or after the recipe's batching wait beside decodes (gpt-oss: "
                         "up to 10 steps; DeepSeek-R1: none).")
     if drafting:
-        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} drafts" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
+        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
         facts.insert(3, f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
                         "the source's recipe: InferenceX's MTP keys alone ran their image): every method but legacy prices verify "
                         f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
