@@ -29,6 +29,7 @@ the busiest attention-DP rank's share.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -251,8 +252,10 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 
+@functools.cache
 def prefill_floor_ms(deployment: Deployment) -> float:
-    """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms."""
+    """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms;
+    cached per deployment (it reads the model's config file)."""
     return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
 
 

@@ -53,9 +53,10 @@ graphs). The replay prices a pass that prefills at least at its architecture's e
 (``eager_prefill_floor_ms``, per decoder layer of the measured model), for the architectures
 with a measurement, in the agg replay only (the P/D tandem's prefill workers, like its dispatch
 overhead, carry none); v0.5.10's graphed DeepSeek FP8 prefills of up to 2048 tokens on Hopper are
-not followed. PR 12160 names no GPU; the floor is the host's and is applied on every system. TensorRT-LLM also runs context passes eagerly (CUDA graphs only for generation-only
-batches unless ``torch_compile_config.enable_piecewise_cuda_graph``) but has no published eager
-forward time, so it has no floor.
+not followed. PR 12160 names no GPU; the floor is the host's and is applied on every system.
+TensorRT-LLM also runs context passes eagerly (CUDA graphs only for generation-only batches
+unless ``torch_compile_config.enable_piecewise_cuda_graph``) but has no published eager forward
+time, so it has no floor.
 
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
