@@ -37,6 +37,7 @@ COMPONENTS = {
     "num_gen_reqs": "schedule counts",
     "ctx_tokens": "schedule counts",
     "queue_factor": "queue factor",
+    "decode_tokens_per_iteration": "decode progress (accepted MTP drafts)",
     "memory": "memory",
 }
 

@@ -12,6 +12,7 @@ import pytest
 
 from estimator.deployment import Deployment
 from estimator.disagg import DISAGG_COLUMNS, DisaggPoint, run_disagg
+from estimator.disagg.combine import ADDED_COLUMNS
 from estimator.errors import EstimatorError
 from estimator.perf.versions import resolve_version
 from estimator.pricing.reference import _quiet_reference_logs, reference_database
@@ -138,7 +139,7 @@ def _ours(case: DisaggCase, pricer: str):
         result = run_disagg(case.prefill, case.decode, case.point, "legacy", pricer)
     except EstimatorError as exc:
         return ValueError(str(exc))
-    return {**{c: v for c, v in result.row.items() if c != "(p)prefill_step_ms"}, "oom": result.oom}
+    return {**{c: v for c, v in result.row.items() if c not in ADDED_COLUMNS}, "oom": result.oom}
 
 
 def _theirs(case: DisaggCase):

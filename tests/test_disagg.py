@@ -153,6 +153,7 @@ def test_mtp_projection_divides_the_decode_step():
     assert projected.row["tpot"] == pytest.approx(plain.row["tpot"] / 2.5, rel=1e-12)
     assert projected.decode.row["seq/s"] == pytest.approx(plain.decode.row["seq/s"] * 2.5, rel=1e-12)
     assert projected.row["ttft"] == plain.row["ttft"]
+    assert (projected.row["decode_tokens_per_iteration"], plain.row["decode_tokens_per_iteration"]) == (2.5, 1.0)
 
 
 def test_a_worker_that_does_not_fit_marks_the_row_oom():

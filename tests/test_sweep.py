@@ -332,6 +332,16 @@ def test_autoscale_pairs_one_worker_each_and_ranks_by_tokens_per_gpu():
     assert table["(p)parallel"].value_counts().max() == table["(d)parallel"].nunique()  # one engine per layout and pool
 
 
+@pytest.mark.parametrize("autoscale", [False, True])
+def test_disagg_rows_carry_the_decode_progress(autoscale):
+    """Matched and autoscaled rows record what one decode iteration commits (1 + accepted drafts),
+    so a replay of the row advances that many tokens per decode pass."""
+    mtp = [dataclasses.replace(d, nextn=2) for d in LAYOUTS[:2]]
+    options = DisaggOptions(autoscale=True) if autoscale else LIMITS
+    tables = [sweep_disagg(mtp, mtp, Workload(4096, 512, nextn_accepted=a), Sla(1e6, (1e6,)), options, UNCACHED).table for a in (0.0, 1.5)]
+    assert not tables[1].empty and set(tables[0]["decode_tokens_per_iteration"]) == {1.0} and set(tables[1]["decode_tokens_per_iteration"]) == {2.5}
+
+
 def test_autoscale_falls_back_to_the_closest_engines(caplog):
     with caplog.at_level(logging.WARNING):
         best = sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), Sla(1.0, (1.0,)), DisaggOptions(autoscale=True), UNCACHED).best

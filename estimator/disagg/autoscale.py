@@ -29,11 +29,11 @@ def autoscale_pairs(prefill: Sequence[WorkerRow], decode: Sequence[WorkerRow], t
     if not prefill or not decode:
         return []
     factor = calibration.ttft_factor
-    prefills = _engines([w.row for w in prefill], lambda r: r["ttft"] * factor < ttft_target, lambda r: (r["ttft"] * factor, -r["seq/s/gpu"]),
-                        top_n, f"no prefill candidate meets TTFT < {ttft_target:g} ms after the x{factor:g} correction")  # fmt: skip
-    decodes = _engines([w.row for w in decode], lambda r: r["tpot"] < tpot_target, lambda r: (r["tpot"], -r["seq/s/gpu"]), top_n,
+    prefills = _engines(prefill, lambda r: r["ttft"] * factor < ttft_target, lambda r: (r["ttft"] * factor, -r["seq/s/gpu"]), top_n,
+                        f"no prefill candidate meets TTFT < {ttft_target:g} ms after the x{factor:g} correction")  # fmt: skip
+    decodes = _engines(decode, lambda r: r["tpot"] < tpot_target, lambda r: (r["tpot"], -r["seq/s/gpu"]), top_n,
                        f"no decode candidate meets TPOT < {tpot_target:g} ms")  # fmt: skip
-    rows = [disagg_row(p, 1, d, 1, calibration) for p in prefills for d in decodes]
+    rows = [disagg_row(p.row, 1, d.row, 1, calibration, d.decode_tokens_per_iteration) for p in prefills for d in decodes]
     return [round_row(r) for r in rows] if semantics is Semantics.LEGACY else rows
 
 
@@ -42,16 +42,16 @@ def top_by_tokens_per_gpu(rows: Sequence[dict], top_n: int) -> list[dict]:
     return [rows[i] for i in quicksort_desc([r["tokens/s/gpu"] for r in rows])][:top_n]
 
 
-def _engines(rows: list[dict], meets: Callable[[dict], bool], closest: SortKey, top_n: int, warning: str) -> list[dict]:
-    """The best engine per parallel layout (first after sorting), top_n of them: among the rows that
-    meet the target by (seq/s/gpu desc, global_bs asc), else among all rows by `closest`."""
-    passing = [r for r in rows if meets(r)]
+def _engines(workers: Sequence[WorkerRow], meets: Callable[[dict], bool], closest: SortKey, top_n: int, warning: str) -> list[WorkerRow]:
+    """The best engine per parallel layout (first after sorting), top_n of them: among the workers
+    whose rows meet the target by (seq/s/gpu desc, global_bs asc), else among all by `closest`."""
+    passing = [w for w in workers if meets(w.row)]
     if passing:
-        ordered = sorted(passing, key=lambda r: (-r["seq/s/gpu"], r["global_bs"]))
+        ordered = sorted(passing, key=lambda w: (-w.row["seq/s/gpu"], w.row["global_bs"]))
     else:
         log.warning("autoscale: %s; returning the closest engines", warning)
-        ordered = sorted(rows, key=closest)
+        ordered = sorted(workers, key=lambda w: closest(w.row))
     best = {}
-    for r in ordered:
-        best.setdefault(r["parallel"], r)
+    for w in ordered:
+        best.setdefault(w.row["parallel"], w)
     return list(best.values())[:top_n]

@@ -4,7 +4,8 @@ Mirrors aiconfigurator 0.12.0 ``picking._build_disagg_summary_dict`` / ``sweep._
 (legacy-semantics.md 3.2). The prefill TTFT gets the 1.8 queueing pre-correction; the system rate is
 the slower pool's, each degraded (0.9 prefill, 0.92 decode). The row also records
 ``(p)prefill_step_ms``: the prefill worker's corrected batch latency before the 1.8 factor, minus
-encoder time (the closed-loop replay's prefill step).
+encoder time (the closed-loop replay's prefill step), and ``decode_tokens_per_iteration``: the
+output tokens one decode iteration commits (1 + accepted MTP drafts; the replay's decode progress).
 """
 from __future__ import annotations
 
@@ -12,18 +13,19 @@ from typing import Mapping
 
 from estimator.disagg.workers import Calibration
 
-# aiconfigurator's common.ColumnsDisagg, in order, with (p)prefill_step_ms after (p)seq/s/worker.
+# aiconfigurator's common.ColumnsDisagg, in order, with the two step columns this project adds after (p)seq/s/worker.
 DISAGG_COLUMNS = (
     "model", "isl", "osl", "prefix", "concurrency", "request_rate", "(p)bs", "(p)global_bs", "(p)workers",
     "(d)bs", "(d)global_bs", "(d)workers", "ttft", "tpot", "request_latency", "encoder_latency", "seq/s",
     "seq/s/gpu", "tokens/s", "tokens/s/gpu", "tokens/s/user", "(p)seq/s/worker", "(d)seq/s/worker",
-    "(p)prefill_step_ms", "num_total_gpus",
+    "(p)prefill_step_ms", "decode_tokens_per_iteration", "num_total_gpus",
     "(p)tp", "(p)pp", "(p)dp", "(p)moe_tp", "(p)moe_ep", "(p)cp", "(p)parallel", "(p)gemm", "(p)kvcache",
     "(p)fmha", "(p)moe", "(p)comm", "(p)memory", "(p)backend", "(p)version", "(p)system",
     "(d)tp", "(d)pp", "(d)dp", "(d)moe_tp", "(d)moe_ep", "(d)parallel", "(d)gemm", "(d)kvcache", "(d)fmha",
     "(d)moe", "(d)comm", "(d)memory", "(d)backend", "(d)version", "(d)system",
     "(e)workers", "(e)tp", "(e)pp", "(e)bs", "(e)parallel", "(e)memory", "power_w",
 )  # fmt: skip
+ADDED_COLUMNS = ("(p)prefill_step_ms", "decode_tokens_per_iteration")  # this project's; the reference's row has neither
 _PREFILL_COPIED = ("tp", "pp", "dp", "moe_tp", "moe_ep", "cp", "parallel", "gemm", "kvcache", "fmha", "moe", "comm",
                    "memory", "backend", "version", "system")  # fmt: skip
 _DECODE_COPIED = tuple(c for c in _PREFILL_COPIED if c != "cp")  # ColumnsDisagg has no (d)cp
@@ -43,8 +45,10 @@ def disagg_row(
     decode: Mapping[str, object],
     decode_workers: int,
     calibration: Calibration = Calibration(),
+    decode_tokens_per_iteration: float = 1.0,
 ) -> dict:
-    """The unrounded disagg row of `prefill_workers` prefill and `decode_workers` decode workers."""
+    """The unrounded disagg row of `prefill_workers` prefill and `decode_workers` decode workers
+    (decode_tokens_per_iteration: the decode worker's progress, >= 1; its tpot already divides by it)."""
     osl = prefill["osl"]
     ttft = prefill["ttft"] * calibration.ttft_factor
     tpot = decode["tpot"]
@@ -63,7 +67,8 @@ def disagg_row(
         "seq/s/gpu": seq_s / gpus if gpus > 0 else 0.0, "tokens/s": seq_s * osl,
         "tokens/s/gpu": seq_s * osl / gpus if gpus > 0 else 0.0, "tokens/s/user": decode["tokens/s/user"],
         "(p)seq/s/worker": prefill["seq/s"], "(d)seq/s/worker": decode["seq/s"],
-        "(p)prefill_step_ms": prefill["ttft"] - prefill["encoder_latency"], "num_total_gpus": gpus,
+        "(p)prefill_step_ms": prefill["ttft"] - prefill["encoder_latency"],
+        "decode_tokens_per_iteration": float(decode_tokens_per_iteration), "num_total_gpus": gpus,
         **{f"(p){c}": prefill[c] for c in _PREFILL_COPIED},
         **{f"(d){c}": decode[c] for c in _DECODE_COPIED},
         "(e)workers": 0, "(e)tp": 0, "(e)pp": 0, "(e)bs": 0, "(e)parallel": "",

@@ -67,6 +67,7 @@ class WorkerRow:
     row: Mapping[str, object]  # STATIC_COLUMNS -> value, corrected (3-decimal rounded in legacy mode)
     phase: StepCost  # the priced phase before the correction, ms per op
     memory: MemoryVerdict
+    decode_tokens_per_iteration: float = 1.0  # output tokens one decode iteration commits (1 for a prefill worker; 1 + accepted drafts)
 
     @property
     def fits(self) -> bool:
@@ -133,5 +134,5 @@ def worker_rows(
         if role is Role.DECODE and progress > 1.0:
             row = project_speculative(row, progress, role.mode)
             row = round_row(row) if legacy else row
-        rows.append(WorkerRow(deployment, role, row, phase, raw.memory))
+        rows.append(WorkerRow(deployment, role, row, phase, raw.memory, progress if role is Role.DECODE else 1.0))
     return rows

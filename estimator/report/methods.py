@@ -30,7 +30,6 @@ from typing import Callable, Mapping
 from estimator.errors import PerfDataMissingError
 from estimator.report import METHOD_NAMES
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
-from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
 from measurements.schema import Measurement
@@ -269,7 +268,6 @@ def replay(row: MappedRow, protocol: str) -> dict:
     try:
         if isinstance(inputs, DisaggInputs):
             result_row = dict(closed_form(row, Semantics.UNCACHED).row) | ({"concurrency": m.concurrency} if m.concurrency else {})
-            result_row["decode_tokens_per_iteration"] = decode_tokens_per_iteration(inputs.decode.nextn, inputs.nextn_accepted)  # not a disagg row column
             return closedloop.closed_loop_for_disagg_row(
                 result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
             )
