@@ -9,6 +9,16 @@ engines run with BF16 or MXFP8 activations: other kernels, at several times the 
 differs from the checkpoint only in scale granularity (fp8 per-tensor vs the 128x128 blocks of
 MiniMax-M2.5 or DeepSeek-V3/R1) names the same 8-bit arithmetic and is kept.
 
+Activation scaling counts too. A per-tensor FP8 checkpoint with calibrated activation scales
+(`fp8_static`, as ModelOpt writes them) runs one quantize pass per GEMM input; the `fp8` label is
+priced from the engine's fp8 GEMM table, which TensorRT-LLM's collector measured with dynamic
+activation scales (an amax pass more; `DYNAMIC_FP8_TABLES`) and vLLM's with static ones. On an
+engine with a dynamic table such a checkpoint is priced at `fp8_static`, the reference's own mode
+for it (the fp8 table less the compute_scale table); elsewhere the label already names its cost.
+
+A row whose model id has no bundled config is read through the checkpoint its source's published
+config ran, where a bundled config carries that checkpoint's quantization (`RAN_CHECKPOINTS`).
+
 The labels stay the row's inputs (the baseline's, which the legacy method prices). `checkpoint_modes`
 gives the checkpoint's own modes when their arithmetic differs from the labels'. The report prices
 them first when they price with SILICON data for every op (estimator.report.methods.priced_inputs).
@@ -39,6 +49,13 @@ WEIGHT_AND_ACTIVATION_BITS = MappingProxyType({
     "w4a16_mxfp4": (4, 16), "w4a16_mxfp4_cutlass": (4, 16), "w4a8_mxfp4_mxfp8": (4, 8), "w4a8_mxfp4_mxfp8_trtllm": (4, 8),
 })  # fmt: skip
 # ^ every GEMM and MoE quant mode of estimator.models.quant -> (weight bits, activation bits) of its MMA
+STATIC_FP8 = "fp8_static"  # per-tensor FP8 weights and calibrated per-tensor activation scales
+DYNAMIC_FP8_TABLES = MappingProxyType({
+    "trtllm": "ai-dynamo/aiconfigurator collector/trtllm/collect_gemm.py @ 0009590 loads each fp8 Linear with weight and weight_scale "
+              "only, so TensorRT-LLM's FP8QDQLinearMethod.apply takes its dynamic path (quantize_e4m3_per_tensor: an amax pass, "
+              "then the quantize); vLLM's collector builds Fp8Config(activation_scheme=\"static\")",
+})  # fmt: skip
+# ^ engine -> why its per-tensor fp8 GEMM table carries a dynamic activation-scale pass
 MXFP4_BF16_ACTIVATIONS = "w4a16_mxfp4"  # MXFP4 experts, BF16 activations: the checkpoint's default reading
 MXFP4_MXFP8_ACTIVATIONS = "w4a8_mxfp4_mxfp8"  # MXFP4 experts, MXFP8 activations
 
@@ -63,6 +80,26 @@ MXFP8_ACTIVATIONS = (
 
 
 @dataclass(frozen=True)
+class RanCheckpoint:
+    """The checkpoint a source's published config ran for rows whose model id has no bundled config,
+    read through a bundled config that carries the same quantization."""
+
+    source: str  # the measurement source whose config names it
+    measured: str  # the row's model id
+    gemm_quant: str  # the row's GEMM label
+    checkpoint: str  # the checkpoint that ran
+    read_as: str  # bundled config with the checkpoint's quantization (and architecture)
+    citation: str  # the public document
+
+
+RAN_CHECKPOINTS = (
+    RanCheckpoint("inferencex", "meta-llama/Llama-3.1-70B", "fp8", "nvidia/Llama-3.3-70B-Instruct-FP8", "nvidia/Llama-3.1-70B-Instruct-FP8",
+                  "SemiAnalysisAI/InferenceX .github/configs/master.yaml @ 78f6b8d: every 70b-fp8 key (b200 and h200 trt, b200, "
+                  "h100 and h200 vllm) serves nvidia/Llama-3.3-70B-Instruct-FP8, a ModelOpt FP8 checkpoint as the bundled one"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
 class CheckpointModes:
     """GEMM and MoE quant modes to price a run at: the checkpoint's own (checkpoint_modes), or the
     labels with some ops at the checkpoint's scale granularity (granularity_fallbacks)."""
@@ -74,20 +111,26 @@ class CheckpointModes:
 
 def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointModes | None:
     """The checkpoint's modes when the label names this checkpoint (the same weight width for the
-    experts of an MoE model, or the GEMMs of a dense one) but other arithmetic. None otherwise, for
-    an aliased model (its checkpoint is not bundled) and for a quantization the estimator cannot read.
-    A missing label stands for the checkpoint's own mode (what the pricer infers)."""
+    experts of an MoE model, or the GEMMs of a dense one) but other kernels: other arithmetic, or
+    static activation scales priced from a dynamic table. None otherwise, for an aliased model
+    whose run names no bundled checkpoint and for a quantization the estimator cannot read. A
+    missing label stands for the checkpoint's own mode (what the pricer infers)."""
     modes = _own_and_labelled(m, model_used, moe)
     if modes is None:
         return None
     (gemm, moe_mode), labelled = modes
-    note = f"the checkpoint's own {gemm}/{moe_mode} (its config.json quantization_config)"
+    note = f"{_checkpoint_name(m, model_used)}'s own {gemm}/{moe_mode} (its config.json quantization_config)"
     rule = _mxfp8_activations(m) if moe_mode == MXFP4_BF16_ACTIVATIONS else None
     if rule is not None:
         moe_mode = MXFP4_MXFP8_ACTIVATIONS
-        note = f"the checkpoint's own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
-    if _same_arithmetic((gemm, moe_mode), labelled):
+        note = f"{_checkpoint_name(m, model_used)}'s own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
+    if _same_kernels((gemm, moe_mode), labelled):
         return None
+    if STATIC_FP8 in (gemm, moe_mode):
+        note += f"; static activation scales, while the {m.engine} fp8 table quantizes activations dynamically ({DYNAMIC_FP8_TABLES[m.engine]})"
+    ran = _ran_checkpoint(m, model_used)
+    if ran is not None:
+        note += f"; read as {ran.read_as} ({ran.citation})"
     return CheckpointModes(gemm, moe_mode, note)
 
 
@@ -96,7 +139,7 @@ def granularity_fallbacks(m: Measurement, model_used: str, moe: bool) -> tuple[C
     when those differ from the labels only in scale granularity (the same weight and activation bits);
     () otherwise (and wherever checkpoint_modes finds other arithmetic)."""
     modes = _own_and_labelled(m, model_used, moe)
-    if modes is None or not _same_arithmetic(*modes):
+    if modes is None or not _same_kernels(*modes):
         return ()
     (own_gemm, own_moe), (gemm, moe_mode) = modes
     candidates = ((gemm, own_moe), (own_gemm, moe_mode), (own_gemm, own_moe))
@@ -111,19 +154,41 @@ def granularity_fallbacks(m: Measurement, model_used: str, moe: bool) -> tuple[C
 def _own_and_labelled(m: Measurement, model_used: str, moe: bool) -> tuple[tuple[str, str | None], tuple[str, str | None]] | None:
     """((GEMM, MoE) modes of the checkpoint, (GEMM, MoE) modes labelled) when the label names this
     checkpoint (the same weight width for the experts of an MoE model, the GEMMs of a dense one);
-    None for an aliased model, an unreadable quantization or a label naming another checkpoint. A
-    missing label stands for the checkpoint's own mode; a dense model's MoE mode is its label."""
-    if model_used != m.model:
+    None for an aliased model whose run names no bundled checkpoint, an unreadable quantization or
+    a label naming another checkpoint. A missing label stands for the checkpoint's own mode; a dense
+    model's MoE mode is its label. Static fp8 scales read as the label's fp8 on an engine whose fp8
+    table is static itself."""
+    ran = _ran_checkpoint(m, model_used)
+    if model_used != m.model and ran is None:
         return None
     try:
-        modes = checkpoint_quant_modes(checkpoint_quant(model_used))
+        modes = checkpoint_quant_modes(checkpoint_quant(ran.read_as if ran is not None else model_used))
     except EstimatorError:  # the labels stand
         return None
     own_gemm, own_moe = modes.get("gemm", BF16), modes.get("moe") if moe else m.moe_quant
+    if m.engine not in DYNAMIC_FP8_TABLES:
+        own_gemm, own_moe = ("fp8" if mode == STATIC_FP8 else mode for mode in (own_gemm, own_moe))
     label, own = (m.moe_quant, own_moe) if moe else (m.gemm_quant, own_gemm)
     if own is None or _bits(label or own) is None or _bits(label or own)[0] != _bits(own)[0]:
         return None  # the label names another checkpoint, or a mode the rule does not know
     return (own_gemm, own_moe), (m.gemm_quant or own_gemm, m.moe_quant or own_moe)
+
+
+def _ran_checkpoint(m: Measurement, model_used: str) -> RanCheckpoint | None:
+    """The bundled reading of the checkpoint an aliased row ran, or None (unaliased or unnamed)."""
+    if model_used == m.model:
+        return None
+    return next((r for r in RAN_CHECKPOINTS if (r.source, r.measured, r.gemm_quant) == (m.source, m.model, m.gemm_quant)), None)
+
+
+def _checkpoint_name(m: Measurement, model_used: str) -> str:
+    ran = _ran_checkpoint(m, model_used)
+    return ran.checkpoint if ran is not None else "the checkpoint"
+
+
+def _same_kernels(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
+    """Same arithmetic op by op, and per-tensor fp8 activations scaled the same way (static or not)."""
+    return _same_arithmetic(ran, named) and all((a == STATIC_FP8) == (b == STATIC_FP8) for a, b in zip(ran, named))
 
 
 def _same_arithmetic(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:

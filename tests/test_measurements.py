@@ -655,10 +655,41 @@ def test_an_aliased_model_keeps_its_labels(sample):
     assert kernels.checkpoint_modes(dataclasses.replace(gpt_oss, model="vendor/gpt-oss-120b-copy"), gpt_oss.model, moe=True) is None
 
 
+@pytest.mark.parametrize(("engine", "system", "gemm"), [
+    ("trtllm", "b200_sxm", "fp8_static"),  # TRT-LLM's fp8 table quantizes activations dynamically
+    ("trtllm", "h200_sxm", "fp8_static"),
+    ("vllm", "b200_sxm", None),  # vLLM's fp8 table is measured with static scales: the label names the cost
+])  # fmt: skip
+def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_scales(sample, engine, system, gemm):
+    """InferenceX's 70b-fp8 keys ran nvidia/Llama-3.3-70B-Instruct-FP8 (ModelOpt, static activation
+    scales), read through the bundled nvidia/Llama-3.1-70B-Instruct-FP8; the sample's fp8 label is
+    priced from the engine's fp8 table."""
+    m = _first(sample, model="meta-llama/Llama-3.1-70B", engine=engine, system=system, gemm_quant="fp8")
+    model_used, _ = resolve_model(m)
+    modes = kernels.checkpoint_modes(m, model_used, moe=False)
+    if gemm is None:
+        assert modes is None and kernels.granularity_fallbacks(m, model_used, moe=False) == ()
+        return
+    assert modes.gemm == gemm and "nvidia/Llama-3.3-70B-Instruct-FP8" in modes.note and "dynamically" in modes.note
+    row = map_measurement(m)
+    assert row.checkpoint_inputs.deployment.quant.gemm == gemm and row.baseline.checkpoint_inputs is None
+    assert kernels.checkpoint_modes(dataclasses.replace(m, source="other"), model_used, moe=False) is None  # no config names the run
+    assert kernels.checkpoint_modes(dataclasses.replace(m, gemm_quant="nvfp4"), model_used, moe=False) is None  # another checkpoint
+
+
+def test_a_ran_checkpoint_is_read_through_a_config_of_the_aliased_architecture():
+    from estimator.models.config import model_architecture
+
+    for ran in kernels.RAN_CHECKPOINTS:
+        alias = next(a for a in MODEL_ALIASES if a.measured == ran.measured and a.gemm_quant in (None, ran.gemm_quant))
+        assert model_architecture(ran.read_as) == alias.architecture
+
+
 def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):
     """Only the quant modes differ; the baseline view drops them."""
     rows = [r for r in mapped if r.checkpoint_inputs is not None]
-    assert rows and all(r.measurement.model == "openai/gpt-oss-120b" for r in rows)
+    repriced = {"openai/gpt-oss-120b", "meta-llama/Llama-3.1-70B"}
+    assert {r.measurement.model for r in rows} == repriced
     for r in rows:
         assert r.quant_note and r.baseline.checkpoint_inputs is None
         base = (r.recorded or r).inputs
@@ -667,7 +698,7 @@ def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):
         for labelled, checkpoint in zip(r.inputs.deployments, r.checkpoint_inputs.deployments, strict=True):
             assert dataclasses.replace(checkpoint, quant=labelled.quant) == labelled
             assert (checkpoint.quant.gemm, checkpoint.quant.moe) != (labelled.quant.gemm, labelled.quant.moe)
-    assert all(r.checkpoint_inputs is None and r.quant_note == "" for r in mapped if r.measurement.model != "openai/gpt-oss-120b")
+    assert all(r.checkpoint_inputs is None and r.quant_note == "" for r in mapped if r.measurement.model not in repriced)
 
 
 def test_granularity_fallbacks_change_as_few_ops_as_possible(sample):
