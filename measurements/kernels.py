@@ -26,12 +26,20 @@ On B200 under vLLM the MXFP8-activation format has no SILICON data for gpt-oss's
 checkpoint's BF16-activation reading has, but it is not what InferenceX's recipe ran, so those rows
 keep the baseline's pricing.
 
-`granularity_fallbacks` serves the other case, a label that differs from the checkpoint only in
-scale granularity. The labels are priced first. Where their SILICON data lack an op (MiniMax-M2.5's
-experts have no per-tensor fp8 rows on H100 or B300 under vLLM), the same arithmetic at the
-checkpoint's granularity is a measured kernel for that op, priced before the reference's empirical
-transfer (HYBRID mode). The fallbacks change as few ops as possible: the experts, then the GEMMs,
-then both.
+Scale granularity counts where the engine's tables time every granularity alike: TensorRT-LLM's
+collector replays every GEMM and MoE dtype in a CUDA graph (`GRANULARITY_TIMED_ALIKE`), so a
+label that differs from the checkpoint only in scale granularity (per-tensor fp8 for the 128x128
+blocks of DeepSeek-V3/R1) is priced at the checkpoint's blocks, the kernels that ran. vLLM's
+collector times its fp8_block GEMMs eagerly (`use_cuda_graph=gemm_type != "fp8_block"`), so its
+block table holds launch overhead at small m; there, and on engines whose collector is not read,
+the label's kernel stays the proxy.
+
+`granularity_fallbacks` serves a label that differs from the checkpoint only in scale granularity
+where the labels are priced first, and the checkpoint's modes where they miss data. Where the
+priced modes' SILICON data lack an op (MiniMax-M2.5's experts have no per-tensor fp8 rows on H100
+or B300 under vLLM), the same arithmetic at the other granularity is a measured kernel for that
+op, priced before the reference's empirical transfer (HYBRID mode). The fallbacks change as few
+ops as possible: the experts, then the GEMMs, then both.
 """
 from __future__ import annotations
 
@@ -56,6 +64,12 @@ DYNAMIC_FP8_TABLES = MappingProxyType({
               "then the quantize); vLLM's collector builds Fp8Config(activation_scheme=\"static\")",
 })  # fmt: skip
 # ^ engine -> why its per-tensor fp8 GEMM table carries a dynamic activation-scale pass
+GRANULARITY_TIMED_ALIKE = MappingProxyType({
+    "trtllm": "ai-dynamo/aiconfigurator collector/trtllm/collect_gemm.py @ 0009590 and collect_moe.py @ 006afd7 time every dtype "
+              "through benchmark_with_power's CUDA-graph replay; vLLM's collect_gemm.py @ 00e9bde times fp8_block eagerly "
+              "(use_cuda_graph=gemm_type != \"fp8_block\")",
+})  # fmt: skip
+# ^ engine -> why its tables price per-tensor and block-scaled kernels alike (the checkpoint's granularity is priced there)
 MXFP4_BF16_ACTIVATIONS = "w4a16_mxfp4"  # MXFP4 experts, BF16 activations: the checkpoint's default reading
 MXFP4_MXFP8_ACTIVATIONS = "w4a8_mxfp4_mxfp8"  # MXFP4 experts, MXFP8 activations
 
@@ -124,9 +138,11 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
     if rule is not None:
         moe_mode = MXFP4_MXFP8_ACTIVATIONS
         note = f"{_checkpoint_name(m, model_used)}'s own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
-    if _same_kernels((gemm, moe_mode), labelled):
+    if _same_kernels((gemm, moe_mode), labelled, m.engine):
         return None
-    if STATIC_FP8 in (gemm, moe_mode):
+    if not _same_granularity((gemm, moe_mode), labelled):
+        note += f"; block-scaled where the labels name per-tensor scales, timed alike by the {m.engine} tables ({GRANULARITY_TIMED_ALIKE[m.engine]})"
+    if STATIC_FP8 in (gemm, moe_mode) and STATIC_FP8 not in labelled:
         note += f"; static activation scales, while the {m.engine} fp8 table quantizes activations dynamically ({DYNAMIC_FP8_TABLES[m.engine]})"
     ran = _ran_checkpoint(m, model_used)
     if ran is not None:
@@ -136,14 +152,16 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
 
 def granularity_fallbacks(m: Measurement, model_used: str, moe: bool) -> tuple[CheckpointModes, ...]:
     """The labels with the experts', then the GEMMs', then both ops' modes replaced by the checkpoint's
-    when those differ from the labels only in scale granularity (the same weight and activation bits);
-    () otherwise (and wherever checkpoint_modes finds other arithmetic)."""
+    when those differ from the labels only in scale granularity (the same weight and activation bits
+    and scaling), less the checkpoint's own modes where checkpoint_modes prices those first; ()
+    otherwise (and wherever checkpoint_modes finds other arithmetic or scaling)."""
     modes = _own_and_labelled(m, model_used, moe)
-    if modes is None or not _same_kernels(*modes):
+    if modes is None or not _same_kernels(*modes, engine=None):
         return ()
     (own_gemm, own_moe), (gemm, moe_mode) = modes
     candidates = ((gemm, own_moe), (own_gemm, moe_mode), (own_gemm, own_moe))
-    unique = dict.fromkeys(c for c in candidates if c != (gemm, moe_mode))
+    first = checkpoint_modes(m, model_used, moe)
+    unique = dict.fromkeys(c for c in candidates if c != (gemm, moe_mode) and (first is None or c != (first.gemm, first.moe)))
     return tuple(
         CheckpointModes(g, e, f"{g}/{e} (GEMMs/experts) for the labelled {gemm}/{moe_mode}: the same arithmetic, "
                               "at the checkpoint's scale granularity where they differ (its config.json quantization_config)")
@@ -186,9 +204,18 @@ def _checkpoint_name(m: Measurement, model_used: str) -> str:
     return ran.checkpoint if ran is not None else "the checkpoint"
 
 
-def _same_kernels(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
-    """Same arithmetic op by op, and per-tensor fp8 activations scaled the same way (static or not)."""
-    return _same_arithmetic(ran, named) and all((a == STATIC_FP8) == (b == STATIC_FP8) for a, b in zip(ran, named))
+def _same_kernels(ran: tuple[str, str | None], named: tuple[str, str | None], engine: str | None) -> bool:
+    """Whether the labels price the kernels that ran: the same arithmetic op by op, fp8 activations
+    scaled the same way (static or not) and, on an engine whose tables time every granularity alike,
+    the same scale granularity (engine None: granularity aside)."""
+    same_scaling = all((a == STATIC_FP8) == (b == STATIC_FP8) for a, b in zip(ran, named))
+    granularity_counts = engine in GRANULARITY_TIMED_ALIKE
+    return _same_arithmetic(ran, named) and same_scaling and (not granularity_counts or _same_granularity(ran, named))
+
+
+def _same_granularity(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
+    """Whether two (GEMM, MoE) mode pairs scale 8-bit operands alike (128x128 blocks or per tensor) op by op."""
+    return all((a == "fp8_block") == (b == "fp8_block") for a, b in zip(ran, named))
 
 
 def _same_arithmetic(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:

@@ -14,12 +14,13 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 
-Not a baseline decision: the row's quant labels stay its inputs, and when they name other
-arithmetic than the checkpoint that ran carries (measurements.kernels) the row also carries inputs
-at the checkpoint's modes (`MappedRow.checkpoint_inputs`), which every method but legacy prices
-when they price with SILICON data. When they differ only in scale granularity, the row carries
-inputs at the checkpoint's granularity (`MappedRow.granularity_fallbacks`), which those methods
-price where the labels' SILICON data lack an op, before the reference's HYBRID mode.
+Not a baseline decision: the row's quant labels stay its inputs, and when they do not price the
+kernels the checkpoint that ran computes with (other arithmetic, activation scaling or, on an
+engine whose tables time them alike, scale granularity; measurements.kernels) the row also carries
+inputs at the checkpoint's modes (`MappedRow.checkpoint_inputs`), which every method but legacy
+prices when they price with SILICON data. When they differ only in scale granularity, the row
+carries inputs at the checkpoint's granularity op by op (`MappedRow.granularity_fallbacks`), which
+those methods price where the labels' SILICON data lack an op, before the reference's HYBRID mode.
 """
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ class MappedRow:
     recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
-    granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity, in order; () with checkpoint_inputs
+    granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity op by op, in order (after the labels)
     allow_ep_equivalents: bool = True  # a SILICON miss at an MoE TP layout may price its EP equivalent (not the baseline's)
 
     @property
@@ -173,16 +174,16 @@ def map_measurement(m: Measurement) -> MappedRow:
 
 
 def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
-    """The row with inputs at the checkpoint's own quant modes when their arithmetic differs from its
-    labels', else with inputs at the checkpoint's scale granularity when only that differs."""
+    """The row with inputs at the checkpoint's own quant modes when the labels do not price the
+    kernels that ran, and with inputs at the checkpoint's scale granularity op by op when only that
+    differs (measurements.kernels)."""
     if row.inputs is None:
         return row
     moe = not is_native(row.model_used)
-    modes = checkpoint_modes(run, row.model_used, moe)
-    if modes is not None:
-        return dataclasses.replace(row, checkpoint_inputs=_quant_inputs(row, run, modes), quant_note=modes.note)
     fallbacks = tuple(Fallback(_quant_inputs(row, run, f), f.note) for f in granularity_fallbacks(run, row.model_used, moe))
-    return dataclasses.replace(row, granularity_fallbacks=fallbacks)
+    row = dataclasses.replace(row, granularity_fallbacks=fallbacks)
+    modes = checkpoint_modes(run, row.model_used, moe)
+    return row if modes is None else dataclasses.replace(row, checkpoint_inputs=_quant_inputs(row, run, modes), quant_note=modes.note)
 
 
 def _quant_inputs(row: MappedRow, run: Measurement, modes: CheckpointModes) -> AggInputs | DisaggInputs:

@@ -576,7 +576,7 @@ def test_mxfp8_activations_follow_the_cited_setups_only(sample, engine, system, 
     ("model", "engine", "system", "label"),
     [
         ("MiniMaxAI/MiniMax-M2.5", "vllm", "h100_sxm", "fp8"),  # per-tensor label, 128x128-block checkpoint: same 8-bit math
-        ("deepseek-ai/DeepSeek-R1", "trtllm", "b200_sxm", "fp8"),
+        ("deepseek-ai/DeepSeek-R1", "sglang", "b200_sxm", "fp8_block"),  # fp8 GEMMs: SGLang's tables are not read as timing granularities alike
         ("deepseek-ai/DeepSeek-R1", "trtllm", "b200_sxm", "nvfp4"),  # a 4-bit label: another checkpoint ran
         ("openai/gpt-oss-120b", "trtllm", "h100_sxm", "fp8"),  # an 8-bit label on a 4-bit-expert checkpoint
     ],
@@ -677,6 +677,23 @@ def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_sc
     assert kernels.checkpoint_modes(dataclasses.replace(m, gemm_quant="nvfp4"), model_used, moe=False) is None  # another checkpoint
 
 
+@pytest.mark.parametrize(("engine", "system", "priced"), [
+    ("trtllm", "b200_sxm", ("fp8_block", "fp8_block")),  # TensorRT-LLM times block and per-tensor kernels alike
+    ("trtllm", "h200_sxm", ("fp8_block", "fp8_block")),
+    ("sglang", "b200_sxm", None),  # the labels stay first; the blocks are fallbacks
+])  # fmt: skip
+def test_deepseek_fp8_labels_are_priced_at_the_checkpoints_blocks_where_the_tables_time_them_alike(sample, engine, system, priced):
+    """DeepSeek-R1's checkpoint scales FP8 in 128x128 blocks; the sample labels it per-tensor fp8."""
+    m = _first(sample, model="deepseek-ai/DeepSeek-R1", engine=engine, system=system, gemm_quant="fp8", mode="agg")
+    modes = kernels.checkpoint_modes(m, m.model, moe=True)
+    fallbacks = kernels.granularity_fallbacks(m, m.model, moe=True)
+    if priced is None:
+        assert modes is None and ("fp8_block", "fp8_block") in {(f.gemm, f.moe) for f in fallbacks}
+        return
+    assert (modes.gemm, modes.moe) == priced and "block-scaled" in modes.note and "CUDA-graph" in modes.note
+    assert fallbacks and all((f.gemm, f.moe) != priced for f in fallbacks)
+
+
 def test_a_ran_checkpoint_is_read_through_a_config_of_the_aliased_architecture():
     from estimator.models.config import model_architecture
 
@@ -688,13 +705,13 @@ def test_a_ran_checkpoint_is_read_through_a_config_of_the_aliased_architecture()
 def test_mapping_carries_checkpoint_inputs_beside_the_labelled_ones(mapped):
     """Only the quant modes differ; the baseline view drops them."""
     rows = [r for r in mapped if r.checkpoint_inputs is not None]
-    repriced = {"openai/gpt-oss-120b", "meta-llama/Llama-3.1-70B"}
+    repriced = {"openai/gpt-oss-120b", "meta-llama/Llama-3.1-70B", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-235B-A22B-FP8"}
     assert {r.measurement.model for r in rows} == repriced
     for r in rows:
         assert r.quant_note and r.baseline.checkpoint_inputs is None
         base = (r.recorded or r).inputs
-        plain = tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in base.deployments)
-        assert r.baseline.inputs == base.with_deployments(plain)
+        plain = tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None), nextn=0) for d in base.deployments)
+        assert r.baseline.inputs == dataclasses.replace(base.with_deployments(plain), nextn_accepted=0.0)
         for labelled, checkpoint in zip(r.inputs.deployments, r.checkpoint_inputs.deployments, strict=True):
             assert dataclasses.replace(checkpoint, quant=labelled.quant) == labelled
             assert (checkpoint.quant.gemm, checkpoint.quant.moe) != (labelled.quant.gemm, labelled.quant.moe)
@@ -730,10 +747,11 @@ def test_no_granularity_fallbacks_for_other_arithmetic_or_another_checkpoint(sam
 
 def test_mapping_carries_granularity_fallbacks_that_differ_only_in_quant_modes(mapped):
     rows = [r for r in mapped if r.granularity_fallbacks]
-    assert rows and all(r.checkpoint_inputs is None for r in rows)
     assert {r.measurement.model for r in rows} >= {"MiniMaxAI/MiniMax-M2.5", "deepseek-ai/DeepSeek-R1"}
     for r in rows:
         assert r.baseline.granularity_fallbacks == ()
+        priced_first = r.checkpoint_inputs.deployments if r.checkpoint_inputs is not None else ()
+        assert all(f.inputs.deployments != priced_first for f in r.granularity_fallbacks)  # never tried twice
         for fallback in r.granularity_fallbacks:
             for labelled, swapped in zip(r.inputs.deployments, fallback.inputs.deployments, strict=True):
                 assert dataclasses.replace(swapped, quant=labelled.quant) == labelled and swapped.quant != labelled.quant
