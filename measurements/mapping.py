@@ -11,6 +11,9 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   or bounded by the system's node) is priced as the run's layout (`measurements.layout`); the row
   as recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline
   on the baseline's inputs;
+* an agg row of a run its source only deploys multi-node and disaggregated (InferenceX's DeepSeek-R1
+  on GB200/GB300, `protocols.multinode_disagg_reason`) records the run's GPU count as tp and no
+  workers: the other methods leave it unestimated with that reason, legacy prices it as recorded;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 
@@ -34,6 +37,7 @@ from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import native_families
 from estimator.models.config import model_architecture
 from estimator.perf.versions import slot_sort_key, version_slots
+from measurements import protocols
 from measurements.kernels import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
@@ -129,7 +133,7 @@ class MappedRow:
     data_version: str | None  # the perf-data version priced
     version_note: str  # how the engine version was mapped
     layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
-    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set
+    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set or the run is not an agg one
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity op by op, in order (after the labels)
@@ -164,6 +168,9 @@ def map_measurement(m: Measurement) -> MappedRow:
     except EstimatorError as exc:
         return MappedRow(m, None, str(exc), model_used, model_note, None, "")
     recorded = _mapped(m, model_used, model_note, data_version, version_note)
+    disaggregated = protocols.multinode_disagg_reason(m.source, m.model, m.system, m.mode)
+    if disaggregated is not None:  # the baseline priced the columns as recorded; the run is not an agg one
+        return dataclasses.replace(recorded, inputs=None, reason=disaggregated, recorded=recorded)
     labelled = labelled_layout(m)
     if labelled is None:
         return _with_checkpoint_quant(recorded, m)

@@ -173,6 +173,22 @@ TRTLLM_DSR1_MTP_CITATION = (
     "@ 01c4ece (8xB200, DeepSeek-R1, ISL 1k, OSL 2k, batch 1: 1.92 tokens per step with 1 MTP layer, 2.82 with 3)"
 )
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
+MULTINODE_DISAGG_ONLY = frozenset({("deepseek-ai/DeepSeek-R1", "gb200"), ("deepseek-ai/DeepSeek-R1", "gb300")})  # (model, system)
+MULTINODE_DISAGG_CITATION = (
+    "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 0004cf5 and @ 48f302c: every DeepSeek-R1 key on gb200 "
+    "and gb300 (dsr1-fp4/fp8-gb200/gb300-dynamo-trt and -dynamo-sglang) is multinode: true, disagg: true, with prefill "
+    "and decode workers; no single-node key serves DeepSeek-R1 on these systems"
+)
+
+
+def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:
+    """Why an agg row of a source that runs this model on this system only as a multi-node
+    disaggregated deployment cannot be priced as recorded, or None: its tp column is the run's GPU
+    count and its prefill/decode workers are not in the row."""
+    if source != INFERENCEX or mode != "agg" or (model, system) not in MULTINODE_DISAGG_ONLY:
+        return None
+    return (f"labelled agg, but InferenceX runs {model} on {system} only as multi-node disaggregated deployments "
+            f"({MULTINODE_DISAGG_CITATION}): the tp column is the run's GPU count and its prefill/decode workers are not recorded")
 GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 

@@ -404,7 +404,8 @@ def test_every_row_has_inputs_or_a_reason(mapped):
 
 def test_unestimable_reasons_of_the_sample(mapped):
     reasons = collections.Counter(row.reason for row in mapped if row.reason)
-    assert reasons == {DISAGG_INCOMPLETE: 1328, "tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2}
+    disaggregated = protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "agg")
+    assert reasons == {DISAGG_INCOMPLETE: 1328, "tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2, disaggregated: 55}
 
 
 def test_dense_models_are_priced_natively_and_moe_models_by_the_reference(mapped):
@@ -524,11 +525,26 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
     for row in mapped:
         if row.inputs and row.recorded is None and row.measurement.mode == "agg" and "_tp" in row.measurement.id:
             consistent[key(row)].add(sizes(row))
-    relabelled = [row for row in mapped if row.recorded is not None]
+    relabelled = [row for row in mapped if row.layout_note]
     confirmed = [row for row in relabelled if key(row) in consistent]
     assert (len(relabelled), len(confirmed)) == (385, 69)
     for row in confirmed:
         assert sizes(row) in consistent[key(row)], row.measurement.id
+
+
+def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_runs(mapped):
+    """InferenceX deploys DeepSeek-R1 on GB200/GB300 only multi-node and disaggregated; its rows
+    labelled agg carry the run's GPU count as tp (12 to 72, most no TP of a 128-head model): the
+    other methods leave them unestimated with that reason, legacy prices them as the baseline did."""
+    rows = [r for r in mapped if r.measurement.source == protocols.INFERENCEX and r.measurement.mode == "agg"
+            and r.measurement.system in ("gb200", "gb300") and r.measurement.model == "deepseek-ai/DeepSeek-R1"]  # fmt: skip
+    assert len(rows) == 55 and all(r.inputs is None and "multi-node disaggregated" in r.reason for r in rows)
+    assert all(r.baseline.inputs is not None and r.baseline.reason is None for r in rows)  # legacy prices the columns, as the baseline
+    assert {r.measurement.agg.tp for r in rows} >= {12, 20, 24, 28, 32, 36, 48, 64, 72}
+    other = next(r for r in mapped if r.measurement.source == protocols.INFERENCEX and r.measurement.mode == "agg"
+                 and r.measurement.system == "b200_sxm" and r.measurement.model == "deepseek-ai/DeepSeek-R1")  # fmt: skip
+    assert other.inputs is not None and protocols.multinode_disagg_reason("project", "deepseek-ai/DeepSeek-R1", "gb200", "agg") is None
+    assert protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
 
 
 # ---- the arithmetic that ran (measurements.kernels) -------------------------------------------
