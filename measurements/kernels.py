@@ -7,7 +7,8 @@ still name the wrong arithmetic. gpt-oss-120b rows are labelled nvfp4 (4-bit wei
 activations), but the checkpoint keeps attention in BF16 and stores its experts in MXFP4, which the
 engines run with BF16 or MXFP8 activations: other kernels, at several times the cost. A label that
 differs from the checkpoint only in scale granularity (fp8 per-tensor vs the 128x128 blocks of
-MiniMax-M2.5 or DeepSeek-V3/R1) names the same 8-bit arithmetic and is kept.
+MiniMax-M2.5 or DeepSeek-V3/R1) names the same 8-bit arithmetic; whether it is kept depends on the
+engine's tables (below).
 
 Activation scaling counts too. A per-tensor FP8 checkpoint with calibrated activation scales
 (`fp8_static`, as ModelOpt writes them) runs one quantize pass per GEMM input; the `fp8` label is
@@ -20,7 +21,8 @@ A row whose model id has no bundled config is read through the checkpoint its so
 config ran, where a bundled config carries that checkpoint's quantization (`RAN_CHECKPOINTS`).
 
 The labels stay the row's inputs (the baseline's, which the legacy method prices). `checkpoint_modes`
-gives the checkpoint's own modes when their arithmetic differs from the labels'. The report prices
+gives the checkpoint's own modes when the labels do not price the kernels that ran: other
+arithmetic, other activation scaling or, where the tables time them alike, other scale granularity. The report prices
 them first when they price with SILICON data for every op (estimator.report.methods.priced_inputs).
 On B200 under vLLM the MXFP8-activation format has no SILICON data for gpt-oss's experts; the
 checkpoint's BF16-activation reading has, but it is not what InferenceX's recipe ran, so those rows
@@ -140,10 +142,13 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
         note = f"{_checkpoint_name(m, model_used)}'s own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
     if _same_kernels((gemm, moe_mode), labelled, m.engine):
         return None
-    if not _same_granularity((gemm, moe_mode), labelled):
-        note += f"; block-scaled where the labels name per-tensor scales, timed alike by the {m.engine} tables ({GRANULARITY_TIMED_ALIKE[m.engine]})"
-    if STATIC_FP8 in (gemm, moe_mode) and STATIC_FP8 not in labelled:
+    blocks = [f"{b} where the labels name {a}" for a, b in zip(labelled, (gemm, moe_mode)) if _regranulated(a, b)]
+    if blocks and m.engine in GRANULARITY_TIMED_ALIKE:
+        note += f"; {', '.join(blocks)}: scale granularities the {m.engine} tables time alike ({GRANULARITY_TIMED_ALIKE[m.engine]})"
+    if any(b == STATIC_FP8 != a for a, b in zip(labelled, (gemm, moe_mode))) and m.engine in DYNAMIC_FP8_TABLES:
         note += f"; static activation scales, while the {m.engine} fp8 table quantizes activations dynamically ({DYNAMIC_FP8_TABLES[m.engine]})"
+    if any(a == STATIC_FP8 != b for a, b in zip(labelled, (gemm, moe_mode))):
+        note += f"; static activation scales, which the {m.engine} fp8 table times already (only {', '.join(DYNAMIC_FP8_TABLES)} tables quantize dynamically)"
     ran = _ran_checkpoint(m, model_used)
     if ran is not None:
         note += f"; read as {ran.read_as} ({ran.citation})"
@@ -183,13 +188,18 @@ def _own_and_labelled(m: Measurement, model_used: str, moe: bool) -> tuple[tuple
         modes = checkpoint_quant_modes(checkpoint_quant(ran.read_as if ran is not None else model_used))
     except EstimatorError:  # the labels stand
         return None
-    own_gemm, own_moe = modes.get("gemm", BF16), modes.get("moe") if moe else m.moe_quant
-    if m.engine not in DYNAMIC_FP8_TABLES:
-        own_gemm, own_moe = ("fp8" if mode == STATIC_FP8 else mode for mode in (own_gemm, own_moe))
+    inferred = (modes.get("gemm", BF16), modes.get("moe") if moe else m.moe_quant)  # what the pricer infers without labels
+    own_gemm, own_moe = (_as_timed(inferred[0], m.engine), _as_timed(inferred[1], m.engine) if moe else inferred[1])
     label, own = (m.moe_quant, own_moe) if moe else (m.gemm_quant, own_gemm)
     if own is None or _bits(label or own) is None or _bits(label or own)[0] != _bits(own)[0]:
         return None  # the label names another checkpoint, or a mode the rule does not know
-    return (own_gemm, own_moe), (m.gemm_quant or own_gemm, m.moe_quant or own_moe)
+    return (own_gemm, own_moe), (m.gemm_quant or inferred[0], m.moe_quant or inferred[1])
+
+
+def _as_timed(mode: str | None, engine: str) -> str | None:
+    """A checkpoint's mode as the engine's tables time it: static fp8 scales are the fp8 table
+    itself where that table is static (every engine but DYNAMIC_FP8_TABLES')."""
+    return "fp8" if mode == STATIC_FP8 and engine not in DYNAMIC_FP8_TABLES else mode
 
 
 def _ran_checkpoint(m: Measurement, model_used: str) -> RanCheckpoint | None:
@@ -208,19 +218,23 @@ def _same_kernels(ran: tuple[str, str | None], named: tuple[str, str | None], en
     """Whether the labels price the kernels that ran: the same arithmetic op by op, fp8 activations
     scaled the same way (static or not) and, on an engine whose tables time every granularity alike,
     the same scale granularity (engine None: granularity aside)."""
-    same_scaling = all((a == STATIC_FP8) == (b == STATIC_FP8) for a, b in zip(ran, named))
-    granularity_counts = engine in GRANULARITY_TIMED_ALIKE
-    return _same_arithmetic(ran, named) and same_scaling and (not granularity_counts or _same_granularity(ran, named))
+    same_scaling = _all_ops(lambda a, b: (a == STATIC_FP8) == (b == STATIC_FP8), ran, named)
+    same_granularity = engine not in GRANULARITY_TIMED_ALIKE or _all_ops(lambda a, b: not _regranulated(a, b), ran, named)
+    return _same_arithmetic(ran, named) and same_scaling and same_granularity
 
 
-def _same_granularity(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
-    """Whether two (GEMM, MoE) mode pairs scale 8-bit operands alike (128x128 blocks or per tensor) op by op."""
-    return all((a == "fp8_block") == (b == "fp8_block") for a, b in zip(ran, named))
+def _regranulated(named: str | None, ran: str | None) -> bool:
+    """Whether one op's 8-bit operands are scaled in 128x128 blocks by one mode and per tensor by the other."""
+    return _bits(named) == _bits(ran) == (8, 8) and (named == "fp8_block") != (ran == "fp8_block")
 
 
 def _same_arithmetic(ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
     """Whether two (GEMM, MoE) mode pairs compute with the same weight and activation bits op by op."""
-    return all(_bits(a) == _bits(b) for a, b in zip(ran, named))
+    return _all_ops(lambda a, b: _bits(a) == _bits(b), ran, named)
+
+
+def _all_ops(same, ran: tuple[str, str | None], named: tuple[str, str | None]) -> bool:
+    return all(same(a, b) for a, b in zip(ran, named))
 
 
 def _bits(mode: str | None) -> tuple[int, int] | None:

@@ -133,7 +133,7 @@ class MappedRow:
     data_version: str | None  # the perf-data version priced
     version_note: str  # how the engine version was mapped
     layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
-    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set or the run is not an agg one
+    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set or the row is a multi-node disagg run labelled agg
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity op by op, in order (after the labels)

@@ -99,8 +99,8 @@ def test_worker_rows_apply_the_corrections_before_summing():
 def test_legacy_combines_3_decimal_worker_rows():
     point = StaticPoint(32768, 512, 1)
     p, d = (worker_row(QWEN, dataclasses.replace(point, batch_size=b), r, UNCACHED).row for b, r in ((1, Role.PREFILL), (16, Role.DECODE)))
-    assert disagg(LEGACY) == round_row(disagg_row(round_row(p), 2, round_row(d), 1))
-    assert disagg(UNCACHED) == disagg_row(p, 2, d, 1)
+    assert disagg(LEGACY) == round_row(disagg_row(round_row(p), 2, round_row(d), 1, decode_tokens_per_iteration=1.0))
+    assert disagg(UNCACHED) == disagg_row(p, 2, d, 1, decode_tokens_per_iteration=1.0)
 
 
 def test_prefill_step_is_the_corrected_prefill_before_the_ttft_factor():
@@ -127,7 +127,7 @@ def worker(**values) -> dict:
 
 @pytest.mark.parametrize("n_p,n_d,limited_by", [(1, 4, "prefill"), (4, 1, "decode")])
 def test_rate_is_the_slower_degraded_pool(n_p, n_d, limited_by):
-    row = disagg_row(worker(**{"seq/s": 3.0}), n_p, worker(**{"seq/s": 2.0}), n_d)
+    row = disagg_row(worker(**{"seq/s": 3.0}), n_p, worker(**{"seq/s": 2.0}), n_d, decode_tokens_per_iteration=1.0)
     expected = 3.0 * n_p * 0.9 if limited_by == "prefill" else 2.0 * n_d * 0.92
     assert row["seq/s"] == row["request_rate"] == expected
     assert row["num_total_gpus"] == 2 * (n_p + n_d) and row["tokens/s"] == expected * 101
@@ -137,7 +137,8 @@ def test_rate_is_the_slower_degraded_pool(n_p, n_d, limited_by):
 
 def test_calibration_factors_are_the_reference_defaults():
     assert Calibration() == Calibration(1.1, 1.08, 1.8, 0.9, 0.92)
-    custom = disagg_row(worker(), 1, worker(), 1, Calibration(ttft_factor=1.0, prefill_degradation=1.0, decode_degradation=1.0))
+    custom = disagg_row(worker(), 1, worker(), 1, Calibration(ttft_factor=1.0, prefill_degradation=1.0, decode_degradation=1.0),
+                        decode_tokens_per_iteration=1.0)
     assert (custom["ttft"], custom["seq/s"]) == (100.0, 2.0)
 
 

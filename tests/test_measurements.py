@@ -544,6 +544,7 @@ def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_run
     other = next(r for r in mapped if r.measurement.source == protocols.INFERENCEX and r.measurement.mode == "agg"
                  and r.measurement.system == "b200_sxm" and r.measurement.model == "deepseek-ai/DeepSeek-R1")  # fmt: skip
     assert other.inputs is not None and protocols.multinode_disagg_reason("project", "deepseek-ai/DeepSeek-R1", "gb200", "agg") is None
+    assert protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb300", "agg") is not None
     assert protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
 
 
@@ -687,6 +688,7 @@ def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_sc
         assert modes is None and kernels.granularity_fallbacks(m, model_used, moe=False) == ()
         return
     assert modes.gemm == gemm and "nvidia/Llama-3.3-70B-Instruct-FP8" in modes.note and "dynamically" in modes.note
+    assert "read as nvidia/Llama-3.1-70B-Instruct-FP8" in modes.note
     row = map_measurement(m)
     assert row.checkpoint_inputs.deployment.quant.gemm == gemm and row.baseline.checkpoint_inputs is None
     assert kernels.checkpoint_modes(dataclasses.replace(m, source="other"), model_used, moe=False) is None  # no config names the run
@@ -706,8 +708,34 @@ def test_deepseek_fp8_labels_are_priced_at_the_checkpoints_blocks_where_the_tabl
     if priced is None:
         assert modes is None and ("fp8_block", "fp8_block") in {(f.gemm, f.moe) for f in fallbacks}
         return
-    assert (modes.gemm, modes.moe) == priced and "block-scaled" in modes.note and "CUDA-graph" in modes.note
+    assert (modes.gemm, modes.moe) == priced and "fp8_block where the labels name fp8" in modes.note and "CUDA-graph" in modes.note
     assert fallbacks and all((f.gemm, f.moe) != priced for f in fallbacks)
+    row = map_measurement(m)  # priced at the blocks first; the labels, then the per-op fallbacks, if those miss data
+    assert row.checkpoint_inputs is not None and len(row.granularity_fallbacks) == len(fallbacks) == 2
+
+
+def test_a_label_of_other_arithmetic_and_granularity_maps_on_any_engine(sample):
+    """A bf16 GEMM label on a block-FP8 DeepSeek checkpoint names other arithmetic for the GEMMs and
+    per-tensor fp8 experts another granularity: every engine maps it, and only TensorRT-LLM's note
+    names the granularity (its tables time both alike)."""
+    m = _first(sample, model="deepseek-ai/DeepSeek-R1", engine="sglang", system="b200_sxm", moe_quant="fp8_block", mode="agg")
+    for engine in ("sglang", "vllm", "trtllm"):
+        run = dataclasses.replace(m, engine=engine, gemm_quant="bfloat16", moe_quant="fp8")
+        modes = kernels.checkpoint_modes(run, m.model, moe=True)
+        assert (modes.gemm, modes.moe) == ("fp8_block", "fp8_block") and ("CUDA-graph" in modes.note) == (engine == "trtllm")
+        assert map_measurement(run).checkpoint_inputs is not None
+
+
+@pytest.mark.parametrize(("engine", "gemm"), [("vllm", "fp8"), ("trtllm", None)])
+def test_an_unlabelled_static_fp8_checkpoint_is_priced_as_its_engine_times_it(sample, engine, gemm):
+    """Without a label the pricer infers fp8_static from a ModelOpt checkpoint (the fp8 table less
+    its compute_scale); vLLM's fp8 table is static already, so the row is priced at fp8 there."""
+    m = _first(sample, model="meta-llama/Llama-3.1-70B", engine="vllm", system="h200_sxm", gemm_quant="fp8")
+    own = dataclasses.replace(m, model="nvidia/Llama-3.1-70B-Instruct-FP8", engine=engine, gemm_quant=None, moe_quant=None)
+    modes = kernels.checkpoint_modes(own, own.model, moe=False)
+    assert (modes.gemm if modes else None) == gemm
+    static_moe_label = dataclasses.replace(m, model="nvidia/Llama-3.1-70B-Instruct-FP8", gemm_quant="fp8", moe_quant="fp8_static")
+    assert kernels.checkpoint_modes(static_moe_label, static_moe_label.model, moe=False) is None  # a dense model's MoE label is kept
 
 
 def test_a_ran_checkpoint_is_read_through_a_config_of_the_aliased_architecture():

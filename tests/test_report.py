@@ -267,7 +267,7 @@ def test_the_arithmetic_that_ran_is_priced_where_measured_and_legacy_keeps_the_l
     uncached, legacy = predict(row, "uncached"), predict(row, "legacy")
     assert methods.CHECKPOINT_NOTE in uncached.note and "w4a8_mxfp4_mxfp8" in uncached.note
     assert methods.HYBRID_NOTE in legacy.note and methods.CHECKPOINT_NOTE not in legacy.note
-    assert (uncached.pricing, legacy.pricing) == ("reference engine, SILICON, arithmetic that ran", "reference engine, HYBRID")
+    assert (uncached.pricing, legacy.pricing) == ("reference engine, SILICON, kernels that ran", "reference engine, HYBRID")
     assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
 
 
@@ -299,7 +299,7 @@ def test_closed_loop_methods_price_and_label_the_arithmetic_that_ran(monkeypatch
     row = _gpt_oss_row("b200_sxm", "trtllm")
     r = predict(row, "closed_loop_steady")
     assert seen["deployment"] == row.checkpoint_inputs.deployment
-    assert r.pricing == "reference engine, SILICON, arithmetic that ran" and methods.CHECKPOINT_NOTE in r.note
+    assert r.pricing == "reference engine, SILICON, kernels that ran" and methods.CHECKPOINT_NOTE in r.note
 
 
 def test_checkpoint_modes_without_silicon_data_fall_back_to_the_labels_hybrid_retry():
@@ -382,7 +382,7 @@ def test_a_moe_tp_layout_without_silicon_data_prices_its_ep_equivalent_and_legac
     assert priced == methods.expert_parallel_equivalent(row.checkpoint_inputs)
     assert methods.priced_inputs(row.inputs, row.checkpoint_inputs, (), False) == dataclasses.replace(row.inputs, pricer="hybrid")
     uncached, legacy = predict(row, "uncached"), predict(row, "legacy")
-    assert uncached.pricing == "reference engine, SILICON, arithmetic that ran, MoE TP as EP"
+    assert uncached.pricing == "reference engine, SILICON, kernels that ran, MoE TP as EP"
     assert methods.CHECKPOINT_NOTE in uncached.note and methods.LAYOUT_NOTE in uncached.note
     assert (legacy.pricing, legacy.note) == ("reference engine, HYBRID", methods.HYBRID_NOTE)
     assert row.baseline.allow_ep_equivalents is False

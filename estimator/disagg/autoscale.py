@@ -33,7 +33,7 @@ def autoscale_pairs(prefill: Sequence[WorkerRow], decode: Sequence[WorkerRow], t
                         f"no prefill candidate meets TTFT < {ttft_target:g} ms after the x{factor:g} correction")  # fmt: skip
     decodes = _engines(decode, lambda r: r["tpot"] < tpot_target, lambda r: (r["tpot"], -r["seq/s/gpu"]), top_n,
                        f"no decode candidate meets TPOT < {tpot_target:g} ms")  # fmt: skip
-    rows = [disagg_row(p.row, 1, d.row, 1, calibration, d.decode_tokens_per_iteration) for p in prefills for d in decodes]
+    rows = [disagg_row(p.row, 1, d.row, 1, calibration, decode_tokens_per_iteration=d.decode_tokens_per_iteration) for p in prefills for d in decodes]
     return [round_row(r) for r in rows] if semantics is Semantics.LEGACY else rows
 
 

@@ -45,7 +45,8 @@ def disagg_row(
     decode: Mapping[str, object],
     decode_workers: int,
     calibration: Calibration = Calibration(),
-    decode_tokens_per_iteration: float = 1.0,
+    *,
+    decode_tokens_per_iteration: float,
 ) -> dict:
     """The unrounded disagg row of `prefill_workers` prefill and `decode_workers` decode workers
     (decode_tokens_per_iteration: the decode worker's progress, >= 1; its tpot already divides by it)."""

@@ -191,7 +191,7 @@ class Combos:
         counts = match_workers(pr["seq/s"], pr["num_total_gpus"], dr["seq/s"], dr["num_total_gpus"], self.limits, self.calibration)
         if counts is None:
             return None
-        row = disagg_row(pr, counts[0], dr, counts[1], self.calibration, decode.decode_tokens_per_iteration)
+        row = disagg_row(pr, counts[0], dr, counts[1], self.calibration, decode_tokens_per_iteration=decode.decode_tokens_per_iteration)
         self.matched.append(Combo(row, prefill, decode))
         return self.matched[-1]
 

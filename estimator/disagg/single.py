@@ -84,5 +84,6 @@ def run_disagg(
         raise InvalidInputError(f"prefill and decode serve different models ({prefill.model!r} vs {decode.model!r})")
     semantics = Semantics.parse(semantics)
     workers = [worker_row(d, point.worker_point(r), r, semantics, calibration, pricer) for d, r in ((prefill, Role.PREFILL), (decode, Role.DECODE))]
-    row = disagg_row(workers[0].row, point.prefill_workers, workers[1].row, point.decode_workers, calibration, workers[1].decode_tokens_per_iteration)
+    row = disagg_row(workers[0].row, point.prefill_workers, workers[1].row, point.decode_workers, calibration,
+                     decode_tokens_per_iteration=workers[1].decode_tokens_per_iteration)
     return DisaggResult(round_row(row) if semantics is Semantics.LEGACY else row, *workers)

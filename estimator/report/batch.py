@@ -136,12 +136,13 @@ def _drain(queue, bar: Progress) -> None:
 
 
 def stacks(rows: list[MappedRow]) -> list[list[tuple[int, MappedRow]]]:
-    """(index, row) lists, one per perf-data stack (system x backend), largest first; rows without
-    inputs (no pricing work) form the last list."""
+    """(index, row) lists, one per perf-data stack (system x backend), largest first; rows no method
+    prices (no inputs, not even the baseline's) form the last list."""
     groups: dict[tuple[str, str], list[tuple[int, MappedRow]]] = {}
-    idle = [(index, row) for index, row in enumerate(rows) if row.inputs is None]
+    priced = [row.inputs is not None or row.baseline.inputs is not None for row in rows]
+    idle = [(index, row) for index, row in enumerate(rows) if not priced[index]]
     for index, row in enumerate(rows):
-        if row.inputs is not None:
+        if priced[index]:
             groups.setdefault((row.measurement.system, row.measurement.engine), []).append((index, row))
     ordered = sorted(groups.values(), key=lambda s: (-len(s), s[0][0]))
     return ordered + ([idle] if idle else [])

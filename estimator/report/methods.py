@@ -4,10 +4,12 @@
   with the baseline's budget ctx_tokens = isl; disagg rows through estimator.disagg.run_disagg.
   legacy prices the row as the baseline mapped it (`MappedRow.baseline`: the recorded layout and
   the labelled quant modes); every other method prices the run's layout (row id or node bound,
-  measurements.layout) and, where the labels name other arithmetic than the checkpoint that ran
-  carries, the checkpoint's own quant modes when they have SILICON data (measurements.kernels);
-  where the labels lack SILICON data for an op, the checkpoint's scale granularity for it when
-  that is all the labels and the checkpoint differ in; and for an MoE TP layout the tables lack,
+  measurements.layout) and, where the labels do not price the kernels the checkpoint that ran
+  computes with (other arithmetic, activation scaling or, where the engine's tables time them
+  alike, scale granularity), the checkpoint's own quant modes when they have SILICON data
+  (measurements.kernels); where the priced modes lack SILICON data for an op, the other scale
+  granularity for it when that is all the labels and the checkpoint differ in; and for an MoE TP
+  layout the tables lack,
   its MoE EP equivalent over the same GPUs (priced_inputs gives the order).
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
@@ -37,14 +39,14 @@ from measurements.schema import Measurement
 DISAGG_MODULE = "estimator.disagg"
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
-CHECKPOINT_NOTE = "priced at the arithmetic that ran, not the labelled quant modes"  # then ": " and MappedRow.quant_note
+CHECKPOINT_NOTE = "priced at the kernels that ran, not the labelled quant modes"  # then ": " and MappedRow.quant_note
 GRANULARITY_NOTE = "SILICON data missing for an op at the labelled quant modes: priced at the checkpoint's scale granularity"  # then ": " and Fallback.note
 CLOSED_LOOP_MODULE = "estimator.closedloop"
 # the pricing of a row (a report partition): the priced inputs' pricer -> pricer and database mode,
-# then ARITHMETIC_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs), or
+# then KERNELS_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs), or
 # CHECKPOINT_GRANULARITY when they are a granularity fallback (MappedRow.granularity_fallbacks)
 PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
-ARITHMETIC_THAT_RAN = ", arithmetic that ran"
+KERNELS_THAT_RAN = ", kernels that ran"
 CHECKPOINT_GRANULARITY = ", checkpoint's scale granularity"
 MOE_TP_AS_EP = ", MoE TP as EP"  # appended when the experts' layout is priced by its EP equivalent
 LAYOUT_NOTE = ("SILICON data lack the experts' MoE TP layout: priced as MoE EP over the same GPUs "
@@ -149,14 +151,14 @@ def expert_parallel_equivalent(inputs: AggInputs | DisaggInputs) -> AggInputs | 
 
 def pricing(row: MappedRow) -> tuple[str, str]:
     """(how the row is priced, the caveat for its note) of a row with inputs: the pricer and its
-    database mode (PRICINGS), with ARITHMETIC_THAT_RAN at the checkpoint's modes or
+    database mode (PRICINGS), with KERNELS_THAT_RAN at the checkpoint's modes or
     CHECKPOINT_GRANULARITY at a granularity fallback, then MOE_TP_AS_EP at an MoE-EP equivalent;
     the caveats say which ("" when the labels price with SILICON data)."""
     choice = _choice(row)
     fallbacks = {f.inputs: f.note for f in row.granularity_fallbacks}
     label, caveats = PRICINGS[choice.inputs.pricer], []
     if choice.candidate == row.checkpoint_inputs:
-        label, caveats = label + ARITHMETIC_THAT_RAN, [f"{CHECKPOINT_NOTE}: {row.quant_note}"]
+        label, caveats = label + KERNELS_THAT_RAN, [f"{CHECKPOINT_NOTE}: {row.quant_note}"]
     elif choice.candidate in fallbacks:
         label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[choice.candidate]}"]
     elif choice.inputs.pricer == "hybrid":
