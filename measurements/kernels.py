@@ -22,8 +22,9 @@ config ran, where a bundled config carries that checkpoint's quantization (`RAN_
 
 The labels stay the row's inputs (the baseline's, which the legacy method prices). `checkpoint_modes`
 gives the checkpoint's own modes when the labels do not price the kernels that ran: other
-arithmetic, other activation scaling or, where the tables time them alike, other scale granularity. The report prices
-them first when they price with SILICON data for every op (estimator.report.methods.priced_inputs).
+arithmetic, other activation scaling or, where the tables time them alike, other scale
+granularity. The report prices them first when they price with SILICON data for every op
+(estimator.report.methods.priced_inputs).
 On B200 under vLLM the MXFP8-activation format has no SILICON data for gpt-oss's experts; the
 checkpoint's BF16-activation reading has, but it is not what InferenceX's recipe ran, so those rows
 keep the baseline's pricing.
@@ -127,8 +128,9 @@ class CheckpointModes:
 
 def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointModes | None:
     """The checkpoint's modes when the label names this checkpoint (the same weight width for the
-    experts of an MoE model, or the GEMMs of a dense one) but other kernels: other arithmetic, or
-    static activation scales priced from a dynamic table. None otherwise, for an aliased model
+    experts of an MoE model, or the GEMMs of a dense one) but other kernels: other arithmetic, other
+    activation scaling, or another scale granularity on an engine whose tables time granularities
+    alike (GRANULARITY_TIMED_ALIKE). None otherwise, for an aliased model
     whose run names no bundled checkpoint and for a quantization the estimator cannot read. A
     missing label stands for the checkpoint's own mode (what the pricer infers)."""
     modes = _own_and_labelled(m, model_used, moe)
@@ -179,8 +181,8 @@ def _own_and_labelled(m: Measurement, model_used: str, moe: bool) -> tuple[tuple
     checkpoint (the same weight width for the experts of an MoE model, the GEMMs of a dense one);
     None for an aliased model whose run names no bundled checkpoint, an unreadable quantization or
     a label naming another checkpoint. A missing label stands for the checkpoint's own mode; a dense
-    model's MoE mode is its label. Static fp8 scales read as the label's fp8 on an engine whose fp8
-    table is static itself."""
+    model's MoE mode is its label. The checkpoint's static fp8 scales read as fp8 on an engine whose
+    fp8 table is static itself (_as_timed); a missing label stays what the pricer infers."""
     ran = _ran_checkpoint(m, model_used)
     if model_used != m.model and ran is None:
         return None
