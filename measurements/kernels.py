@@ -137,11 +137,13 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
     if modes is None:
         return None
     (gemm, moe_mode), labelled = modes
-    note = f"{_checkpoint_name(m, model_used)}'s own {gemm}/{moe_mode} (its config.json quantization_config)"
+    ran = _ran_checkpoint(m, model_used)
+    name = ran.checkpoint if ran is not None else "the checkpoint"
+    note = f"{name}'s own {gemm}/{moe_mode} (its config.json quantization_config)"
     rule = _mxfp8_activations(m) if moe_mode == MXFP4_BF16_ACTIVATIONS else None
     if rule is not None:
         moe_mode = MXFP4_MXFP8_ACTIVATIONS
-        note = f"{_checkpoint_name(m, model_used)}'s own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
+        note = f"{name}'s own {gemm}/{moe_mode}: MXFP4 experts (its config.json quantization_config) with MXFP8 activations ({rule.citation})"
     if _same_kernels((gemm, moe_mode), labelled, m.engine):
         return None
     blocks = [f"{b} where the labels name {a}" for a, b in zip(labelled, (gemm, moe_mode)) if _regranulated(a, b)]
@@ -151,23 +153,21 @@ def checkpoint_modes(m: Measurement, model_used: str, moe: bool) -> CheckpointMo
         note += f"; static activation scales, while the {m.engine} fp8 table quantizes activations dynamically ({DYNAMIC_FP8_TABLES[m.engine]})"
     if any(a == STATIC_FP8 != b for a, b in zip(labelled, (gemm, moe_mode))):
         note += f"; static activation scales, which the {m.engine} fp8 table times already (only {', '.join(DYNAMIC_FP8_TABLES)} tables quantize dynamically)"
-    ran = _ran_checkpoint(m, model_used)
     if ran is not None:
         note += f"; read as {ran.read_as} ({ran.citation})"
     return CheckpointModes(gemm, moe_mode, note)
 
 
-def granularity_fallbacks(m: Measurement, model_used: str, moe: bool) -> tuple[CheckpointModes, ...]:
+def granularity_fallbacks(m: Measurement, model_used: str, moe: bool, first: CheckpointModes | None) -> tuple[CheckpointModes, ...]:
     """The labels with the experts', then the GEMMs', then both ops' modes replaced by the checkpoint's
     when those differ from the labels only in scale granularity (the same weight and activation bits
-    and scaling), less the checkpoint's own modes where checkpoint_modes prices those first; ()
-    otherwise (and wherever checkpoint_modes finds other arithmetic or scaling)."""
+    and scaling), less `first`, the modes priced before the labels (checkpoint_modes of the row);
+    () otherwise (and wherever checkpoint_modes finds other arithmetic or scaling)."""
     modes = _own_and_labelled(m, model_used, moe)
     if modes is None or not _same_kernels(*modes, engine=None):
         return ()
     (own_gemm, own_moe), (gemm, moe_mode) = modes
     candidates = ((gemm, own_moe), (own_gemm, moe_mode), (own_gemm, own_moe))
-    first = checkpoint_modes(m, model_used, moe)
     unique = dict.fromkeys(c for c in candidates if c != (gemm, moe_mode) and (first is None or c != (first.gemm, first.moe)))
     return tuple(
         CheckpointModes(g, e, f"{g}/{e} (GEMMs/experts) for the labelled {gemm}/{moe_mode}: the same arithmetic, "
@@ -209,11 +209,6 @@ def _ran_checkpoint(m: Measurement, model_used: str) -> RanCheckpoint | None:
     if model_used == m.model:
         return None
     return next((r for r in RAN_CHECKPOINTS if (r.source, r.measured, r.gemm_quant) == (m.source, m.model, m.gemm_quant)), None)
-
-
-def _checkpoint_name(m: Measurement, model_used: str) -> str:
-    ran = _ran_checkpoint(m, model_used)
-    return ran.checkpoint if ran is not None else "the checkpoint"
 
 
 def _same_kernels(ran: tuple[str, str | None], named: tuple[str, str | None], engine: str | None) -> bool:

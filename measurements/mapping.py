@@ -149,6 +149,12 @@ class MappedRow:
             allow_ep_equivalents=False,
         )  # fmt: skip
 
+    @property
+    def some_inputs(self) -> AggInputs | DisaggInputs | None:
+        """The inputs some method prices: the row's own, else the recorded row's (legacy's, as the
+        baseline); None when no method prices the row."""
+        return self.inputs or (self.recorded.inputs if self.recorded is not None else None)
+
 
 def _without_launch_settings(inputs: AggInputs | DisaggInputs | None) -> AggInputs | DisaggInputs | None:
     """The inputs with the KV cache dtype left to the checkpoint and no MTP drafts (the baseline's: its rows carry neither)."""
@@ -169,7 +175,7 @@ def map_measurement(m: Measurement) -> MappedRow:
         return MappedRow(m, None, str(exc), model_used, model_note, None, "")
     recorded = _mapped(m, model_used, model_note, data_version, version_note)
     disaggregated = protocols.multinode_disagg_reason(m.source, m.model, m.system, m.mode)
-    if disaggregated is not None:  # the baseline priced the columns as recorded; the run is not an agg one
+    if disaggregated is not None:  # a multi-node disagg run labelled agg: only the baseline's pricing of the columns remains
         return dataclasses.replace(recorded, inputs=None, reason=disaggregated, recorded=recorded)
     labelled = labelled_layout(m)
     if labelled is None:
@@ -187,9 +193,9 @@ def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
     if row.inputs is None:
         return row
     moe = not is_native(row.model_used)
-    fallbacks = tuple(Fallback(_quant_inputs(row, run, f), f.note) for f in granularity_fallbacks(run, row.model_used, moe))
-    row = dataclasses.replace(row, granularity_fallbacks=fallbacks)
     modes = checkpoint_modes(run, row.model_used, moe)
+    fallbacks = tuple(Fallback(_quant_inputs(row, run, f), f.note) for f in granularity_fallbacks(run, row.model_used, moe, modes))
+    row = dataclasses.replace(row, granularity_fallbacks=fallbacks)
     return row if modes is None else dataclasses.replace(row, checkpoint_inputs=_quant_inputs(row, run, modes), quant_note=modes.note)
 
 

@@ -180,6 +180,9 @@ MULTINODE_DISAGG_CITATION = (
     "and decode workers; no single-node key serves DeepSeek-R1 on these systems"
 )
 
+GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
+LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
+
 
 def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:
     """Why an agg row of a source that runs this model on this system only as a multi-node
@@ -189,8 +192,6 @@ def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> 
         return None
     return (f"labelled agg, but InferenceX runs {model} on {system} only as multi-node disaggregated deployments "
             f"({MULTINODE_DISAGG_CITATION}): the tp column is the run's GPU count and its prefill/decode workers are not recorded")
-GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
-LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 
 
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,

@@ -626,6 +626,11 @@ def test_weight_and_activation_bits_agree_with_the_references_quant_modes():
     assert {mode: reference[mode] for mode in kernels.WEIGHT_AND_ACTIVATION_BITS} == dict(kernels.WEIGHT_AND_ACTIVATION_BITS)
 
 
+def _fallbacks(m, model_used: str, moe: bool):
+    """kernels.granularity_fallbacks after the modes the row prices first, as the mapping calls it."""
+    return kernels.granularity_fallbacks(m, model_used, moe, kernels.checkpoint_modes(m, model_used, moe))
+
+
 def _with_checkpoint_modes(monkeypatch, modes: dict) -> None:
     """Read every checkpoint as quantized with these modes."""
     monkeypatch.setattr(kernels, "checkpoint_quant_modes", lambda quant: modes)
@@ -685,7 +690,7 @@ def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_sc
     model_used, _ = resolve_model(m)
     modes = kernels.checkpoint_modes(m, model_used, moe=False)
     if gemm is None:
-        assert modes is None and kernels.granularity_fallbacks(m, model_used, moe=False) == ()
+        assert modes is None and _fallbacks(m, model_used, moe=False) == ()
         return
     assert modes.gemm == gemm and "nvidia/Llama-3.3-70B-Instruct-FP8" in modes.note and "dynamically" in modes.note
     assert "read as nvidia/Llama-3.1-70B-Instruct-FP8" in modes.note
@@ -704,7 +709,7 @@ def test_deepseek_fp8_labels_are_priced_at_the_checkpoints_blocks_where_the_tabl
     """DeepSeek-R1's checkpoint scales FP8 in 128x128 blocks; the sample labels it per-tensor fp8."""
     m = _first(sample, model="deepseek-ai/DeepSeek-R1", engine=engine, system=system, gemm_quant="fp8", mode="agg")
     modes = kernels.checkpoint_modes(m, m.model, moe=True)
-    fallbacks = kernels.granularity_fallbacks(m, m.model, moe=True)
+    fallbacks = _fallbacks(m, m.model, moe=True)
     if priced is None:
         assert modes is None and ("fp8_block", "fp8_block") in {(f.gemm, f.moe) for f in fallbacks}
         return
@@ -768,25 +773,25 @@ def test_granularity_fallbacks_change_as_few_ops_as_possible(sample):
     GEMMs, then both; a label already at the checkpoint's granularity is not repeated."""
     m = _first(sample, model="MiniMaxAI/MiniMax-M2.5", system="h100_sxm", gemm_quant="fp8", moe_quant="fp8")
     assert kernels.checkpoint_modes(m, m.model, moe=True) is None
-    fallbacks = kernels.granularity_fallbacks(m, m.model, moe=True)
+    fallbacks = _fallbacks(m, m.model, moe=True)
     assert [(f.gemm, f.moe) for f in fallbacks] == [("fp8", "fp8_block"), ("fp8_block", "fp8"), ("fp8_block", "fp8_block")]
     assert all("labelled fp8/fp8" in f.note for f in fallbacks)
     r1 = _first(sample, model="deepseek-ai/DeepSeek-R1", gemm_quant="fp8", moe_quant="fp8_block")
-    assert [(f.gemm, f.moe) for f in kernels.granularity_fallbacks(r1, r1.model, moe=True)] == [("fp8_block", "fp8_block")]
+    assert [(f.gemm, f.moe) for f in _fallbacks(r1, r1.model, moe=True)] == [("fp8_block", "fp8_block")]
 
 
 def test_no_granularity_fallbacks_for_other_arithmetic_or_another_checkpoint(sample):
     gpt_oss = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
     assert kernels.checkpoint_modes(gpt_oss, gpt_oss.model, moe=True) is not None
-    assert kernels.granularity_fallbacks(gpt_oss, gpt_oss.model, moe=True) == ()
+    assert _fallbacks(gpt_oss, gpt_oss.model, moe=True) == ()
     r1_nvfp4 = _first(sample, model="deepseek-ai/DeepSeek-R1", gemm_quant="nvfp4")  # another checkpoint: 4-bit experts
-    assert kernels.granularity_fallbacks(r1_nvfp4, r1_nvfp4.model, moe=True) == ()
+    assert _fallbacks(r1_nvfp4, r1_nvfp4.model, moe=True) == ()
     glm = _first(sample, model="zhipuai/GLM-5", gemm_quant="fp8")
     model_used, _ = resolve_model(glm)
-    assert kernels.granularity_fallbacks(glm, model_used, moe=True) == ()
+    assert _fallbacks(glm, model_used, moe=True) == ()
     minimax = _first(sample, model="MiniMaxAI/MiniMax-M2.5", gemm_quant="fp8", moe_quant="fp8")
     own = dataclasses.replace(minimax, gemm_quant="fp8_block", moe_quant="fp8_block")
-    assert kernels.granularity_fallbacks(own, own.model, moe=True) == ()
+    assert _fallbacks(own, own.model, moe=True) == ()
 
 
 def test_mapping_carries_granularity_fallbacks_that_differ_only_in_quant_modes(mapped):

@@ -139,10 +139,9 @@ def stacks(rows: list[MappedRow]) -> list[list[tuple[int, MappedRow]]]:
     """(index, row) lists, one per perf-data stack (system x backend), largest first; rows no method
     prices (no inputs, not even the baseline's) form the last list."""
     groups: dict[tuple[str, str], list[tuple[int, MappedRow]]] = {}
-    priced = [row.inputs is not None or row.baseline.inputs is not None for row in rows]
-    idle = [(index, row) for index, row in enumerate(rows) if not priced[index]]
+    idle = [(index, row) for index, row in enumerate(rows) if row.some_inputs is None]
     for index, row in enumerate(rows):
-        if priced[index]:
+        if row.some_inputs is not None:
             groups.setdefault((row.measurement.system, row.measurement.engine), []).append((index, row))
     ordered = sorted(groups.values(), key=lambda s: (-len(s), s[0][0]))
     return ordered + ([idle] if idle else [])

@@ -74,7 +74,7 @@ def row_columns(row: MappedRow) -> dict:
         "layout_note": row.layout_note,
         "data_version": row.data_version,
         "version_note": row.version_note,
-        "pricer": _priced_inputs(row).pricer if _priced_inputs(row) else None,
+        "pricer": row.some_inputs.pricer if row.some_inputs else None,
         "step_token_budget": m.protocol.step_token_budget,
         "chunked_prefill": m.protocol.chunked_prefill,
         "stream_interval": m.protocol.stream_interval or 1,
@@ -122,8 +122,3 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 def provenance_path(points_path: Path) -> Path:
     return points_path.with_name(points_path.stem + ".provenance.json")
-
-
-def _priced_inputs(row: MappedRow):
-    """The inputs some method prices: the row's own, else the baseline's (legacy's) where only it has any."""
-    return row.inputs or row.baseline.inputs
