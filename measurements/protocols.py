@@ -8,12 +8,15 @@ document them per row, the engine's documented default is used and the row says 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from estimator.closedloop.settings import SHAPE_COMPILE_FIXED, SHAPE_COMPILE_MS
 from estimator.closedloop.settings import engine_defaults as replay_engine_defaults
-from measurements.schema import Protocol
+from estimator.models.config import linear_attention_layers
+from measurements.schema import Measurement, Protocol
 
 GIB = 1 << 30
 
@@ -402,3 +405,33 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )
+
+
+# SGLang releases whose FLA l2norm.py was read, each declaring the token count T a tl.constexpr (PyPI wheels 0.5.9, 0.5.10,
+# 0.5.10.post1: sglang/srt/layers/attention/fla/l2norm.py, l2norm_fwd_kernel)
+SHAPE_SPECIALIZING_RELEASES = frozenset({"0.5.9", "0.5.10", "0.5.10.post1"})
+_NIGHTLY_DATE = re.compile(r"nightly-dev-(\d{4})(\d{2})(\d{2})")
+
+
+def shape_compile_ms(m: Measurement, model: str) -> float:
+    """The Triton compile a pass that prefills a token count new to the run pays on the run's engine
+    build (estimator.closedloop.settings, SHAPE_COMPILE_MS), ms: SGLang serving a model with
+    gated-delta-net layers (`model`: the bundled config priced) on a build that specializes the
+    FLA l2norm kernel on T (sglang_specializes_l2norm); 0 otherwise."""
+    if m.engine != "sglang" or not linear_attention_layers(model) or not sglang_specializes_l2norm(m):
+        return 0.0
+    return SHAPE_COMPILE_MS
+
+
+def sglang_specializes_l2norm(m: Measurement) -> bool:
+    """Whether the SGLang build of a run compiles the FLA l2norm kernel per token count: a release
+    whose source was read (SHAPE_SPECIALIZING_RELEASES), a nightly image dated before the fix
+    (SHAPE_COMPILE_FIXED), or any build of a run measured before the fix; False when none of these
+    is recorded (later releases are not assumed either way)."""
+    if (m.engine_version or "").removeprefix("v") in SHAPE_SPECIALIZING_RELEASES:
+        return True
+    for text in (m.engine_version, m.image):
+        nightly = _NIGHTLY_DATE.search(text or "")
+        if nightly:
+            return "-".join(nightly.groups()) < SHAPE_COMPILE_FIXED
+    return m.measured_date is not None and m.measured_date[:10] < SHAPE_COMPILE_FIXED

@@ -571,6 +571,26 @@ def test_the_prefill_floor_holds_only_passes_that_prefill():
         AggSpec(EngineSettings(4096, True), prefill_floor_ms=-1.0)
 
 
+def test_a_pass_pays_the_shape_compile_once_per_new_token_count():
+    """SGLang's FLA l2norm compiles per token count: a prefilling pass whose tokens the run has not
+    seen lasts shape_compile_ms longer, in both implementations. C = 1 with fixed lengths compiles
+    once (the first TTFT only); lengths that vary compile again; decode-only passes never do."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+
+    def run(compile_ms, range_ratio, impl="numba"):
+        plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=range_ratio), 1, 512, 64)
+        return replay_agg(plan, AggSpec(EngineSettings(4096, True, shape_compile_ms=compile_ms)), pricer, impl).stats
+
+    fixed, fixed_compiling = run(0.0, 1.0), run(90.0, 1.0)
+    assert fixed_compiling.ttft_max == pytest.approx(fixed.ttft_max + 90.0) and fixed_compiling.ttft_mean == pytest.approx(fixed.ttft_mean + 90.0 / 4)
+    assert fixed_compiling.tpot_mean == fixed.tpot_mean
+    varied, varied_compiling = run(0.0, 0.5), run(90.0, 0.5)
+    assert varied_compiling.ttft_mean == pytest.approx(varied.ttft_mean + 90.0)  # four distinct prompt lengths at C = 1
+    assert run(90.0, 0.5) == run(90.0, 0.5, "python")
+    with pytest.raises(InvalidInputError, match="shape_compile_ms"):
+        EngineSettings(4096, True, shape_compile_ms=-1.0)
+
+
 def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
     """SGLang's default: a pass that prefills carries no decoder. At C = 2 with staggered prompts a
     decoder skips the other prompt's prefill pass: its TPOT grows; C = 1 is unchanged."""

@@ -826,3 +826,30 @@ def test_disagg_rows_commit_their_accepted_drafts(mapped):
         tpot = [predict(map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=3, nextn_accepted=a))), method).tpot_pred_ms
                 for a in (0.0, 1.8)]  # fmt: skip
         assert tpot[1] < tpot[0] / 1.5, method
+
+
+@pytest.mark.parametrize(
+    "engine, version, image, measured, model, compile_ms",
+    [
+        ("sglang", "0.5.9", None, None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # a release whose l2norm.py was read
+        ("sglang", "v0.5.10.post1", None, "2026-04-10", "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260801-0000000", "2026-06-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # image after the fix
+        ("sglang", "0.5.12", None, "2026-06-30", "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # measured before the fix
+        ("sglang", "0.5.12", None, "2026-08-30", "Qwen/Qwen3.5-397B-A17B", 0.0),  # an unread release after the fix: not assumed
+        ("sglang", "0.5.9", None, None, "deepseek-ai/DeepSeek-R1", 0.0),  # no gated-delta-net layers
+        ("vllm", "0.11.0", None, "2026-03-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # another engine's kernels
+    ],
+)
+def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, engine, version, image, measured, model, compile_ms):
+    row = dataclasses.replace(sample[0], engine=engine, engine_version=version, image=image, measured_date=measured)
+    assert protocols.shape_compile_ms(row, model) == compile_ms
+
+
+def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):
+    """Every SGLang Qwen3.5 run of the sample whose build is dated predates the fix; the others
+    record only "nightly-dev" (no image, no date) and are not assumed; no other row compiles per shape."""
+    compiling = {r.measurement.id for r in mapped if r.some_inputs and protocols.shape_compile_ms(r.measurement, r.model_used)}
+    qwen35 = [r.measurement for r in mapped if r.some_inputs and r.model_used == "Qwen/Qwen3.5-397B-A17B" and r.measurement.engine == "sglang"]
+    undated = {m.id for m in qwen35 if (m.engine_version, m.image, m.measured_date) == ("nightly-dev", None, None)}
+    assert compiling == {m.id for m in qwen35} - undated and len(compiling) > 300 and len(undated) < 20

@@ -301,6 +301,19 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
 
 
 @njit(cache=True)
+def _first_of_shape(compiled, takes, nc, decode_tokens):
+    """Whether a prefilling pass's tokens (its chunks' plus its decode query tokens) are new to the
+    run (settings.py, shape_compile_ms); marks them compiled."""
+    tokens = decode_tokens
+    for i in range(nc):
+        tokens += takes[i]
+    if compiled[tokens]:
+        return False
+    compiled[tokens] = True
+    return True
+
+
+@njit(cache=True)
 def _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, decoders, decode_budget, budget):
     """TRT-LLM batch waiting (PyExecutor._waiting_requests) on a pass that would prefill `walked`
     chunks beside `decoders` decoders: (hold the prefill, held passes since the last release)."""
@@ -426,8 +439,8 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 @njit(cache=True, nogil=True)
 def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, wait_iters,
-                 wait_ratio, adp_timeout, adp_batching_wait, decode_budget, k, turnaround, encoder_ms, dispatch_ms, prefill_floor_ms, bound, requests, kind,
-                 params, data, hdr):  # fmt: skip
+                 wait_ratio, adp_timeout, adp_batching_wait, decode_budget, k, turnaround, encoder_ms, dispatch_ms, prefill_floor_ms, compile_ms,
+                 bound, requests, kind, params, data, hdr):  # fmt: skip
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
     them emit in every pass (k == 1; without mixed batches only while no request is prefilling).
@@ -456,6 +469,7 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
     adp_count = adp_batched = np.int64(0)  # attention-DP balance (adp_timeout > 0): passes counted, passes waited for batching
     draining = False  # prefills were left pending at the last release (attention-DP balance)
     n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
+    compiled = np.zeros(budget + clients * decode_budget + 1 if compile_ms > 0.0 else 1, dtype=np.bool_)  # pass token counts compiled so far
     t = 0.0
     for c in range(clients):
         _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0)
@@ -513,6 +527,8 @@ def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chu
         dur = dur + encoder_ms * new_starts
         if nc > 0:
             dur = max(dur + dispatch_ms, prefill_floor_ms)
+            if compile_ms > 0.0 and _first_of_shape(compiled, takes, nc, nd * decode_budget):
+                dur = dur + compile_ms
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
             break

@@ -198,6 +198,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     recv_interval = since_recv = spec.settings.recv_interval  # weighted passes since the last intake of requests
     settings, waited = spec.settings, 0  # waited: passes held since the last release (batch waiting)
     balance = _AdpBalance(settings.adp_balance_iters, settings.adp_batching_wait_iters)
+    compiled: set[int] = set()  # pass token counts compiled so far (settings.py, shape_compile_ms)
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
@@ -238,6 +239,10 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         dur = dur + spec.encoder_ms * new_starts
         if takes:
             dur = max(dur + spec.dispatch_ms, spec.prefill_floor_ms)
+            tokens = sum(takes) + len(decs) * spec.decode_budget_tokens
+            if spec.settings.shape_compile_ms > 0.0 and tokens not in compiled:
+                compiled.add(tokens)
+                dur = dur + spec.settings.shape_compile_ms
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
         t += dur

@@ -58,6 +58,19 @@ TensorRT-LLM also runs context passes eagerly (CUDA graphs only for generation-o
 unless ``torch_compile_config.enable_piecewise_cuda_graph``) but has no published eager forward
 time, so it has no floor.
 
+SGLang builds before its PR 31558 (merged 2026-07-17; the code read in the 0.5.9, 0.5.10 and
+0.5.10.post1 wheels) declare the token count ``T`` of the FLA ``l2norm_fwd_kernel`` a Triton
+``tl.constexpr``. The gated-delta-net (linear attention) layers call it on q and k in every extend
+(prefill) forward, with ``T`` = the extend's tokens x local heads, so the first pass with a token
+count the process has not run before compiles a new kernel variant inline, on the scheduler's
+critical path; decode passes replay CUDA graphs and do not. PR 23448 measures the compile at ~90
+ms (``SHAPE_COMPILE_MS``); PR 30403 logs bursts of up to ~110 ms under serving load. The replay
+charges it to a pass that prefills when its tokens (prefill tokens plus decode query tokens of a
+mixed pass) are new to the run (``EngineSettings.shape_compile_ms``, agg replay only); the
+benchmark client's warm-up requests (copies of the run's first prompt) are not replayed, so the
+few token counts they compiled are counted again. Which runs carry it is decided from what the
+run's measurement records (measurements.protocols.shape_compile_ms).
+
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
 """
@@ -86,6 +99,7 @@ class EngineSettings:
     batch_wait_tokens_ratio: float = 0.0  # TRT-LLM batch_wait_max_tokens_ratio: a pass with this share of the budget is not held (>= 0)
     adp_balance_iters: int = 0  # TRT-LLM attention_dp_config.timeout_iters under enable_balance: counted passes before held prefills go (>= 0; 0: off; not with batch waiting)
     adp_batching_wait_iters: int = 0  # TRT-LLM attention_dp_config.batching_wait_iters: passes prefills on every rank wait beside decodes (>= 0)
+    shape_compile_ms: float = 0.0  # host JIT compile time of a pass that prefills a token count new to the run (SGLang FLA l2norm before PR 31558), ms (>= 0)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
@@ -97,9 +111,10 @@ class EngineSettings:
         object.__setattr__(self, "batch_wait_iters", _integer("batch_wait_iters", self.batch_wait_iters, 0))
         object.__setattr__(self, "adp_balance_iters", _integer("adp_balance_iters", self.adp_balance_iters, 0))
         object.__setattr__(self, "adp_batching_wait_iters", _integer("adp_batching_wait_iters", self.adp_batching_wait_iters, 0))
-        ratio = self.batch_wait_tokens_ratio
-        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0.0 <= ratio < float("inf"):
-            raise InvalidInputError(f"batch_wait_tokens_ratio must be a finite number >= 0, got {self.batch_wait_tokens_ratio!r}")
+        for name in ("batch_wait_tokens_ratio", "shape_compile_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
+                raise InvalidInputError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @property
     def batch_waiting(self) -> bool:
@@ -153,6 +168,12 @@ def eager_prefill_floor_ms(backend: Backend | str, architecture: str | None, num
     published."""
     measured = EAGER_FORWARD_MS.get((Backend.parse(backend), architecture))
     return measured[0] * num_layers / measured[1] if measured else 0.0
+
+
+SHAPE_COMPILE_MS = 90.0  # one Triton compile of the FLA l2norm kernel, ms (SGLang PR 23448: "~90 ms each")
+SHAPE_COMPILE_FIXED = "2026-07-17"  # SGLang PR 31558 merged: T no longer specialized
+SHAPE_COMPILE_CITATION = ("sgl-project/sglang PR 23448 (~90 ms per compile), PR 30403 (bursts up to ~110 ms), PR 31558 (the fix, merged "
+                          "2026-07-17); l2norm.py of the 0.5.9, 0.5.10 and 0.5.10.post1 wheels: T: tl.constexpr")  # fmt: skip
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:

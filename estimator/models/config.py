@@ -14,6 +14,7 @@ Accepted model strings:
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -87,6 +88,17 @@ def model_architecture(model: str) -> str | None:
     when no config is found)."""
     config_path, _ = _locate(model)
     return (_load_json(config_path).get("architectures") or [None])[0]
+
+
+@functools.cache
+def linear_attention_layers(model: str) -> int:
+    """Decoder layers the model's config marks "linear_attention" in layer_types (its text config's
+    for a multimodal model): gated-delta-net layers, e.g. Qwen3.5, Qwen3-Next; 0 for other models
+    (UnknownModelError when no config is found)."""
+    config_path, _ = _locate(model)
+    config = _load_json(config_path)
+    layer_types = config.get("text_config", config).get("layer_types") or ()
+    return sum(1 for kind in layer_types if kind == "linear_attention")
 
 
 def resolve_model_config(model: str) -> ModelConfig:

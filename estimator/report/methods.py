@@ -13,8 +13,10 @@
   its MoE EP equivalent over the same GPUs (priced_inputs gives the order).
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
-  row's engine scheduler settings. It replays the uncached method's closed-form row (engine-priced
-  passes read the operating point from it, no step price; the engine settings set the budget).
+  row's engine scheduler settings and the Triton compiles its engine build pays per new prefill
+  shape (measurements.protocols.shape_compile_ms). It replays the uncached method's closed-form row
+  (engine-priced passes read the operating point from it, no step price; the engine settings set
+  the budget).
 
 The disagg estimator and the replay are looked up lazily: when one is not importable or raises
 NotImplementedError, the rows that need it are uncovered with that reason.
@@ -34,6 +36,7 @@ from estimator.report import METHOD_NAMES
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
+from measurements.protocols import shape_compile_ms
 from measurements.schema import Measurement
 
 DISAGG_MODULE = "estimator.disagg"
@@ -276,7 +279,8 @@ def replay(row: MappedRow, protocol: str) -> dict:
         settings = closedloop.EngineSettings(budget=p.step_token_budget, chunked=p.chunked_prefill, max_num_seqs=p.max_num_seqs,
                                              mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1,
                                              batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0,
-                                             adp_balance_iters=p.adp_balance_iters or 0, adp_batching_wait_iters=p.adp_batching_wait_iters or 0)  # fmt: skip
+                                             adp_balance_iters=p.adp_balance_iters or 0, adp_batching_wait_iters=p.adp_batching_wait_iters or 0,
+                                             shape_compile_ms=shape_compile_ms(m, row.model_used))  # fmt: skip
         result_row = closed_form(row, Semantics.UNCACHED).row  # the uncached method's row: engine pricing reads no step price from it
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer

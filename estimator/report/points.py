@@ -11,6 +11,7 @@ import pandas as pd
 
 from estimator.report.batch import PointResult
 from measurements.mapping import AggInputs, MappedRow
+from measurements.protocols import shape_compile_ms
 
 POINT_COLUMNS = (
     "id", "method", "covered", "reason", "ttft_pred_ms", "tpot_pred_ms", "ttft_meas_ms", "tpot_meas_ms", "note",
@@ -18,11 +19,12 @@ POINT_COLUMNS = (
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
     "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "adp_balance_iters", "nextn",
-    "engine_settings",
+    "shape_compile_ms", "engine_settings",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
-    {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded"}
+    {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded",
+     "shape_compile_ms": 0.0}
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
@@ -82,6 +84,7 @@ def row_columns(row: MappedRow) -> dict:
         "batch_wait_iters": m.protocol.batch_wait_iters or 0,
         "adp_balance_iters": m.protocol.adp_balance_iters or 0,
         "nextn": m.protocol.nextn or 0,
+        "shape_compile_ms": shape_compile_ms(m, row.model_used) if row.some_inputs else 0.0,
         "engine_settings": m.protocol.engine_settings,
     }
 
