@@ -19,6 +19,7 @@ import pytest
 from estimator.cli import main
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.closedloop import EngineSettings
+from estimator.closedloop.settings import SHAPE_COMPILE_MS
 from estimator.report import METHOD_NAMES, methods
 from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
@@ -183,9 +184,20 @@ def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, mo
         "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": {"budget": p.step_token_budget, "chunked": p.chunked_prefill, "max_num_seqs": p.max_num_seqs,
                      "mixed": p.mixed_batches is not False, "recv_interval": 1, "batch_wait_iters": p.batch_wait_iters or 0,
                      "batch_wait_tokens_ratio": p.batch_wait_tokens_ratio or 0.0, "adp_balance_iters": p.adp_balance_iters or 0,
-                     "adp_batching_wait_iters": p.adp_batching_wait_iters or 0},
+                     "adp_batching_wait_iters": p.adp_batching_wait_iters or 0, "shape_compile_ms": 0.0},
         "pricer": "native", "ctx_tokens": dense_row.inputs.isl, "deployment": dense_row.inputs.deployment,
     }  # fmt: skip
+
+
+def test_a_row_on_a_shape_specializing_build_replays_with_its_compile(monkeypatch):
+    """A Qwen3.5 SGLang 0.5.9 run replays with SHAPE_COMPILE_MS; the same run on vLLM without."""
+    seen = []
+    with_closedloop(monkeypatch, fake_closedloop(lambda row, deployment, **kwargs: seen.append(kwargs["settings"]) or {"ttft": 1.0, "tpot": 1.0}))
+    m = next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3.5-397B-A17B" and m.engine_version == "0.5.9" and m.source == "inferencex")
+    assert predict(map_measurement(m), "closed_loop").covered
+    assert seen[-1]["shape_compile_ms"] == SHAPE_COMPILE_MS
+    assert predict(map_measurement(dataclasses.replace(m, engine="vllm")), "closed_loop").covered
+    assert seen[-1]["shape_compile_ms"] == 0.0
 
 
 def test_benchmark_protocol_needs_a_documented_client(undocumented_row, monkeypatch):
@@ -524,6 +536,14 @@ def test_mtp_rows_are_counted_in_the_protocol_facts(fixture_points):
     drafting = fixture_points.assign(nextn=[3 if i == "row-a" else 0 for i in fixture_points["id"]])
     (fact,) = [f for f in protocol_facts(drafting) if "MTP" in f]
     assert fact.startswith("1 rows run") and "(3 draft tokens" in fact and "2.82 tokens per step with 3 drafts" in fact
+
+
+def test_shape_compiling_rows_are_counted_in_the_protocol_facts(fixture_points):
+    """A fact counts the rows replayed with a per-shape compile and states its cost; without any, none is stated."""
+    assert not [f for f in protocol_facts(fixture_points) if "Triton" in f]
+    compiling = fixture_points.assign(shape_compile_ms=[90.0 if i == "row-a" else 0.0 for i in fixture_points["id"]])
+    (fact,) = [f for f in protocol_facts(compiling) if "Triton" in f]
+    assert fact.startswith("1 rows run SGLang builds") and "adds 90 ms" in fact
 
 
 def test_closing_note_shows_latency_in_step_prices(fixture_points):

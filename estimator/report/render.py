@@ -281,6 +281,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     held, wait_values = _above(rows["batch_wait_iters"], 0)
     balanced, balance_values = _above(rows["adp_balance_iters"], 0)
     drafting, draft_values = _above(rows["nextn"], 0)
+    compiling, compile_values = _above(rows["shape_compile_ms"], 0)
     facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
         "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off, an fp8 KV cache on agg runs; InferenceX SGLang "
@@ -306,6 +307,10 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
                         "counted since the last release; one rank is replayed, and a backlog left at a release stands for every rank "
                         "holding a prompt, which goes at the next step, or after the recipe's batching wait beside decodes (gpt-oss: "
                         "up to 10 steps; DeepSeek-R1: none).")
+    if compiling:
+        facts.insert(3, f"{compiling} rows run SGLang builds that compile a Triton kernel per prefill shape for gated-delta-net "
+                        f"layers (the FLA l2norm token count a tl.constexpr before SGLang PR 31558): the closed-loop replay adds "
+                        f"{compile_values} ms (PR 23448) to a pass that prefills a token count new to the run.")
     if drafting:
         accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
         facts.insert(3, f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
