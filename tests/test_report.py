@@ -22,7 +22,7 @@ from estimator.closedloop import EngineSettings
 from estimator.closedloop.settings import SHAPE_COMPILE_MS
 from estimator.report import METHOD_NAMES, methods
 from estimator.steps import Semantics
-from estimator.report.batch import NOT_PRICED, Progress, predict, predict_all
+from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import ADDED_POINT_COLUMNS, POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, row_columns, write_points
 from estimator.report.render import protocol_facts, reason_group, render_report
@@ -446,6 +446,18 @@ def test_two_workers_give_the_serial_results_in_order(dense_row):
     rows += [map_measurement(m) for m in sample if m.engine == "sglang" and m.model == "Qwen/Qwen3-32B"][:2]
     serial = predict_all(rows, ["legacy", "uncached"], workers=1, progress=None)
     assert comparable(predict_all(rows, ["legacy", "uncached"], workers=2, progress=None)) == comparable(serial)
+
+
+def test_a_predictor_warms_its_workers_before_it_is_given_rows(dense_row, monkeypatch):
+    """Entering starts the warm-ups (the caller maps its rows meanwhile); one predictor serves
+    several batches, each equal to the serial results."""
+    monkeypatch.setattr("estimator.report.batch.KERNEL_WARMERS", (functools.partial(sum, [1, 2]),))
+    with Predictor(2, progress=None) as predictor:
+        ((warm, future),) = predictor.warming
+        assert future.result() == 3
+        first, second = predictor.predict([dense_row], ["uncached"]), predictor.predict([dense_row], ["legacy"])
+    assert comparable(first) == comparable(predict_all([dense_row], ["uncached"], workers=1, progress=None))
+    assert comparable(second) == comparable(predict_all([dense_row], ["legacy"], workers=1, progress=None))
 
 
 def test_a_failing_kernel_warm_up_is_reported_and_the_batch_completes(dense_row, monkeypatch):

@@ -31,15 +31,16 @@ def register(p: argparse.ArgumentParser) -> None:
 def compute_points(args: argparse.Namespace):
     """Load, map and predict; returns the per-point table and its provenance."""
     from estimator.report import provenance
-    from estimator.report.batch import predict_all
+    from estimator.report.batch import Predictor
     from estimator.report.points import points_frame
     from measurements.loaders import load_measurements, load_silicon_sample, silicon_sample_path
     from measurements.mapping import map_all
 
     data_path = Path(args.measurements) if args.measurements else silicon_sample_path()
     measurements = readable(load_measurements if args.measurements else load_silicon_sample, data_path, "measurement file")
-    rows = map_all(measurements[: args.limit] if args.limit is not None else measurements)
-    results = predict_all(rows, args.methods, workers=args.workers)
+    with Predictor(args.workers) as predictor:  # the workers warm their kernels while the rows are mapped
+        rows = map_all(measurements[: args.limit] if args.limit is not None else measurements)
+        results = predictor.predict(rows, args.methods)
     command = shlex.join(["python", "-m", "estimator", "report", *(sys.argv[2:] if sys.argv[1:2] == ["report"] else [])])
     return points_frame(rows, results), provenance.collect(data_path, len(rows), command, ROOT)
 

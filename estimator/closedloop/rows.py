@@ -314,14 +314,16 @@ def _engine(model: PassModel, extent: TableExtent, dp_ranks: int = 1) -> PassPri
 
 
 def agg_extent(plan: RunPlan, spec: AggSpec, model: PassModel) -> TableExtent:
-    """The largest pass shapes of an agg replay."""
+    """The largest pass shapes of an agg replay (without chunked prefill every chunk is a whole
+    prompt, starting at the cached prefix)."""
     s = spec.settings
     running = min(plan.clients, s.max_num_seqs or plan.clients)
     longest = int(plan.isl.max())
     whole = s.budget // (int(plan.isl.min()) - spec.prefix) + 2  # whole prompts in a budget, plus a tail and a head chunk
     return TableExtent(
         tokens=s.budget, chunks=min(running, s.budget, whole), chunk=min(s.budget, longest - spec.prefix),
-        start=max(1, longest - 1), rows=min(running * model.query_multiplier, s.budget), kv=longest + int(plan.osl.max()),
+        start=max(1, longest - 1 if s.chunked else spec.prefix), rows=min(running * model.query_multiplier, s.budget),
+        kv=longest + int(plan.osl.max()),
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import math
 import multiprocessing
 import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from queue import Empty
 from typing import Callable, Iterable, TextIO
@@ -73,45 +73,70 @@ def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...],
 def predict_all(
     rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = sys.stderr
 ) -> list[PointResult]:
-    """Every method on every row, row-major in input order, over `workers` processes (1: in process).
+    """Every method on every row, row-major in input order, over `workers` processes (1: in process)."""
+    with Predictor(workers, progress) as predictor:
+        return predictor.predict(rows, methods)
 
-    The processes first compile the kernel families into Numba's on-disk cache side by side (on a
-    cold cache each would otherwise compile every kernel itself). A task is one whole perf-data
-    stack (system x backend), so each stack's tables load in one process; tasks go largest first
-    to whichever process is free."""
-    methods = tuple(methods)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"unknown methods {unknown} (known: {', '.join(METHODS)})")
-    bar = Progress(len(rows), progress)
-    results: dict[int, list[PointResult]] = {}
-    if workers <= 1:
-        for stack in stacks(rows):
-            results.update(predict_rows(stack, methods, bar.advance))
-    else:
-        context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
-        done = context.Queue()
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_attach_progress, initargs=(done,)) as pool:
-            _warm_kernels(pool, progress)
-            pending = {pool.submit(_predict_stack, stack, methods) for stack in stacks(rows)}
+
+class Predictor:
+    """Worker processes that predict rows (none for workers <= 1: in process), started before the
+    rows are known: on entering, the processes compile the kernel families into Numba's on-disk
+    cache side by side (on a cold cache each would otherwise compile every kernel itself) while
+    the caller loads and maps its rows. Leaving does not wait for the processes to exit (their
+    teardown overlaps what the caller does next)."""
+
+    def __init__(self, workers: int = 2, progress: TextIO | None = sys.stderr):
+        self.workers, self.progress = workers, progress
+        self.pool: ProcessPoolExecutor | None = None
+        self.done = None  # the workers' progress queue
+        self.warming: list[tuple[Callable[[], object], Future]] = []  # (warmer, its future) until predict waits on them
+
+    def __enter__(self) -> Predictor:
+        if self.workers > 1:
+            context = multiprocessing.get_context("spawn")  # no inherited Numba / engine state
+            self.done = context.Queue()
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_attach_progress, initargs=(self.done,))
+            self.warming = [(warm, self.pool.submit(warm)) for warm in KERNEL_WARMERS]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def predict(self, rows: list[MappedRow], methods: Iterable[str]) -> list[PointResult]:
+        """Every method on every row, row-major in input order. A task is one whole perf-data stack
+        (system x backend), so each stack's tables load in one process; tasks go largest first to
+        whichever process is free, once the kernels are warm."""
+        methods = tuple(methods)
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown} (known: {', '.join(METHODS)})")
+        bar = Progress(len(rows), self.progress)
+        results: dict[int, list[PointResult]] = {}
+        if self.pool is None:
+            for stack in stacks(rows):
+                results.update(predict_rows(stack, methods, bar.advance))
+        else:
+            self._await_warm_kernels()
+            pending = {self.pool.submit(_predict_stack, stack, methods) for stack in stacks(rows)}
             while pending:
                 finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                _drain(done, bar)
+                _drain(self.done, bar)
                 for future in finished:
                     results.update(future.result())
-        _drain(done, bar)
-    bar.close()
-    return [r for index in range(len(rows)) for r in results[index]]
+            _drain(self.done, bar)
+        bar.close()
+        return [r for index in range(len(rows)) for r in results[index]]
 
-
-def _warm_kernels(pool: ProcessPoolExecutor, stream: TextIO | None) -> None:
-    """Compile the kernel families side by side, one per process. A warm-up that fails only costs
-    compile time (the rows compile what they use), so it is reported on the stream, not raised."""
-    for warm, future in [(warm, pool.submit(warm)) for warm in KERNEL_WARMERS]:
-        exc = future.exception()
-        if exc is not None and stream is not None:
-            name = getattr(warm, "__name__", repr(warm))
-            stream.write(f"kernel warm-up {name} failed ({type(exc).__name__}: {first_line(exc)}); kernels compile on first use\n")
+    def _await_warm_kernels(self) -> None:
+        """Wait for the warm-ups. One that failed only costs compile time (the rows compile what
+        they use), so it is reported on the progress stream, not raised."""
+        for warm, future in self.warming:
+            exc = future.exception()
+            if exc is not None and self.progress is not None:
+                name = getattr(warm, "__name__", repr(warm))
+                self.progress.write(f"kernel warm-up {name} failed ({type(exc).__name__}: {first_line(exc)}); kernels compile on first use\n")
+        self.warming = []
 
 
 _progress_queue = None  # in a worker process: where predict_rows reports rows done
