@@ -1,10 +1,14 @@
 """Perf-table loading for every shipped (system, backend, version) stack, and the on-disk cache."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import estimator.perf.stack as S
 from estimator.errors import UnknownBackendError, UnknownSystemError, UnknownVersionError
+from estimator.perf.tables import first_wins, slice_ids_of
 from estimator.perf.versions import list_stacks
 
 SAMPLE = (("b60", "vllm"), ("gb200", "trtllm"), ("a100_sxm", "sglang"), ("b300_sxm", "sglang"))
@@ -64,3 +68,40 @@ def test_corrupt_cache_file_is_rebuilt(tmp_path, monkeypatch):
 def test_bad_stack_names_the_bad_value(args, error, named):
     with pytest.raises(error, match=named):
         S.load_stack(*args)
+
+
+# ---- categorical keys: the hashed codes against the plain Python definition ----------------------
+
+
+
+@st.composite
+def key_columns(draw):
+    """One to three key columns of one length: strings (object arrays) and floats."""
+    n = draw(st.integers(1, 60))
+    kinds = draw(st.lists(st.sampled_from(["str", "float"]), min_size=1, max_size=3))
+    columns = []
+    for kind in kinds:
+        if kind == "str":
+            columns.append(np.array(draw(st.lists(st.sampled_from(["fp8", "fp8_block", "float16", "nvfp4"]), min_size=n, max_size=n)), dtype=object))
+        else:
+            columns.append(np.array(draw(st.lists(st.sampled_from([1.0, 2.0, 64.0, 128.0, 0.5]), min_size=n, max_size=n)), dtype=np.float64))
+    return columns
+
+
+@given(key_columns())
+def test_slice_ids_are_the_sorted_distinct_key_tuples(columns):
+    rows = list(zip(*[c.tolist() for c in columns]))
+    expected = {k: i for i, k in enumerate(sorted(set(rows)))}
+    index, ids = slice_ids_of(columns)
+    assert list(index.items()) == list(expected.items())
+    assert [type(v) for k in index for v in k] == [type(v) for k in expected for v in k]
+    assert ids.tolist() == [expected[r] for r in rows]
+
+
+@given(key_columns())
+def test_first_wins_keeps_the_first_row_of_every_key(columns):
+    rows = list(zip(*[c.tolist() for c in columns]))
+    seen: dict = {}
+    for i, r in enumerate(rows):
+        seen.setdefault(r, i)
+    assert first_wins(columns).tolist() == sorted(seen.values())
