@@ -410,7 +410,8 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
 # SGLang releases whose FLA l2norm.py was read, each declaring the token count T a tl.constexpr (PyPI wheels 0.5.9, 0.5.10,
 # 0.5.10.post1: sglang/srt/layers/attention/fla/l2norm.py, l2norm_fwd_kernel)
 SHAPE_SPECIALIZING_RELEASES = frozenset({"0.5.9", "0.5.10", "0.5.10.post1"})
-_NIGHTLY_DATE = re.compile(r"nightly-dev-(\d{4})(\d{2})(\d{2})")
+_NIGHTLY_DATE = re.compile(r"nightly-dev-(?:[a-z0-9]+-)*?(\d{4})(\d{2})(\d{2})")  # nightly-dev-20260216-..., nightly-dev-cu13-20260317-...
+_RELEASE_TAG = re.compile(r"sglang:v?(\d+\.\d+\.\d+(?:\.post\d+)?)")  # lmsysorg/sglang:v0.5.9-cu130
 
 
 def shape_compile_ms(m: Measurement, model: str) -> float:
@@ -425,10 +426,13 @@ def shape_compile_ms(m: Measurement, model: str) -> float:
 
 def sglang_specializes_l2norm(m: Measurement) -> bool:
     """Whether the SGLang build of a run compiles the FLA l2norm kernel per token count: a release
-    whose source was read (SHAPE_SPECIALIZING_RELEASES), a nightly image dated before the fix
-    (SHAPE_COMPILE_FIXED), or any build of a run measured before the fix; False when none of these
-    is recorded (later releases are not assumed either way)."""
-    if (m.engine_version or "").removeprefix("v") in SHAPE_SPECIALIZING_RELEASES:
+    whose source was read (SHAPE_SPECIALIZING_RELEASES, as the version or the image tag), a
+    nightly image dated before the fix (SHAPE_COMPILE_FIXED), or any build of a run measured
+    before the fix (an assumption for releases not read: the fix is the first change to T that
+    the PRs report); False when none of these is recorded (later releases are not assumed)."""
+    tag = _RELEASE_TAG.search(m.image or "")
+    releases = {(m.engine_version or "").removeprefix("v"), tag.group(1) if tag else ""}
+    if releases & SHAPE_SPECIALIZING_RELEASES:
         return True
     for text in (m.engine_version, m.image):
         nightly = _NIGHTLY_DATE.search(text or "")

@@ -832,7 +832,10 @@ def test_disagg_rows_commit_their_accepted_drafts(mapped):
     "engine, version, image, measured, model, compile_ms",
     [
         ("sglang", "0.5.9", None, None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # a release whose l2norm.py was read
-        ("sglang", "v0.5.10.post1", None, "2026-04-10", "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", "v0.5.10.post1", None, None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", None, "lmsysorg/sglang:v0.5.9-cu130", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # the image tag
+        ("sglang", None, "lmsysorg/sglang:nightly-dev-cu13-20260317-1eea7448", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", None, None, "2026-07-17", "Qwen/Qwen3.5-397B-A17B", 0.0),  # measured the day the fix merged: not assumed
         ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
         ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260801-0000000", "2026-06-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # image after the fix
         ("sglang", "0.5.12", None, "2026-06-30", "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # measured before the fix

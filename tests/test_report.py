@@ -9,8 +9,10 @@ import math
 import re
 import shutil
 import subprocess
+import time
 import types
 from html.parser import HTMLParser
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -198,6 +200,16 @@ def test_a_row_on_a_shape_specializing_build_replays_with_its_compile(monkeypatc
     assert seen[-1]["shape_compile_ms"] == SHAPE_COMPILE_MS
     assert predict(map_measurement(dataclasses.replace(m, engine="vllm")), "closed_loop").covered
     assert seen[-1]["shape_compile_ms"] == 0.0
+
+
+def test_the_points_record_the_compile_the_agg_replay_charges():
+    """The points column states the shape compile of an agg row on a specializing build; a disagg
+    row (the P/D tandem charges none) and an unaffected model state 0."""
+    qwen = next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3.5-397B-A17B" and m.engine_version == "0.5.9" and m.source == "inferencex")
+    row = map_measurement(qwen)
+    assert row_columns(row)["shape_compile_ms"] == SHAPE_COMPILE_MS
+    assert row_columns(dataclasses.replace(row, measurement=dataclasses.replace(qwen, mode="disagg")))["shape_compile_ms"] == 0.0
+    assert row_columns(dataclasses.replace(row, measurement=dataclasses.replace(qwen, engine="vllm")))["shape_compile_ms"] == 0.0
 
 
 def test_benchmark_protocol_needs_a_documented_client(undocumented_row, monkeypatch):
@@ -458,6 +470,30 @@ def test_a_predictor_warms_its_workers_before_it_is_given_rows(dense_row, monkey
         first, second = predictor.predict([dense_row], ["uncached"]), predictor.predict([dense_row], ["legacy"])
     assert comparable(first) == comparable(predict_all([dense_row], ["uncached"], workers=1, progress=None))
     assert comparable(second) == comparable(predict_all([dense_row], ["legacy"], workers=1, progress=None))
+
+
+def test_a_failure_inside_a_predictor_stops_its_workers(monkeypatch):
+    """A caller that fails (or is interrupted) while the workers warm up does not wait for them:
+    leaving terminates the processes."""
+    monkeypatch.setattr("estimator.report.batch.KERNEL_WARMERS", (functools.partial(time.sleep, 120),))
+    with pytest.raises(RuntimeError, match="mapping failed"):
+        with Predictor(2, progress=None) as predictor:
+            processes = list(predictor.pool._processes.values())
+            raise RuntimeError("mapping failed")
+    pids = [process.pid for process in processes]  # the executor's own thread may reap them first, so ask the OS
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(_exited(pid) for pid in pids):
+        time.sleep(0.05)
+    assert pids and all(_exited(pid) for pid in pids)
+
+
+def _exited(pid: int) -> bool:
+    """The process is gone or a zombie (Linux /proc)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" in status
 
 
 def test_a_failing_kernel_warm_up_is_reported_and_the_batch_completes(dense_row, monkeypatch):

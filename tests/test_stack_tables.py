@@ -105,3 +105,19 @@ def test_first_wins_keeps_the_first_row_of_every_key(columns):
     for i, r in enumerate(rows):
         seen.setdefault(r, i)
     assert first_wins(columns).tolist() == sorted(seen.values())
+
+
+@given(key_columns())
+def test_keys_beyond_the_radix_limit_are_combined_as_rows(columns):
+    """The [n, columns] fallback (more distinct tuples than an int64 radix holds) gives the same ids
+    and first rows as the radix path."""
+    import estimator.perf.tables as T
+
+    radix = slice_ids_of(columns), first_wins(columns)
+    limit, T.RADIX_LIMIT = T.RADIX_LIMIT, 0
+    try:
+        rows = slice_ids_of(columns), first_wins(columns)
+    finally:
+        T.RADIX_LIMIT = limit
+    assert list(rows[0][0].items()) == list(radix[0][0].items())
+    assert rows[0][1].tolist() == radix[0][1].tolist() and rows[1].tolist() == radix[1].tolist()

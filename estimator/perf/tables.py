@@ -59,8 +59,12 @@ def first_wins(key_columns: list[np.ndarray]) -> np.ndarray:
     """Indices of the first row of every distinct full key, in ascending row order."""
     if len(key_columns[0]) == 0:
         return np.empty(0, dtype=np.int64)
-    _, first = np.unique(_combined_codes([_codes(c) for c in key_columns]), return_index=True)
+    combined = _combined_codes([_codes(c) for c in key_columns])
+    _, first = np.unique(combined, axis=0 if combined.ndim == 2 else None, return_index=True)
     return np.sort(first)
+
+
+RADIX_LIMIT = 1 << 62  # combined keys of more distinct tuples than this stay [n, columns] rows
 
 
 def _codes(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +82,7 @@ def _codes(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _combined_codes(coded: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """One int64 per row whose order is the lexicographic order of the rows' per-column codes (mixed
     radix); as int64 rows ([n, columns]) when the radix product would overflow."""
-    if math.prod(max(len(d), 1) for _, d in coded) >= 1 << 62:
+    if math.prod(max(len(d), 1) for _, d in coded) >= RADIX_LIMIT:
         return np.stack([c for c, _ in coded], axis=1)
     combined = np.zeros(len(coded[0][0]), dtype=np.int64)
     for codes, distinct in coded:

@@ -74,8 +74,18 @@ def predict_all(
     rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = sys.stderr
 ) -> list[PointResult]:
     """Every method on every row, row-major in input order, over `workers` processes (1: in process)."""
+    methods = known_methods(methods)
     with Predictor(workers, progress) as predictor:
         return predictor.predict(rows, methods)
+
+
+def known_methods(methods: Iterable[str]) -> tuple[str, ...]:
+    """The methods as a tuple; ValueError naming any that METHODS lacks."""
+    methods = tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown} (known: {', '.join(METHODS)})")
+    return methods
 
 
 class Predictor:
@@ -99,18 +109,20 @@ class Predictor:
             self.warming = [(warm, self.pool.submit(warm)) for warm in KERNEL_WARMERS]
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=False, cancel_futures=True)
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.pool is None:
+            return
+        processes = list(getattr(self.pool, "_processes", {}).values())  # the executor exposes no kill
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if exc_type is not None:  # a failure or an interrupt: do not wait for the warm-ups or running stacks
+            for process in processes:
+                process.terminate()
 
     def predict(self, rows: list[MappedRow], methods: Iterable[str]) -> list[PointResult]:
         """Every method on every row, row-major in input order. A task is one whole perf-data stack
         (system x backend), so each stack's tables load in one process; tasks go largest first to
         whichever process is free, once the kernels are warm."""
-        methods = tuple(methods)
-        unknown = [m for m in methods if m not in METHODS]
-        if unknown:
-            raise ValueError(f"unknown methods {unknown} (known: {', '.join(METHODS)})")
+        methods = known_methods(methods)
         bar = Progress(len(rows), self.progress)
         results: dict[int, list[PointResult]] = {}
         if self.pool is None:
