@@ -172,8 +172,6 @@ def eager_prefill_floor_ms(backend: Backend | str, architecture: str | None, num
 
 SHAPE_COMPILE_MS = 90.0  # one Triton compile of the FLA l2norm kernel, ms (SGLang PR 23448: "~90 ms each")
 SHAPE_COMPILE_FIXED = "2026-07-17"  # SGLang PR 31558 merged: T no longer specialized
-SHAPE_COMPILE_CITATION = ("sgl-project/sglang PR 23448 (~90 ms per compile), PR 30403 (bursts up to ~110 ms), PR 31558 (the fix, merged "
-                          "2026-07-17); l2norm.py of the 0.5.9, 0.5.10 and 0.5.10.post1 wheels: T: tl.constexpr")  # fmt: skip
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:

@@ -92,7 +92,7 @@ class Predictor:
     """Worker processes that predict rows (none for workers <= 1: in process), started before the
     rows are known: on entering, the processes compile the kernel families into Numba's on-disk
     cache side by side (on a cold cache each would otherwise compile every kernel itself) while
-    the caller loads and maps its rows. Leaving does not wait for the processes to exit (their
+    the caller maps its rows. Leaving does not wait for the processes to exit (their
     teardown overlaps what the caller does next)."""
 
     def __init__(self, workers: int = 2, progress: TextIO | None = sys.stderr):
