@@ -416,10 +416,11 @@ _RELEASE_TAG = re.compile(r"sglang:v?(\d+\.\d+\.\d+(?:\.post\d+)?)")  # lmsysorg
 
 def shape_compile_ms(m: Measurement, model: str) -> float:
     """The Triton compile a pass that prefills a token count new to the run pays on the run's engine
-    build (estimator.closedloop.settings, SHAPE_COMPILE_MS), ms: SGLang serving a model with
-    gated-delta-net layers (`model`: the bundled config priced) on a build that specializes the
-    FLA l2norm kernel on T (sglang_specializes_l2norm); 0 otherwise."""
-    if m.engine != "sglang" or not linear_attention_layers(model) or not sglang_specializes_l2norm(m):
+    build (estimator.closedloop.settings, SHAPE_COMPILE_MS), ms: an agg run (the agg replay charges
+    it; the P/D tandem does not) of SGLang serving a model with gated-delta-net layers (`model`: the
+    bundled config priced) on a build that specializes the FLA l2norm kernel on T
+    (sglang_specializes_l2norm); 0 otherwise."""
+    if m.mode != "agg" or m.engine != "sglang" or not linear_attention_layers(model) or not sglang_specializes_l2norm(m):
         return 0.0
     return SHAPE_COMPILE_MS
 

@@ -846,7 +846,8 @@ def test_disagg_rows_commit_their_accepted_drafts(mapped):
 )
 def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, engine, version, image, measured, model, compile_ms):
     row = dataclasses.replace(sample[0], engine=engine, engine_version=version, image=image, measured_date=measured)
-    assert protocols.shape_compile_ms(row, model) == compile_ms
+    assert row.mode == "agg" and protocols.shape_compile_ms(row, model) == compile_ms
+    assert protocols.shape_compile_ms(dataclasses.replace(row, mode="disagg"), model) == 0.0  # the P/D tandem charges none
 
 
 def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):

@@ -84,7 +84,7 @@ def row_columns(row: MappedRow) -> dict:
         "batch_wait_iters": m.protocol.batch_wait_iters or 0,
         "adp_balance_iters": m.protocol.adp_balance_iters or 0,
         "nextn": m.protocol.nextn or 0,
-        "shape_compile_ms": shape_compile_ms(m, row.model_used) if row.some_inputs and m.mode == "agg" else 0.0,  # the agg replay charges it
+        "shape_compile_ms": shape_compile_ms(m, row.model_used) if row.some_inputs else 0.0,
         "engine_settings": m.protocol.engine_settings,
     }
 
