@@ -32,7 +32,7 @@ from estimator.closedloop import (
 )
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
-from estimator.closedloop import kernels
+from estimator.closedloop import kernels, oracle
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
@@ -314,6 +314,37 @@ def test_visual_tokens_lengthen_the_prompt_and_the_encoder_sits_on_the_ttft_path
 def test_disagg_encoder_occupies_the_prefill_worker():
     s = replay_case(row_case(DISAGG_ROW | {"concurrency": 1, "encoder_latency": 300.0})).stats
     assert s.ttft_mean == 2300.0
+
+
+def test_hand_off_joins_the_decode_list_in_arrival_order():
+    def handed_off(visible: float) -> Request:
+        return Request(isl=8, osl=4, new=8, born=0.0, visible=visible, todo=0)
+
+    run = [handed_off(visible) for visible in (1.0, 5.0, 5.0, 9.0)]
+    late, tie = handed_off(7.0), handed_off(5.0)
+    oracle.arrive(run, late)
+    oracle.arrive(run, tie)
+    assert [r.visible for r in run] == [1.0, 5.0, 5.0, 5.0, 7.0, 9.0] and run[3] is tie and run[4] is late
+
+
+def test_out_of_order_hand_offs_replay_alike_in_both_implementations(monkeypatch):
+    """Two prefill workers with length-dependent prefill prices: a short prompt launched later lands
+    on the decode worker before a long one launched earlier; with one decode slot the list order
+    decides who decodes first, and the Numba tandem must agree with the oracle."""
+    plan = run_plan(Benchmark(prompts_per_client=6, range_ratio=0.2), 6, 1200, 24)
+    spec = TandemSpec(2, 1, prefill_batch=1, decode_max_seqs=1)
+    prefill, decode = affine_pricer(5.0, 0.05, 0.0, 1.0, 1.0, 2.0, 0.0, 0.0), affine_pricer(0.0, 0.0, 0.0, 1.0, 1.0, 3.0, 0.0, 0.0)
+    overtakes = []
+    arrive = oracle.arrive
+
+    def spy(run, r):
+        overtakes.append(bool(run) and run[-1].visible > r.visible)
+        arrive(run, r)
+
+    monkeypatch.setattr(oracle, "arrive", spy)
+    python = replay_tandem(plan, spec, prefill, decode, "python")
+    assert any(overtakes)
+    assert replay_tandem(plan, spec, prefill, decode, "numba").same_as(python)
 
 
 def test_throughput_scales_with_pp_and_attention_dp():

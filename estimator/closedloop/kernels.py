@@ -680,6 +680,19 @@ def _enqueue(queues, lens, mins, w, c, visible):
 
 
 @njit(cache=True)
+def _arrive(rq, rlen, rmin, w, c, rf):
+    """Hand-off c joins decode worker w's run list in arrival order (oracle.arrive): after every
+    entry visible at or before c's visible, so the list stays sorted by visible."""
+    at = rlen[w]
+    while at > 0 and rf[rq[w, at - 1], VISIBLE] > rf[c, VISIBLE]:
+        rq[w, at] = rq[w, at - 1]
+        at -= 1
+    rq[w, at] = c
+    rlen[w] += 1
+    rmin[w] = min(rmin[w], rf[c, VISIBLE])
+
+
+@njit(cache=True)
 def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, plen, pmin, routed):
     """Client c's next request into the prefill queues (static round robin); returns the new
     round-robin counter (unchanged once the dispatch cap is reached)."""
@@ -720,10 +733,8 @@ def _next_event(free, lens, more, mins):
 
 @njit(cache=True)
 def _earliest(rq, rlen, rf):
-    best = np.inf
-    for x in range(rlen):
-        best = min(best, rf[rq[x], VISIBLE])
-    return best
+    """The earliest visible time in a decode run list (sorted by visible, see _arrive); inf when empty."""
+    return rf[rq[0], VISIBLE] if rlen > 0 else np.inf
 
 
 @njit(cache=True)
@@ -765,9 +776,10 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handof
 def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_decode, prefill_batch, decode_max, k,
            turnaround, handoff, encoder_ms, bound, requests, p_kind, p_params, p_data, p_hdr, d_kind, d_params, d_data, d_hdr):  # fmt: skip
     """The P/D tandem (oracle.tandem). Each queue keeps its earliest visible time, so finding the
-    next event costs O(P + D). While a decode worker's hand-offs arrive in visible order (always
-    with row pricing; k == 1), its batch is a cohort that decodes in every iteration (as in the
-    agg calendar) plus the first eligible hand-offs up to decode_max, which then join it.
+    next event costs O(P + D). A decode worker's run list is sorted by visible (oracle.arrive), so
+    its eligible requests are a leading run; with k == 1 its batch is a cohort that decodes in
+    every iteration (as in the agg calendar) plus the first eligible hand-offs up to decode_max,
+    which then join it.
     Returns (status, stats, completed born, completed at)."""
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
@@ -781,7 +793,6 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
     p_free = np.zeros(n_prefill)
     d_free = np.zeros(n_decode)
     cohort = np.full(n_decode, k == 1.0)  # the worker's batch moves in step (see the docstring)
-    in_order = np.ones(n_decode, dtype=np.bool_)  # the worker's run list (cohort mode: hand-offs) is sorted by visible
     hk = np.empty((n_decode, clients), dtype=np.int64)
     hj = np.empty((n_decode, clients), dtype=np.int64)
     hc = np.empty((n_decode, clients), dtype=np.int64)
@@ -839,8 +850,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                 else:
                     rf[c, VISIBLE] = end + handoff
                     w = routed_d % n_decode
-                    in_order[w] = rlen[w] == 0 or (in_order[w] and rf[rq[w, rlen[w] - 1], VISIBLE] <= end + handoff)
-                    _enqueue(rq, rlen, rmin, w, c, end + handoff)
+                    _arrive(rq, rlen, rmin, w, c, rf)
                     if n_coh[w] > 0:
                         rmin[w] = -np.inf
                     routed_d += 1
@@ -849,11 +859,6 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
         for j in range(n_decode):
             if rlen[j] + n_coh[j] == 0 or d_free[j] > t:
                 continue
-            if cohort[j] and not in_order[j]:  # a younger hand-off may turn eligible first: walk per request
-                rlen[j] = _leave_cohort(ri, rf, hk[j], hj[j], hc[j], n_coh[j], rq[j], rlen[j], epoch[j], d_free[j])
-                rmin[j] = _earliest(rq[j], rlen[j], rf)
-                cohort[j] = False
-                n_coh[j] = 0
             nj = 0  # cohort mode: the batch is the cohort, then the first eligible hand-offs up to decode_max
             while cohort[j] and nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
                 nj += 1
@@ -936,7 +941,6 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                     n_coh[j] = joins[j] = rlen[j]
                     rlen[j] = 0
                     rmin[j] = -np.inf if n_coh[j] > 0 else np.inf
-                    in_order[j] = True
             for x in range(n_fin):
                 c = fin[x]
                 _complete(ri, rf, c, end, warm, cnt, sc, tpots, lats, done_born, done_t)
@@ -948,7 +952,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
             continue
         t_fixed = _next_event(p_free, plen, no_cohort, pmin)
         for w in range(n_decode):
-            in_step[w] = n_coh[w] if cohort[w] and in_order[w] else 0  # hand-offs in order: the oldest joins first
+            in_step[w] = n_coh[w] if cohort[w] else 0
             next_done[w] = hk[w, 0] if in_step[w] > 0 else 0
             next_handoff[w] = rf[rq[w, 0], VISIBLE] if rlen[w] > 0 else np.inf
             if in_step[w] == 0 and rlen[w] + n_coh[w] > 0:

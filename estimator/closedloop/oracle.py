@@ -270,9 +270,20 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     raise NoProgressError(LIMIT_MESSAGE)
 
 
+def arrive(run: list[Request], r: Request) -> None:
+    """A hand-off joins a decode worker's run list in arrival order: after every entry visible at or
+    before r.visible (the list stays sorted by visible, ties in hand-off order)."""
+    at = len(run)
+    while at > 0 and run[at - 1].visible > r.visible:
+        at -= 1
+    run.insert(at, r)
+
+
 def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> ReplayResult:
     """The P/D tandem (closed-loop.md section 2): static round-robin routers, whole-prompt prefill
-    batches, continuous-batching decode iterations, events in time order, prefill before decode."""
+    batches, continuous-batching decode iterations, events in time order, prefill before decode.
+    A hand-off joins its decode worker's list when its KV arrives (`arrive`): with engine-priced
+    prefill a later-launched short batch can land before an earlier long one."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
@@ -320,7 +331,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                     complete(r, end + spec.handoff_ms)
                 else:
                     r.visible = end + spec.handoff_ms
-                    runs[routed["decode"] % d].append(r)
+                    arrive(runs[routed["decode"] % d], r)
                     routed["decode"] += 1
         for j in range(d):
             if not runs[j] or d_free[j] > t:
