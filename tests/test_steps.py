@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
+from estimator.pricing.native import MEMO_MAX_BATCH, distinct_rows
 from estimator.scheduler.facts import step_pricer
 from estimator.steps import (
     MixedShape,
@@ -289,3 +290,19 @@ def test_restricted_views_price_each_op_as_the_full_lists(kind):
     assert view.generation_names == ("generation_attention",)
     assert view.context_many(ctx, 1.5).tolist() == full.context_many(ctx, 1.5)[:, c_cols].tolist()
     assert view.generation_many(gen).tolist() == full.generation_many(gen)[:, g_cols].tolist()
+
+
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(0, 2)), min_size=1, max_size=40))
+def test_distinct_rows_rebuild_the_input(rows):
+    shapes = np.array(rows, dtype=np.float64)
+    distinct, inverse = distinct_rows(shapes)
+    assert len({tuple(r) for r in distinct.tolist()}) == len(distinct) == len(set(rows))
+    assert (distinct if inverse is None else distinct[inverse]).tolist() == shapes.tolist()
+
+
+def test_bulk_pricing_of_repeated_shapes_equals_pricing_each_alone():
+    pricer = make_pricer("native", QWEN_FP8)
+    base = np.array([[1, 2048, 0], [4, 512, 128], [2, 64, 0]], dtype=np.float64)
+    shapes = base[np.arange(3 * MEMO_MAX_BATCH) % 3]  # more rows than the memo takes: one kernel call
+    alone = np.vstack([pricer.context_many(row[None, :]) for row in base])
+    assert pricer.context_many(shapes).tolist() == alone[np.arange(len(shapes)) % 3].tolist()

@@ -19,6 +19,24 @@ from estimator.pricing.base import OpPrice
 MEMO_ROWS = 200_000  # priced shapes kept per phase before the memo is reset
 MEMO_MAX_BATCH = 64  # calls with more shape rows than this bypass the memo (price tables, not steps)
 
+
+def distinct_rows(shapes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the distinct rows of a float64[n, w] array in lexicographic order, the index of each input
+    row among them); (shapes, None) when every row is distinct."""
+    if shapes.shape[0] < 2:
+        return shapes, None
+    order = np.lexsort(shapes.T[::-1])
+    ordered = shapes[order]
+    first = np.empty(len(order), dtype=bool)  # a row unlike its predecessor in sorted order
+    first[0] = True
+    np.any(ordered[1:] != ordered[:-1], axis=1, out=first[1:])
+    if first.all():
+        return shapes, None
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
+
+
 _SOURCE_TAG = {
     K.OP_GEMM: "silicon",
     K.OP_ELEMENTWISE: "empirical",
@@ -337,11 +355,9 @@ class NativePricer:
     def _price(self, c: CompiledOps, shapes: np.ndarray, is_context: bool, scale: float) -> np.ndarray:
         """One kernel call over the distinct shape rows (rows price independently, so repeats are
         copies); the first miss, in the caller's row order, raises PerfDataMissingError."""
-        slot: dict[tuple, int] = {}  # distinct row -> its index among the distinct rows, first-seen order
-        inverse = [slot.setdefault(tuple(row), len(slot)) for row in shapes.tolist()]
-        distinct = shapes if len(slot) == len(inverse) else np.array(list(slot), dtype=np.float64).reshape(-1, shapes.shape[1])
+        distinct, inverse = distinct_rows(shapes)
         lat, status = K.price_ops_many(c.kinds, c.ints, c.floats, *self.tables.kernel_tables, distinct, is_context, float(scale))
-        if distinct is not shapes:
+        if inverse is not None:
             lat, status = lat[inverse], status[inverse]
         if status.any():
             r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
