@@ -423,9 +423,9 @@ def _join_cohort(ri, c, epoch, joins, hk, hj, hc, n_coh):
 
 @njit(cache=True)
 def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
-    """Every cohort member back into the head of a request list (the agg active list, a decode
-    worker's run list) in admission order, its tokens, progress (k == 1: tokens - 1) and last
-    emission (t_last) materialized. Returns the new list length."""
+    """Every cohort member back into the head of the agg active list in admission order, its
+    tokens, progress (k == 1: tokens - 1) and last emission (t_last) materialized. Returns the new
+    list length."""
     members = hc[:n_coh][np.argsort(hj[:n_coh])]
     order[n_coh : n_coh + n_act] = order[:n_act].copy()
     for i in range(n_coh):
