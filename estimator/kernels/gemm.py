@@ -44,7 +44,7 @@ def _eval_curve(cm, cl, lo, hi, m, n, k, p):
         else:
             t0, t1 = hi - min(K_TAIL, count), hi
         utils = np.empty(K_TAIL)
-        nu = 0
+        nu = np.int64(0)  # not a literal 0: numba would also compile _median for Literal[int](0)
         for t in range(t0, t1):
             q[0] = cm[t]
             s = sol(SOL_GEMM, p, q)
@@ -215,7 +215,7 @@ def _scan_query(site_n, site_k, site_ln, site_lk, curve_off, cm, cl, s0, s1, m, 
     ns = s1 - s0
     cand = np.empty(ns, dtype=np.int64)
     dist = np.empty(ns)
-    nc = 0
+    nc = np.int64(0)  # (not a literal: see _eval_curve)
     for i in range(s0, s1):
         if _covers(cm, curve_off, i, m):
             cand[nc] = i

@@ -255,7 +255,7 @@ def grid_hold(coords, logs, lat, q, kind, p):
         dist[r] = math.sqrt(dd)
     buf_d = np.empty(HOLD_NEIGHBOURS + HOLD_SLACK)
     buf_i = np.empty(HOLD_NEIGHBOURS + HOLD_SLACK, dtype=np.int64)
-    nb = 0
+    nb = np.int64(0)  # (not a literal: see gemm._eval_curve)
     for r in range(n):
         nb = _insert(buf_d, buf_i, nb, dist[r], r)
     picked = _buffered_anchors(buf_d, buf_i, nb, coords, lat, kind, p)
@@ -294,7 +294,7 @@ def _grid3_hold(s_off, k0, o1, k1, o2, xyz, logs, v, g, q, kind, p):
     m = HOLD_NEIGHBOURS + HOLD_SLACK
     buf_d = np.empty(m)
     buf_i = np.empty(m, dtype=np.int64)
-    nb = 0
+    nb = np.int64(0)  # (not a literal: see gemm._eval_curve)
     right = _first_at_or_above(k0, lo, hi, q[0])
     left = right - 1
     while True:

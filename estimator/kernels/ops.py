@@ -85,9 +85,10 @@ def _tokens(x, scale_num_tokens, seq_split):
 
 
 @njit(cache=True)
-def _scale_table(fdat, idat, hdr, base, g, m, k, kind, p, sol_ratio_beyond):
-    """compute_scale / scale_matrix: clamp into the collected envelope, raw 2-axis resolve, then
-    hold flat (compute_scale) or SOL-rescale (scale_matrix) beyond the grid."""
+def _scale_table(fdat, idat, hdr, base, g, m, k, kind, p):
+    """compute_scale / scale_matrix (kind SOL_COMPUTE_SCALE / SOL_SCALE_MATRIX): clamp into the
+    collected envelope, raw 2-axis resolve, then hold flat (compute_scale) or SOL-rescale
+    (scale_matrix) beyond the grid."""
     s_off, k0, o1, k1 = L.iv(idat, hdr, base), L.fv(fdat, hdr, base + 1), L.iv(idat, hdr, base + 2), L.fv(fdat, hdr, base + 3)
     lo, hi = s_off[g], s_off[g + 1]
     if hi <= lo:
@@ -103,7 +104,7 @@ def _scale_table(fdat, idat, hdr, base, g, m, k, kind, p, sol_ratio_beyond):
     q[0] = m_c
     q[1] = k_c
     st, lat = grid2_query(fdat, idat, hdr, base, g, q, kind, p)
-    if st != OK or not sol_ratio_beyond or (m_c == m and k_c == k):
+    if st != OK or kind != SOL_SCALE_MATRIX or (m_c == m and k_c == k):
         return st, lat
     sb = sol(kind, p, q)
     q[0] = m
@@ -137,12 +138,12 @@ def _gemm(ints, f, x, fdat, idat, hdr):
         g = ints[I_SCALE_ID]
         mem = np.empty(N_PARAMS)
         mem[0] = p[2]
-        st_c, cs = _scale_table(fdat, idat, hdr, np.int64(L.COMPUTE_SCALE), g, m, k, np.int64(SOL_COMPUTE_SCALE), mem, False)
+        st_c, cs = _scale_table(fdat, idat, hdr, np.int64(L.COMPUTE_SCALE), g, m, k, np.int64(SOL_COMPUTE_SCALE), mem)
         if st_c != OK:
             return ST_MISS, 0.0
         lat -= cs
         if flags & FLAG_LOW_PRECISION_INPUT:
-            st_s, sm = _scale_table(fdat, idat, hdr, np.int64(L.SCALE_MATRIX), g, m, k, np.int64(SOL_SCALE_MATRIX), mem, True)
+            st_s, sm = _scale_table(fdat, idat, hdr, np.int64(L.SCALE_MATRIX), g, m, k, np.int64(SOL_SCALE_MATRIX), mem)
             if st_s != OK:
                 return ST_MISS, 0.0
             lat -= sm
