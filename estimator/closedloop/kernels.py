@@ -870,13 +870,12 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
                 kv_sum = kv_coh[j]
                 for x in range(nj):
                     kv_sum += ri[rq[j, x], ISL] + ri[rq[j, x], MADE]
-            else:
-                for x in range(rlen[j]):
-                    c = rq[j, x]
-                    if nb < decode_max and rf[c, VISIBLE] <= t:
-                        batch[nb] = c
-                        nb += 1
-                        kv_sum += ri[c, ISL] + ri[c, MADE]
+            else:  # the eligible requests are a leading run of the sorted list
+                while nb < rlen[j] and nb < decode_max and rf[rq[j, nb], VISIBLE] <= t:
+                    c = rq[j, nb]
+                    batch[nb] = c
+                    nb += 1
+                    kv_sum += ri[c, ISL] + ri[c, MADE]
             if nb == 0:
                 continue
             dur = affine_ms(d_params, np.int64(0), starts, takes, nb, kv_sum) if d_kind == AFFINE else engine_ms(d_params, d_data, d_hdr, np.int64(0), starts, takes, nb, kv_sum)

@@ -90,12 +90,6 @@ def _combined_codes(coded: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     return combined
 
 
-def encode(values: np.ndarray) -> tuple[list, np.ndarray]:
-    """Dictionary-encode a categorical column: (distinct values sorted, codes)."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    return list(uniq), inv.astype(np.int64)
-
-
 @dataclass(frozen=True)
 class Grid3:
     """Slices of a 3-axis table: arrays (s_off, k0, o1, k1, o2, k2, v) and the key -> slice id index."""
