@@ -53,6 +53,7 @@ class EngineSettings:
     kv_cache_dtype: str | None = None  # KV cache dtype the launch sets (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
     nextn: int = 0  # MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers); 0: no speculation
     nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= this <= nextn), from a cited public figure
+    kv_free_memory_fraction: float | None = None  # TRT-LLM kv_cache_config.free_gpu_memory_fraction of the launch; None: not documented
 
 
 INFERENCEX = "inferencex"
@@ -175,6 +176,35 @@ TRTLLM_DSR1_MTP_CITATION = (
     "docs/source/blogs/tech_blog/blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md "
     "@ 01c4ece (8xB200, DeepSeek-R1, ISL 1k, OSL 2k, batch 1: 1.92 tokens per step with 1 MTP layer, 2.82 with 3)"
 )
+TRTLLM_DEFAULT_FREE_MEMORY_FRACTION = 0.9  # tensorrt_llm/llmapi/llm_args.py KvCacheConfig.free_gpu_memory_fraction ("Default is 90%")
+TRTLLM_DSR1_MTP_FREE_MEMORY = (0.8, "; kv_cache_config free_gpu_memory_fraction 0.8 (dsr1_fp8_b200_trt_mtp.sh @ 111f031, dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2)")
+TRTLLM_LLAMA_FREE_MEMORY = (
+    TRTLLM_DEFAULT_FREE_MEMORY_FRACTION,
+    "; no free_gpu_memory_fraction (70b_fp8_h200_trt_slurm.sh and 70b_fp4_b200_trt_slurm.sh @ 73ef922): TRT-LLM's default 0.9 "
+    "(llm_args.KvCacheConfig)",
+)
+TRTLLM_GPTOSS_FREE_MEMORY: Mapping[str, tuple[float, str]] = MappingProxyType(
+    {
+        "b200_sxm": (0.85, "; kv_cache_config free_gpu_memory_fraction 0.85 (gptoss_fp4_b200_trt.sh @ 1825e7f)"),
+        "h200_sxm": (0.85, "; kv_cache_config free_gpu_memory_fraction 0.85 (gptoss_fp4_h200_trt.sh @ 111f031)"),
+    }
+)  # system -> (fraction, citation); other systems' gpt-oss TRT-LLM recipes are not read
+
+
+def trtllm_dsr1_free_memory(system: str, precision: str | None, isl: int, osl: int, concurrency: int, tp: int) -> tuple[float, str] | None:
+    """(free_gpu_memory_fraction, citation) of InferenceX's agg DeepSeek-R1 TRT-LLM recipe without MTP
+    for a run of `tp` GPUs; None for a system and precision whose recipe is not read."""
+    if system == "h200_sxm" and precision == "fp8":
+        return 0.75, "; kv_cache_config free_gpu_memory_fraction 0.75 (dsr1_fp8_h200_trt.sh @ 1fc5d73)"
+    if system == "b200_sxm" and precision == "fp4":
+        return 0.8, "; kv_cache_config free_gpu_memory_fraction 0.8 (dsr1_fp4_b200_trt.sh @ 111f031)"
+    if system == "b200_sxm" and precision == "fp8":
+        fraction = 0.7 if (isl, osl) in ((1024, 1024), (1024, 8192)) and concurrency >= 256 else 0.75 if (isl, osl) == (8192, 1024) and tp == 4 else 0.8
+        return fraction, ("; kv_cache_config free_gpu_memory_fraction 0.8, 0.7 at ISL 1024 with OSL 1024 or 8192 and CONC >= 256, "
+                          "0.75 at ISL 8192, OSL 1024 on TP 4 (dsr1_fp8_b200_trt.sh @ 0a919c5)")  # fmt: skip
+    return None
+
+
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})
 MULTINODE_DISAGG_ONLY = frozenset({("deepseek-ai/DeepSeek-R1", "gb200"), ("deepseek-ai/DeepSeek-R1", "gb300")})  # (model, system)
 MULTINODE_DISAGG_CITATION = (
@@ -198,38 +228,47 @@ def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> 
 
 
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
-                  agg: bool = True, system: str = "", image: str | None = None) -> EngineSettings | None:  # fmt: skip
+                  agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
     None: unknown, no batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and
     gpt-oss recipes' attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for
     agg runs (the scripts read) their fp8 KV cache, and for the agg DeepSeek-R1 runs of the MTP
-    recipes' image (dsr1_mtp_drafts) their MTP drafts and token budget; None for other models."""
-    wait_iters, wait_ratio, balance, nextn = 0, 0.0, (0, 0), 0
+    recipes' image (dsr1_mtp_drafts) their MTP drafts and token budget, and for the agg runs of the
+    recipes read their KV-cache memory fraction (`precision`: the row's, which picks the DeepSeek-R1
+    recipe); None for other models."""
+    wait_iters, wait_ratio, balance, nextn, free_memory = 0, 0.0, (0, 0), 0, None
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
         if tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):  # tp is None for disagg runs
             # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP (held at 1 or more: no engine runs a batch of 0)
             max_batch = max(1, concurrency // tp) if attention_dp > 1 else concurrency
             budget, citation = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_MTP_CITATION
+            free_memory = TRTLLM_DSR1_MTP_FREE_MEMORY
+        elif tp is not None:
+            free_memory = trtllm_dsr1_free_memory(system, precision, isl, osl, concurrency, tp)
         if attention_dp > 1:
             balance, citation = TRTLLM_DSR1_ADP_BALANCE, citation + TRTLLM_DSR1_ADP_BALANCE_CITATION
     elif model in GPTOSS_MODELS:
         budget, citation = 20000, TRTLLM_GPTOSS_CITATION
+        free_memory = TRTLLM_GPTOSS_FREE_MEMORY.get(system)
         if attention_dp > 1:
             balance, citation = TRTLLM_DEFAULT_ADP_BALANCE, citation + TRTLLM_GPTOSS_ADP_BALANCE_CITATION
     elif model in LLAMA_70B_MODELS:
-        budget, citation = isl + osl, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION
+        budget, citation, free_memory = isl + osl, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION, TRTLLM_LLAMA_FREE_MEMORY
         if (isl, osl) == (1024, 1024) and tp is not None and tp < 8:
             wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
         return None
     kv_cache_dtype, citation = (TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION) if agg else (None, citation)
+    if not agg or free_memory is None:  # the scripts read launch agg runs; the disagg workers' recipes differ
+        free_memory = (None, "")
+    citation += free_memory[1]
     return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
                           adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype, nextn=nextn,
-                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0))  # fmt: skip
+                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=free_memory[0])  # fmt: skip
 
 
 def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:
@@ -371,7 +410,7 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
         return None
     if engine == "trtllm":
         agg = mode == "agg"
-        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image)
+        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image, precision)
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None
@@ -402,6 +441,7 @@ def protocol_for(source: str, concurrency: int | None, engine: EngineSettings, f
         kv_cache_dtype=engine.kv_cache_dtype,
         nextn=engine.nextn,
         nextn_accepted=engine.nextn_accepted,
+        kv_free_memory_fraction=engine.kv_free_memory_fraction,
         engine_settings="source" if from_source else "engine default",
         engine_citation=engine.citation,
     )

@@ -53,6 +53,7 @@ class Protocol:
     kv_cache_dtype: str | None  # KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
     nextn: int | None  # MTP draft tokens per decode step (TRT-LLM num_nextn_predict_layers); None: 0, no speculative decoding
     nextn_accepted: float | None  # accepted draft tokens per decode step (0 <= this <= nextn), from a cited figure; None: 0
+    kv_free_memory_fraction: float | None  # KV-cache share of the memory left after weights and activations (TRT-LLM kv_cache_config.free_gpu_memory_fraction); None: undocumented, no KV cap
     engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
     engine_citation: str  # public document the engine settings come from
 
@@ -111,7 +112,7 @@ def _base_type(hint: Any) -> type:
 
 
 CSV_COLUMNS = tuple(column_types())
-ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters", "kv_cache_dtype", "nextn", "nextn_accepted"})  # columns added after the first format: a file without them reads them as empty
+ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters", "kv_cache_dtype", "nextn", "nextn_accepted", "kv_free_memory_fraction"})  # columns added after the first format: a file without them reads them as empty
 
 _LAYOUT_DOCS = {
     "batch_size": "max concurrent requests per attention-DP rank of one worker",
@@ -172,6 +173,8 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "kv_cache_dtype": "KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); empty: the checkpoint's",
         "nextn": "MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers); empty: 0, no speculation",
         "nextn_accepted": "accepted draft tokens per decode step, 0 <= this <= nextn, from a cited public figure; empty: 0",
+        "kv_free_memory_fraction": ("KV-cache share of the memory left after weights and activations (TRT-LLM "
+                                    "kv_cache_config.free_gpu_memory_fraction); empty: undocumented, the replay sets no KV cap"),
         "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
         "engine_citation": "public document the engine settings come from",
     }

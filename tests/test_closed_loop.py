@@ -37,10 +37,13 @@ from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of, prefill_floor_ms, replay_case
-from estimator.closedloop.settings import eager_prefill_floor_ms
+from estimator.closedloop.settings import eager_prefill_floor_ms, kv_running_cap
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.scheduler import AggPoint, run_agg
+from estimator.scheduler.facts import deployment_facts
+from estimator.scheduler.memory import kv_pool_bytes
+from estimator.scheduler.policies import POLICIES
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
 from estimator.pricing import make_pricer
 
@@ -819,3 +822,63 @@ def test_refine_command_rejects_bad_input(tmp_path, capsys, source, target, flag
     pd.DataFrame([AGG_ROW]).to_csv(tmp_path / "rows.csv", index=False)
     assert main(["refine", str(tmp_path / source), str(tmp_path / target), *flags]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_kv_running_cap_reserves_whole_requests():
+    """GUARANTEED_NO_EVICT: a request holds the KV bytes of its prompt and output; at least one runs;
+    no pool, no cap."""
+    per_token = lambda n: 10.0 * n  # noqa: E731
+    assert kv_running_cap(10_500.0, per_token, 40.0, 60.0) == 10
+    assert kv_running_cap(10_500.0, per_token, 40.0, 59.5) == 10  # ceil(99.5) tokens
+    assert kv_running_cap(999.0, per_token, 40.0, 60.0) == 1
+    assert kv_running_cap(0.0, per_token, 40.0, 60.0) is None and kv_running_cap(-5.0, per_token, 40.0, 60.0) is None
+
+
+def test_trtllm_kv_pool_is_the_fraction_of_what_the_reserve_leaves():
+    facts = deployment_facts(KV_TRT)
+    policy = POLICIES[KV_TRT.backend]
+    whole = kv_pool_bytes(facts, policy, 8192, 1.0)
+    assert 0 < whole < facts.capacity_bytes - facts.weights_bytes
+    assert kv_pool_bytes(facts, policy, 8192, 0.5) == pytest.approx(0.5 * whole, rel=1e-12)
+    assert kv_pool_bytes(facts, policy, 16384, 1.0) < whole  # a larger step reserves more activations
+
+
+KV_TRT = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "trtllm", tp=2)
+
+
+def _kv_replay(bs, fraction, isl=4096, osl=256):
+    row = dict(run_agg(KV_TRT, AggPoint(isl, osl, bs)).row)
+    settings = EngineSettings(8192, False, max_num_seqs=bs, kv_free_memory_fraction=fraction)
+    return closed_loop_for_agg_row(row, KV_TRT, settings=settings, protocol=Benchmark(prompts_per_client=2))
+
+
+def test_trtllm_replay_caps_running_requests_at_the_kv_pool():
+    """With a small KV share the pool holds fewer requests than the clients: the replay caps them
+    (the cap is kv_running_cap's at the benchmark's mean lengths, 0.9 L) and the waiting clients
+    queue, so TTFT grows; a share whose pool holds every client changes nothing."""
+    facts = deployment_facts(KV_TRT)
+    fraction = 0.02
+    pool = kv_pool_bytes(facts, POLICIES[KV_TRT.backend], 8192, fraction)
+    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.9 * 4096, 0.9 * 256)
+    assert 1 <= cap < 32
+    capped, free = _kv_replay(32, fraction), _kv_replay(32, None)
+    assert (capped["max_num_seqs"], free["max_num_seqs"]) == (cap, 32)
+    assert capped["ttft"] > 2 * free["ttft"]
+    assert _kv_replay(4, 0.9) == _kv_replay(4, None) | {"kv_free_memory_fraction": 0.9}
+
+
+@pytest.mark.parametrize(
+    "deployment, match",
+    [(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2), "backend 'vllm'"),
+     (Deployment("deepseek-ai/DeepSeek-V3", "h200_sxm", "trtllm", tp=8, moe_tp=8, moe_ep=1), "not natively modelled")],
+)  # fmt: skip
+def test_a_kv_fraction_needs_trtllm_and_the_native_memory_model(deployment, match):
+    row = {"bs": 4, "isl": 1024, "osl": 64, "concurrency": 4}
+    with pytest.raises(InvalidInputError, match=match):
+        agg_case(row, ReplayOptions("engine", settings=EngineSettings(8192, False, kv_free_memory_fraction=0.9)), deployment)
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.5, float("nan"), True, "0.9"])
+def test_kv_fraction_must_be_a_share(fraction):
+    with pytest.raises(InvalidInputError, match="kv_free_memory_fraction"):
+        EngineSettings(8192, False, kv_free_memory_fraction=fraction)

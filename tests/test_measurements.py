@@ -256,6 +256,38 @@ def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
     assert all(d.quant.kvcache is None for r in mapped if r.inputs is not None and r not in launched for d in r.inputs.deployments)
 
 
+@pytest.mark.parametrize(
+    "model, system, precision, isl, osl, concurrency, tp, image, fraction",
+    [("deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 8192, 1024, 64, 8, None, 0.8),
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 8192, 1024, 64, 4, None, 0.75),  # 8k/1k on TP 4
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 1024, 8192, 256, 8, None, 0.7),  # 1k ISL at CONC >= 256
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 1024, 1024, 128, 8, None, 0.8),
+     ("deepseek-ai/DeepSeek-V3", "b200_sxm", "fp4", 1024, 1024, 256, 4, None, 0.8),
+     ("deepseek-ai/DeepSeek-R1", "h200_sxm", "fp8", 1024, 1024, 4, 8, None, 0.75),
+     ("deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 1024, 1024, 256, 8, "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3", 0.8),
+     ("deepseek-ai/DeepSeek-R1", "h100_sxm", "fp8", 1024, 1024, 4, 8, None, None),  # no recipe read
+     ("openai/gpt-oss-120b", "b200_sxm", "fp4", 1024, 1024, 4, 1, None, 0.85),
+     ("openai/gpt-oss-120b", "h200_sxm", "fp4", 1024, 1024, 4, 1, None, 0.85),
+     ("openai/gpt-oss-120b", "h100_sxm", "fp8", 1024, 1024, 4, 1, None, None),
+     ("meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", 8192, 1024, 64, 1, None, 0.9)],  # TRT-LLM's default
+)  # fmt: skip
+def test_trtllm_agg_recipes_record_their_kv_cache_memory_fraction(model, system, precision, isl, osl, concurrency, tp, image, fraction):
+    """The KV-cache memory fraction of the InferenceX TRT-LLM scripts read (free_gpu_memory_fraction,
+    or TRT-LLM's default 0.9 where a script sets none), cited; none for recipes not read nor for
+    disagg runs, whose workers other recipes launch."""
+    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, osl, concurrency, model, system, precision, tp, "agg", image)
+    assert s.kv_free_memory_fraction == fraction
+    assert ("free_gpu_memory_fraction" in s.citation) == (fraction is not None)
+    disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, osl, concurrency, model, system, precision, None, "disagg", image)
+    assert disagg.kv_free_memory_fraction is None and "free_gpu_memory_fraction" not in disagg.citation
+
+
+def test_sample_rows_carry_a_kv_cache_memory_fraction_only_from_trtllm_recipes(sample):
+    with_fraction = [m for m in sample if m.protocol.kv_free_memory_fraction is not None]
+    assert with_fraction and {(m.engine, m.mode, m.source) for m in with_fraction} == {("trtllm", "agg", protocols.INFERENCEX)}
+    assert {m.protocol.kv_free_memory_fraction for m in with_fraction if m.model in protocols.LLAMA_70B_MODELS} == {0.9}
+
+
 MTP_IMAGE = "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"
 
 

@@ -22,7 +22,7 @@ from estimator.cli import main
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.closedloop import EngineSettings
 from estimator.closedloop.settings import SHAPE_COMPILE_MS
-from estimator.report import METHOD_NAMES, methods
+from estimator.report import KV_CAP_NOTE, METHOD_NAMES, methods
 from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
@@ -186,9 +186,28 @@ def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, mo
         "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": {"budget": p.step_token_budget, "chunked": p.chunked_prefill, "max_num_seqs": p.max_num_seqs,
                      "mixed": p.mixed_batches is not False, "recv_interval": 1, "batch_wait_iters": p.batch_wait_iters or 0,
                      "batch_wait_tokens_ratio": p.batch_wait_tokens_ratio or 0.0, "adp_balance_iters": p.adp_balance_iters or 0,
-                     "adp_batching_wait_iters": p.adp_batching_wait_iters or 0, "shape_compile_ms": 0.0},
+                     "adp_batching_wait_iters": p.adp_batching_wait_iters or 0, "shape_compile_ms": 0.0,
+                     "kv_free_memory_fraction": p.kv_free_memory_fraction},
         "pricer": "native", "ctx_tokens": dense_row.inputs.isl, "deployment": dense_row.inputs.deployment,
     }  # fmt: skip
+
+
+def test_only_natively_modelled_rows_replay_with_their_kv_fraction():
+    """Every InferenceX TRT-LLM agg row records its launch's KV-cache memory fraction; the replay caps
+    by it only where the memory model is the native one (Llama), not the reference's (DeepSeek-R1)."""
+    rows = {m.model: map_measurement(m) for m in load_silicon_sample()
+            if m.engine == "trtllm" and m.mode == "agg" and m.protocol.kv_free_memory_fraction is not None}  # fmt: skip
+    llama, deepseek = rows["meta-llama/Llama-3.1-70B"], rows["deepseek-ai/DeepSeek-R1"]
+    assert methods.kv_fraction(llama) == 0.9 and methods.kv_fraction(deepseek) is None
+    assert deepseek.measurement.protocol.kv_free_memory_fraction in (0.7, 0.75, 0.8)
+
+
+def test_a_kv_capped_point_says_so():
+    m = next(m for m in load_silicon_sample() if m.engine == "trtllm" and m.protocol.kv_free_memory_fraction == 0.9)
+    assert methods.kv_cap_note({"max_num_seqs": m.protocol.max_num_seqs}, m) == ""
+    assert methods.kv_cap_note({}, m) == ""
+    note = methods.kv_cap_note({"max_num_seqs": 3}, m)
+    assert note.startswith(KV_CAP_NOTE) and "3 per rank" in note and "free_gpu_memory_fraction 0.9" in note
 
 
 def test_a_row_on_a_shape_specializing_build_replays_with_its_compile(monkeypatch):
@@ -643,7 +662,7 @@ def test_points_csv_without_added_columns_reads_their_defaults(fixture_points, t
     pd.read_csv(path).drop(columns=list(ADDED_POINT_COLUMNS)).to_csv(path, index=False)
     points, _ = read_points(path)
     for column, default in ADDED_POINT_COLUMNS.items():
-        assert (points[column] == default).all(), column
+        assert (points[column].isna() if default is None else points[column] == default).all(), column
     pd.read_csv(path).drop(columns=["system"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="system"):
         read_points(path)

@@ -39,14 +39,15 @@ from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
 from estimator.closedloop.pricing import PassPricer, engine_pricer, flat_pricer, row_pricer
 from estimator.closedloop.protocol import Benchmark, Protocol, RunPlan, Steady, parse_protocol, run_plan
 from estimator.closedloop.replay import replay_agg, replay_tandem
-from estimator.closedloop.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, reference_settings
+from estimator.closedloop.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, kv_running_cap, reference_settings
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.closedloop.stats import LatencyStats
-from estimator.deployment import Deployment, QuantOverrides
+from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
-from estimator.models.config import model_architecture
+from estimator.models.config import is_natively_modelled, model_architecture
 from estimator.perf.system_spec import load_system_spec
 from estimator.scheduler.facts import deployment_facts
+from estimator.scheduler.memory import kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
 
 ROW, ENGINE = "row", "engine"
@@ -217,6 +218,7 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
             settings = dataclasses.replace(settings, batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
         else:
             settings = dataclasses.replace(settings, adp_balance_iters=0, adp_batching_wait_iters=0)
+        settings = kv_capped(settings, deployment, bs, isl + visual, osl, options.protocol)
         spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment),
                        prefill_floor_ms=prefill_floor_ms(deployment), **facts)  # fmt: skip
     return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
@@ -257,6 +259,30 @@ def prefill_floor_ms(deployment: Deployment) -> float:
     """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms;
     cached per deployment (it reads the model's config file)."""
     return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
+
+
+def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, osl: int, protocol: Protocol) -> EngineSettings:
+    """settings with max_num_seqs lowered to the running requests a TensorRT-LLM KV-cache pool holds
+    (kv_running_cap at the protocol's mean lengths, the pool at settings.kv_free_memory_fraction)
+    when that is fewer than the rank's clients and than its cap; settings unchanged otherwise or
+    without a fraction. InvalidInputError for a fraction on another backend (its admission differs)
+    or on an architecture that is not natively modelled: the pool is the small difference of the
+    GPU's memory and the memory model's weights, which only the native model derives from the
+    bundled config (the reference's accounting, e.g. DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4,
+    is not checked against the checkpoints)."""
+    if settings.kv_free_memory_fraction is None:
+        return settings
+    if deployment.backend is not Backend.TRTLLM:
+        raise InvalidInputError(f"kv_free_memory_fraction is TensorRT-LLM's KV-cache setting; backend {deployment.backend.value!r} has none")
+    if not is_natively_modelled(deployment.model):
+        raise InvalidInputError(f"kv_free_memory_fraction needs the native memory model; {deployment.model!r} is not natively modelled")
+    facts = deployment_facts(deployment)
+    pool = kv_pool_bytes(facts, POLICIES[deployment.backend], settings.budget, settings.kv_free_memory_fraction)
+    share = (1.0 + protocol.range_ratio) / 2 if isinstance(protocol, Benchmark) else 1.0  # mean of U[r L, L] over L
+    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, share * isl, share * osl)
+    if cap is None or cap >= min(clients, settings.max_num_seqs or clients):
+        return settings
+    return dataclasses.replace(settings, max_num_seqs=cap)
 
 
 def default_settings(deployment: Deployment) -> EngineSettings:

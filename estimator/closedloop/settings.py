@@ -71,13 +71,24 @@ benchmark client's warm-up requests (copies of the run's first prompt) are not r
 few token counts they compiled are counted again. Which runs carry it is decided from what the
 run's measurement records (measurements.protocols.shape_compile_ms).
 
+TensorRT-LLM's default capacity policy (``GUARANTEED_NO_EVICT``) admits a request only when the
+KV-cache pool has room for its whole prompt and output, so the pool caps the running requests:
+with ``kv_free_memory_fraction`` (``kv_cache_config.free_gpu_memory_fraction``, TRT-LLM's default
+0.9) set, the engine-priced replay caps ``max_num_seqs`` at what that share of the memory the
+memory model leaves holds at the protocol's mean lengths (``kv_running_cap``, rows.kv_capped), for
+the natively modelled architectures, whose weights the native model derives from the bundled
+config. vLLM and SGLang admit on the prompt alone and preempt or retract later, after the first
+token; that dynamic is not replayed and they get no cap.
+
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
 """
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
+from typing import Callable
 
 from estimator.deployment import Backend
 from estimator.errors import InvalidInputError
@@ -100,6 +111,7 @@ class EngineSettings:
     adp_balance_iters: int = 0  # TRT-LLM attention_dp_config.timeout_iters under enable_balance: counted passes before held prefills go (>= 0; 0: off; not with batch waiting)
     adp_batching_wait_iters: int = 0  # TRT-LLM attention_dp_config.batching_wait_iters: passes prefills on every rank wait beside decodes (>= 0)
     shape_compile_ms: float = 0.0  # host JIT compile time of a pass that prefills a token count new to the run (SGLang FLA l2norm before PR 31558), ms (>= 0)
+    kv_free_memory_fraction: float | None = None  # TRT-LLM kv_cache_config.free_gpu_memory_fraction of a documented launch: running requests capped by the KV pool (0 < this <= 1); None: no KV cap
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "budget", _positive("token budget", self.budget))
@@ -111,6 +123,9 @@ class EngineSettings:
         object.__setattr__(self, "batch_wait_iters", _integer("batch_wait_iters", self.batch_wait_iters, 0))
         object.__setattr__(self, "adp_balance_iters", _integer("adp_balance_iters", self.adp_balance_iters, 0))
         object.__setattr__(self, "adp_batching_wait_iters", _integer("adp_batching_wait_iters", self.adp_batching_wait_iters, 0))
+        fraction = self.kv_free_memory_fraction
+        if fraction is not None and (isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.0 < fraction <= 1.0):
+            raise InvalidInputError(f"kv_free_memory_fraction must be within (0, 1], got {fraction!r}")
         for name in ("batch_wait_tokens_ratio", "shape_compile_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < float("inf"):
@@ -172,6 +187,16 @@ def eager_prefill_floor_ms(backend: Backend | str, architecture: str | None, num
 
 SHAPE_COMPILE_MS = 90.0  # one Triton compile of the FLA l2norm kernel, ms (SGLang PR 23448: "~90 ms each")
 SHAPE_COMPILE_FIXED = "2026-07-17"  # SGLang PR 31558 merged: T no longer specialized
+
+
+def kv_running_cap(pool_bytes: float, kv_bytes_per_sequence: Callable[[int], float], mean_isl: float, mean_osl: float) -> int | None:
+    """The running requests TensorRT-LLM's default capacity policy (``GUARANTEED_NO_EVICT``: a request
+    is admitted only with room for its whole prompt and output) holds in a KV-cache pool of pool_bytes
+    per GPU at mean lengths of mean_isl and mean_osl tokens (>= 1); None when the memory model leaves
+    no pool (it is then no evidence of a limit)."""
+    if not pool_bytes > 0:
+        return None
+    return max(1, int(pool_bytes // kv_bytes_per_sequence(math.ceil(mean_isl + mean_osl))))
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:

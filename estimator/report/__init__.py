@@ -4,3 +4,4 @@ Kept import-light: the CLI registers the report command without loading the esti
 """
 
 METHOD_NAMES = ("legacy", "uncached", "closed_loop_steady", "closed_loop")  # the keys of methods.METHODS, in order
+KV_CAP_NOTE = "running requests capped at"  # how a closed-loop point's note says the KV-cache pool capped its running requests

@@ -32,7 +32,8 @@ from types import MappingProxyType, ModuleType
 from typing import Callable, Mapping
 
 from estimator.errors import PerfDataMissingError
-from estimator.report import METHOD_NAMES
+from estimator.models.config import is_natively_modelled
+from estimator.report import KV_CAP_NOTE, METHOD_NAMES
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
@@ -265,6 +266,12 @@ def replay_protocol(closedloop: ModuleType, m: Measurement, protocol: str):
     return closedloop.Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio)
 
 
+def kv_fraction(row: MappedRow) -> float | None:
+    """The launch's KV-cache memory fraction the replay caps running requests by: the row's, for the
+    natively modelled architectures (closedloop.rows.kv_capped); None for the others."""
+    return row.measurement.protocol.kv_free_memory_fraction if is_natively_modelled(row.model_used) else None
+
+
 def replay(row: MappedRow, protocol: str) -> dict:
     """The replay's figures (ttft, tpot, ... in ms) for a row under a protocol, engine-priced."""
     closedloop, inputs, m = _module(CLOSED_LOOP_MODULE), _inputs(row), row.measurement
@@ -280,7 +287,8 @@ def replay(row: MappedRow, protocol: str) -> dict:
                                              mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1,
                                              batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0,
                                              adp_balance_iters=p.adp_balance_iters or 0, adp_batching_wait_iters=p.adp_batching_wait_iters or 0,
-                                             shape_compile_ms=shape_compile_ms(m, row.model_used))  # fmt: skip
+                                             shape_compile_ms=shape_compile_ms(m, row.model_used),
+                                             kv_free_memory_fraction=kv_fraction(row))  # fmt: skip
         result_row = closed_form(row, Semantics.UNCACHED).row  # the uncached method's row: engine pricing reads no step price from it
         return closedloop.closed_loop_for_agg_row(
             result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer
@@ -291,13 +299,22 @@ def replay(row: MappedRow, protocol: str) -> dict:
         raise Uncovered(f"{SILICON_MISS}: {first_line(exc)}") from None
 
 
+def kv_cap_note(figures: Mapping, m: Measurement) -> str:
+    """The KV-cache cap on running requests when the replay lowered the run's cap to it ("" otherwise)."""
+    cap = figures.get("max_num_seqs")
+    if cap is None or cap == m.protocol.max_num_seqs:
+        return ""
+    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.protocol.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
+
+
 def _closed_loop_method(protocol: str) -> Method:
     def method(row: MappedRow) -> Prediction:
         figures = replay(row, protocol)
         ttft, tpot = float(figures["ttft"]), float(figures["tpot"])
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
-        return Prediction(ttft, tpot, *pricing(row))
+        priced, caveat = pricing(row)
+        return Prediction(ttft, tpot, priced, "; ".join(n for n in (caveat, kv_cap_note(figures, row.measurement)) if n))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

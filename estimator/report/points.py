@@ -19,12 +19,12 @@ POINT_COLUMNS = (
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
     "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "adp_balance_iters", "nextn",
-    "shape_compile_ms", "engine_settings",
+    "shape_compile_ms", "kv_free_memory_fraction", "engine_settings",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
     {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded",
-     "shape_compile_ms": 0.0}
+     "shape_compile_ms": 0.0, "kv_free_memory_fraction": None}
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
@@ -85,6 +85,7 @@ def row_columns(row: MappedRow) -> dict:
         "adp_balance_iters": m.protocol.adp_balance_iters or 0,
         "nextn": m.protocol.nextn or 0,
         "shape_compile_ms": shape_compile_ms(m, row.model_used) if row.some_inputs else 0.0,
+        "kv_free_memory_fraction": m.protocol.kv_free_memory_fraction,
         "engine_settings": m.protocol.engine_settings,
     }
 

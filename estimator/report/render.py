@@ -12,7 +12,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from estimator.report import metrics
+from estimator.report import KV_CAP_NOTE, metrics
 from estimator.report.metrics import GroupStats
 from estimator.report.points import bucket_order
 from measurements.protocols import TRTLLM_DSR1_MTP_ACCEPTED
@@ -311,6 +311,17 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         facts.insert(3, f"{compiling} rows run SGLang builds that compile a Triton kernel per prefill shape for gated-delta-net "
                         f"layers (the FLA l2norm token count a tl.constexpr before SGLang PR 31558): the closed-loop replay adds "
                         f"{compile_values} ms (PR 23448) to a pass that prefills a token count new to the run.")
+    fractions = rows["kv_free_memory_fraction"].dropna()
+    if len(fractions):
+        capped = points["note"].fillna("").str.contains(KV_CAP_NOTE, regex=False) & (points["method"] == "closed_loop")
+        facts.insert(3, f"{len(fractions)} rows run TRT-LLM with the KV-cache memory fraction of the source's recipe "
+                        f"(free_gpu_memory_fraction {' or '.join(f'{v:g}' for v in sorted(set(fractions)))}): TRT-LLM admits a request "
+                        "only with KV room for its whole prompt and output (guaranteed-no-evict), so for the natively modelled "
+                        "(dense) architectures the closed-loop replays cap the running requests at what the pool (that fraction of "
+                        "the memory the native memory model leaves) holds at the protocol's mean lengths; the cap binds on "
+                        f"{int(capped.sum())} closed_loop points, whose notes give it. The other architectures' memory model is the "
+                        "reference's accounting, not checked against their checkpoints, and their pool (a small difference of large "
+                        "numbers) sets no cap.")
     if drafting:
         accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
         facts.insert(3, f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "

@@ -88,3 +88,12 @@ def verdicts(use: MemoryUse, facts: DeploymentFacts, policy: BackendPolicy, kv_f
     oom = np.asarray(use.total) >= capacity_gib
     kv_oom = ~oom & (np.asarray(use.kvcache) > policy.kv_budget(kv_fraction).budget_gib(capacity_gib, np.asarray(use.total) - use.kvcache))
     return oom, kv_oom
+
+
+def kv_pool_bytes(facts: DeploymentFacts, policy: BackendPolicy, step_tokens: int, free_fraction: float) -> float:
+    """The KV-cache pool TensorRT-LLM allocates per GPU, bytes (<= 0: the memory model leaves none):
+    free_fraction (``KvCacheConfig.free_gpu_memory_fraction``) of the memory left besides what the
+    memory model reserves (weights, the activations of a step of step_tokens tokens, NCCL buffers,
+    runtime overheads)."""
+    reserve = memory_uses(facts, policy, np.zeros(1, np.int64), 0, np.array([step_tokens], np.int64), None).total[0] * GIB
+    return free_fraction * (facts.capacity_bytes - reserve)
