@@ -815,13 +815,31 @@ def test_refine_command_round_trip(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "source,target,flags",
-    [("rows.csv", "out.txt", []), ("rows.csv", "out.csv", ["--budget", "0"]), ("missing.csv", "out.csv", [])],
-    ids=["bad-format", "bad-budget", "missing-input"],
+    [("rows.csv", "out.txt", []), ("rows.csv", "out.csv", ["--budget", "0"]), ("missing.csv", "out.csv", []),
+     ("rows.csv", "out.csv", ["--budget", "8192", "--kv-free-memory-fraction", "1.5"]),
+     ("rows.csv", "out.csv", ["--kv-free-memory-fraction", "0.9"])],
+    ids=["bad-format", "bad-budget", "missing-input", "bad-kv-fraction", "kv-fraction-without-budget"],
 )
 def test_refine_command_rejects_bad_input(tmp_path, capsys, source, target, flags):
     pd.DataFrame([AGG_ROW]).to_csv(tmp_path / "rows.csv", index=False)
     assert main(["refine", str(tmp_path / source), str(tmp_path / target), *flags]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_refine_command_caps_trtllm_rows_at_the_kv_pool(tmp_path):
+    """--kv-free-memory-fraction reaches the replay: a TRT-LLM row whose pool holds fewer requests
+    than its batch queues (TTFT up); a row of another backend reports why instead of a figure."""
+    rows = [dict(run_agg(KV_TRT, AggPoint(4096, 256, 32)).row),
+            dict(run_agg(dataclasses.replace(KV_TRT, backend="vllm"), AggPoint(4096, 256, 32)).row)]  # fmt: skip
+    pd.DataFrame(rows).to_csv(tmp_path / "rows.csv", index=False)
+
+    def refined(*flags):
+        assert main(["refine", str(tmp_path / "rows.csv"), str(tmp_path / "out.csv"), "--budget", "8192", "--no-chunked", *flags]) == 0
+        return pd.read_csv(tmp_path / "out.csv", keep_default_na=False)
+
+    free, capped = refined(), refined("--kv-free-memory-fraction", "0.02")
+    assert float(capped.ttft_refined[0]) > 2 * float(free.ttft_refined[0])
+    assert free.refine_reason[1] == "" and "kv_free_memory_fraction" in capped.refine_reason[1]
 
 
 def test_kv_running_cap_reserves_whole_requests():

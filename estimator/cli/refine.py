@@ -7,7 +7,9 @@ pass through the step composition on the row's deployment. --protocol steady is 
 warm-up and window; benchmark is a finite run of --prompts-per-client x C prompts from a burst
 start with lengths uniform on [--range-ratio x L, L]. --budget / --chunked / --max-num-seqs set
 the agg scheduler (default: the row's ctx_tokens with chunking for row pricing, the backend's
-engine defaults for engine pricing).
+engine defaults for engine pricing); with them, --kv-free-memory-fraction caps a TensorRT-LLM
+row's running requests at its KV-cache pool (engine pricing, natively modelled architectures;
+other rows report why in refine_reason).
 """
 from __future__ import annotations
 
@@ -35,12 +37,18 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=int, default=None, help="agg tokens per step (max_num_batched_tokens / chunked_prefill_size / max_num_tokens)")
     p.add_argument("--chunked", action=argparse.BooleanOptionalAction, default=True, help="agg chunked prefill (with --budget)")
     p.add_argument("--max-num-seqs", type=int, default=None, help="agg running requests per rank (with --budget)")
+    p.add_argument("--kv-free-memory-fraction", type=float, default=None,
+                   help="TRT-LLM agg: kv_cache_config.free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)")
     p.add_argument("--pricer", choices=OP_PRICERS, default="native", help="op pricer behind engine pricing")
 
 
 def options_from_args(args: argparse.Namespace) -> ReplayOptions:
     protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio)
-    settings = EngineSettings(args.budget, args.chunked, args.max_num_seqs) if args.budget is not None else None
+    if args.budget is None:
+        if args.kv_free_memory_fraction is not None:
+            raise InvalidInputError("--kv-free-memory-fraction needs --budget (the launch's scheduler settings)")
+        return ReplayOptions(args.pricing, protocol, None, args.pricer)
+    settings = EngineSettings(args.budget, args.chunked, args.max_num_seqs, kv_free_memory_fraction=args.kv_free_memory_fraction)
     return ReplayOptions(args.pricing, protocol, settings, args.pricer)
 
 
