@@ -139,11 +139,17 @@ TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
     "version from the stream_interval 10 configs on, whichever max_num_tokens it sets (70b_fp8_b200_trt_slurm.sh @ a267b4b, "
     "70b_fp4_b200_trt_slurm.sh @ 73ef922, 70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
 )
-TRTLLM_KV_CACHE_DTYPE = "fp8"  # kv_cache_config.dtype of every InferenceX TRT-LLM script trtllm_recipe resolves
+TRTLLM_KV_CACHE_DTYPE = "fp8"  # kv_cache_config.dtype of every InferenceX TRT-LLM script trtllm_recipe resolves but gpt-oss on H200
 TRTLLM_KV_CACHE_CITATION = (
     "; kv_cache_config dtype fp8 in every stored version read (dsr1_fp8_b200_trt.sh @ 0a919c5, dsr1_fp4_b200_trt.sh @ 111f031, "
     "dsr1_fp8_h200_trt.sh @ 1fc5d73, gptoss_fp4_b200_trt.sh @ 1825e7f, 70b_fp8_h200_trt_slurm.sh @ 73ef922 and the other stored "
     "Llama-3.1-70B TRT-LLM scripts' llama-config.yml)"
+)
+TRTLLM_CHECKPOINT_KV = frozenset({("openai/gpt-oss-120b", "h200_sxm"), ("openai/gpt-oss-20b", "h200_sxm")})  # (model, system): dtype auto
+TRTLLM_CHECKPOINT_KV_CITATION = (
+    "; kv_cache_config dtype auto, the checkpoint's, in every stored version read (gptoss_fp4_h200_trt.sh @ ffdb196, 111f031, "
+    "1fc5d73, c6b96dd, df64f87, 6c5e4c5; gptoss_fp4_h200_trt_slurm.sh @ f7d8340, 2e46dba, f560513, b5ebafa; single_node/ @ "
+    "aad5336, 34bc7c4, 7458eea, 187f575; single_node/fixed_seq_len/ @ 8eec0d4)"
 )
 # (timeout_iters, batching_wait_iters) of TRT-LLM's attention-DP balance (attention_dp_config.enable_balance)
 TRTLLM_DSR1_ADP_BALANCE = (60, 0)
@@ -234,7 +240,7 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
     None: unknown, no batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and
     gpt-oss recipes' attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for
-    agg runs (the scripts read) their fp8 KV cache, and for the agg DeepSeek-R1 runs of the MTP
+    agg runs (the scripts read) their fp8 KV cache (the checkpoint's for gpt-oss on H200), and for the agg DeepSeek-R1 runs of the MTP
     recipes' image (dsr1_mtp_drafts) their MTP drafts and token budget, and for the agg runs of the
     recipes read their KV-cache memory fraction (`precision`: the row's, which picks the DeepSeek-R1
     recipe); None for other models."""
@@ -261,7 +267,12 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
             wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
         return None
-    kv_cache_dtype, citation = (TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION) if agg else (None, citation)
+    if not agg:
+        kv_cache_dtype = None
+    elif (model, system) in TRTLLM_CHECKPOINT_KV:
+        kv_cache_dtype, citation = None, citation + TRTLLM_CHECKPOINT_KV_CITATION
+    else:
+        kv_cache_dtype, citation = TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION
     if not agg or free_memory is None:  # the scripts read launch agg runs; the disagg workers' recipes differ
         free_memory = (None, "")
     citation += free_memory[1]

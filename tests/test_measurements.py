@@ -244,6 +244,14 @@ def test_trtllm_agg_recipes_launch_an_fp8_kv_cache():
         assert "kv_cache_config" not in disagg.citation
 
 
+def test_trtllm_gptoss_on_h200_keeps_the_checkpoints_kv_cache():
+    """gpt-oss's H200 TRT-LLM scripts launch kv_cache_config dtype auto in every stored version read."""
+    h200 = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, "openai/gpt-oss-120b", "h200_sxm", "fp4", 1, "agg")
+    assert h200.kv_cache_dtype is None and "dtype auto" in h200.citation and "dtype fp8" not in h200.citation
+    llama = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", 1, "agg")
+    assert llama.kv_cache_dtype == "fp8"
+
+
 def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
     """The rows launched with an fp8 KV cache price it (their inputs and checkpoint inputs); the
     baseline view leaves the KV cache to the checkpoint, as the accuracy baseline did."""

@@ -284,7 +284,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     compiling, compile_values = _above(rows["shape_compile_ms"], 0)
     facts = [
         f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
-        "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off, an fp8 KV cache on agg runs; InferenceX SGLang "
+        "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off, an fp8 KV cache on agg runs but gpt-oss's on H200, which keeps the checkpoint's; InferenceX SGLang "
         "DeepSeek-R1/V3 and Qwen3.5 FP8 where every stored recipe version of the runs' era agrees: chunked prefill size, stream interval, "
         "scheduler receive interval); the others use the engines' documented defaults (the sample does not record the launch "
         "flags per row).",
