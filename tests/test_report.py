@@ -27,6 +27,7 @@ from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
 from estimator.report.points import ADDED_POINT_COLUMNS, POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, row_columns, write_points
+from estimator.report import render
 from estimator.report.render import protocol_facts, reason_group, render_report
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
@@ -617,6 +618,16 @@ def test_closing_note_shows_latency_in_step_prices(fixture_points):
     text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
     assert "in units of the legacy step prices" in text
     assert "2.00" in text and "1.11" in text  # row-a: 80 ms TTFT over a 40 ms prefill step; 10 ms TPOT over a 9 ms decode step
+
+
+def test_closing_note_shows_the_ttft_left_at_low_concurrency(fixture_points):
+    """The primary method's agg points at C <= 8 per partition: measured minus predicted TTFT, in
+    ms and in measured TPOTs; higher concurrencies stay out."""
+    text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "TTFT left unpredicted at low concurrency (uncached, agg, C ≤ 8)" in text
+    (row,) = render.low_concurrency_residual(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
+    assert (row["backend"], row["n"], row["ttft_pred_ms"], row["gap_ms"]) == ("vllm", 1, 88.0, 12.0)  # row-a: 100 ms measured, 80 x 1.1
+    assert row["gap_steps"] == pytest.approx(1.2)  # over its 10 ms measured TPOT; row-b (C = 64) is left out
 
 
 @pytest.mark.parametrize(

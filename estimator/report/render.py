@@ -101,6 +101,8 @@ def report_context(points: pd.DataFrame, provenance: dict, methods: list[str]) -
         "scatters": scatter_plots(points, shown),
         "histograms": histograms(points, shown),
         "closing": closing_note(points, shown),
+        "low_concurrency": LOW_CONCURRENCY,
+        "residual_keys": RESIDUAL_KEYS,
         "mapping": mapping_decisions(points),
         "table": point_table(points, shown),
         "provenance": provenance,
@@ -231,8 +233,28 @@ def closing_note(points: pd.DataFrame, shown: list[str]) -> dict | None:
         "keys": CONTRIBUTION_KEYS,
         "attention_dp": _split_stats(hit, hit["attention_dp"].fillna(1) > 1, "attention-DP rows", "other rows"),
         "steps": step_evidence(points),
+        "residual": low_concurrency_residual(hit),
         "protocol_facts": protocol_facts(points),
     }
+
+
+LOW_CONCURRENCY = 8  # clients at most: the replay's queue is near empty, so what stays unpriced is per request
+RESIDUAL_KEYS = ["backend", "system", "model", "isl"]
+
+
+def low_concurrency_residual(hit: pd.DataFrame) -> list[dict]:
+    """The TTFT a method's covered agg points at low concurrency leave unpredicted, per backend x
+    system x model x isl (medians): measured minus predicted TTFT in ms and in measured decode steps
+    (one TPOT). A residual that stays flat across isl is latency per request (host or serving
+    overhead) that no priced pass carries; one that grows with isl is a prefill price."""
+    low = hit[(hit["mode"] == "agg") & (hit["concurrency"] <= LOW_CONCURRENCY)]
+    frame = low.assign(gap_ms=low["ttft_meas_ms"] - low["ttft_pred_ms"])
+    frame = frame.assign(gap_steps=frame["gap_ms"] / frame["tpot_meas_ms"])
+    grouped = frame.groupby(RESIDUAL_KEYS).agg(
+        n=("id", "size"), ttft_meas_ms=("ttft_meas_ms", "median"), ttft_pred_ms=("ttft_pred_ms", "median"),
+        gap_ms=("gap_ms", "median"), gap_steps=("gap_steps", "median"),
+    )  # fmt: skip
+    return grouped.reset_index().to_dict("records")
 
 
 STEP_KEYS = ["system", "backend", "mode"]
