@@ -896,6 +896,11 @@ def test_a_kv_fraction_needs_trtllm_and_the_native_memory_model(deployment, matc
         agg_case(row, ReplayOptions("engine", settings=EngineSettings(8192, False, kv_free_memory_fraction=0.9)), deployment)
 
 
+def test_a_kv_fraction_needs_engine_pricing():
+    with pytest.raises(InvalidInputError, match="engine pricing"):
+        agg_case(AGG_ROW, ReplayOptions("row", settings=EngineSettings(8192, False, kv_free_memory_fraction=0.9)))
+
+
 @pytest.mark.parametrize("fraction", [0.0, 1.5, float("nan"), True, "0.9"])
 def test_kv_fraction_must_be_a_share(fraction):
     with pytest.raises(InvalidInputError, match="kv_free_memory_fraction"):

@@ -209,6 +209,8 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
     if options.pricing == ROW:
         ctx_tokens = _integer(row, "ctx_tokens")
         steps = RowSteps(_time(row, "prefill_step_ms"), max(1, min(ctx_tokens, isl + visual - prefix)), _time(row, "genonly_step_ms"))
+        if options.settings is not None and options.settings.kv_free_memory_fraction is not None:
+            raise InvalidInputError("kv_free_memory_fraction needs engine pricing (the KV pool is the deployment's)")
         spec = AggSpec(options.settings or reference_settings(ctx_tokens), **facts)
     else:
         deployment = deployment or deployment_from_row(row)
