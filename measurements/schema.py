@@ -53,7 +53,7 @@ class Protocol:
     kv_cache_dtype: str | None  # KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
     nextn: int | None  # MTP draft tokens per decode step (TRT-LLM num_nextn_predict_layers); None: 0, no speculative decoding
     nextn_accepted: float | None  # accepted draft tokens per decode step (0 <= this <= nextn), from a cited figure; None: 0
-    kv_free_memory_fraction: float | None  # KV-cache share of the memory left after weights and activations (TRT-LLM kv_cache_config.free_gpu_memory_fraction); None: undocumented, no KV cap
+    kv_free_memory_fraction: float | None  # KV-cache share of the memory left after weights and activations (TRT-LLM kv_cache_config.free_gpu_memory_fraction) of a documented launch; None: undocumented. The replay caps by it on natively modelled agg rows only
     engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
     engine_citation: str  # public document the engine settings come from
 
@@ -174,7 +174,8 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "nextn": "MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers); empty: 0, no speculation",
         "nextn_accepted": "accepted draft tokens per decode step, 0 <= this <= nextn, from a cited public figure; empty: 0",
         "kv_free_memory_fraction": ("KV-cache share of the memory left after weights and activations (TRT-LLM "
-                                    "kv_cache_config.free_gpu_memory_fraction); empty: undocumented, the replay sets no KV cap"),
+                                    "kv_cache_config.free_gpu_memory_fraction) of a documented launch; empty: undocumented. The "
+                                    "closed-loop replay caps running requests by it on natively modelled TRT-LLM agg rows only"),
         "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
         "engine_citation": "public document the engine settings come from",
     }

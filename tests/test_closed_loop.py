@@ -36,7 +36,7 @@ from estimator.closedloop import kernels, oracle
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
-from estimator.closedloop.rows import agg_case, case_of, prefill_floor_ms, replay_case
+from estimator.closedloop.rows import agg_case, case_of, kv_capped, prefill_floor_ms, replay_case
 from estimator.closedloop.settings import eager_prefill_floor_ms, kv_running_cap
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
@@ -817,8 +817,9 @@ def test_refine_command_round_trip(tmp_path, capsys):
     "source,target,flags",
     [("rows.csv", "out.txt", []), ("rows.csv", "out.csv", ["--budget", "0"]), ("missing.csv", "out.csv", []),
      ("rows.csv", "out.csv", ["--budget", "8192", "--kv-free-memory-fraction", "1.5"]),
-     ("rows.csv", "out.csv", ["--kv-free-memory-fraction", "0.9"])],
-    ids=["bad-format", "bad-budget", "missing-input", "bad-kv-fraction", "kv-fraction-without-budget"],
+     ("rows.csv", "out.csv", ["--kv-free-memory-fraction", "0.9"]),
+     ("rows.csv", "out.csv", ["--budget", "8192", "--pricing", "row", "--kv-free-memory-fraction", "0.9"])],
+    ids=["bad-format", "bad-budget", "missing-input", "bad-kv-fraction", "kv-fraction-without-budget", "kv-fraction-row-pricing"],
 )
 def test_refine_command_rejects_bad_input(tmp_path, capsys, source, target, flags):
     pd.DataFrame([AGG_ROW]).to_csv(tmp_path / "rows.csv", index=False)
@@ -847,7 +848,7 @@ def test_kv_running_cap_reserves_whole_requests():
     no pool, no cap."""
     per_token = lambda n: 10.0 * n  # noqa: E731
     assert kv_running_cap(10_500.0, per_token, 40.0, 60.0) == 10
-    assert kv_running_cap(10_500.0, per_token, 40.0, 59.5) == 10  # ceil(99.5) tokens
+    assert kv_running_cap(9_950.0, per_token, 40.0, 59.5) == 9  # ceil(99.5) = 100 tokens a request (99 would hold 10)
     assert kv_running_cap(999.0, per_token, 40.0, 60.0) == 1
     assert kv_running_cap(0.0, per_token, 40.0, 60.0) is None and kv_running_cap(-5.0, per_token, 40.0, 60.0) is None
 
@@ -883,6 +884,22 @@ def test_trtllm_replay_caps_running_requests_at_the_kv_pool():
     assert (capped["max_num_seqs"], free["max_num_seqs"]) == (cap, 32)
     assert capped["ttft"] > 2 * free["ttft"]
     assert _kv_replay(4, 0.9) == _kv_replay(4, None) | {"kv_free_memory_fraction": 0.9}
+
+
+def test_kv_cap_takes_the_protocols_mean_lengths_and_keeps_a_tighter_cap():
+    """Steady runs whole lengths L, the benchmark (1 + r) / 2 x L (visual tokens unscaled); a
+    max_num_seqs at or below the pool's cap stays."""
+    facts = deployment_facts(KV_TRT)
+    pool = kv_pool_bytes(facts, POLICIES[KV_TRT.backend], 8192, 0.02)
+    settings = EngineSettings(8192, False, max_num_seqs=64, kv_free_memory_fraction=0.02)
+    steady = kv_capped(settings, KV_TRT, 64, 4096, 0, 256, Steady()).max_num_seqs
+    bench = kv_capped(settings, KV_TRT, 64, 4096, 0, 256, Benchmark(range_ratio=0.5)).max_num_seqs
+    visual = kv_capped(settings, KV_TRT, 64, 2048, 2048, 256, Steady()).max_num_seqs
+    assert steady == kv_running_cap(pool, facts.kv_bytes_per_sequence, 4096, 256) < bench
+    assert bench == kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.75 * 4096, 0.75 * 256)
+    assert visual == steady  # 2048 text + 2048 visual tokens hold as much KV as 4096 text tokens
+    tighter = dataclasses.replace(settings, max_num_seqs=steady - 1)
+    assert kv_capped(tighter, KV_TRT, 64, 4096, 0, 256, Steady()) is tighter
 
 
 @pytest.mark.parametrize(

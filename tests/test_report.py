@@ -203,6 +203,18 @@ def test_only_natively_modelled_rows_replay_with_their_kv_fraction():
     assert deepseek.measurement.protocol.kv_free_memory_fraction in (0.7, 0.75, 0.8)
 
 
+def test_a_llama_run_queued_for_kv_room_replays_capped():
+    """InferenceX's Llama-3.1-70B on one H200 at 1k/8k and C = 128 (TRT-LLM, fp8 KV, fraction 0.9)
+    measured 369 s of TTFT waiting for KV room: the replay caps the running requests below C, says
+    so, and predicts the queue to within 10%."""
+    m = next(m for m in load_silicon_sample() if m.id == "2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x8192_c128_tp1_ep1_417")
+    row = map_measurement(m)
+    figures = methods.replay(row, "benchmark")
+    assert 1 <= figures["max_num_seqs"] < 128 and figures["kv_free_memory_fraction"] == 0.9
+    assert figures["ttft"] == pytest.approx(m.ttft_ms, rel=0.1)
+    assert f"{KV_CAP_NOTE} {figures['max_num_seqs']} per rank" in predict(row, "closed_loop").note
+
+
 def test_a_kv_capped_point_says_so():
     m = next(m for m in load_silicon_sample() if m.engine == "trtllm" and m.protocol.kv_free_memory_fraction == 0.9)
     assert methods.kv_cap_note({"max_num_seqs": m.protocol.max_num_seqs}, m) == ""

@@ -7,9 +7,9 @@ pass through the step composition on the row's deployment. --protocol steady is 
 warm-up and window; benchmark is a finite run of --prompts-per-client x C prompts from a burst
 start with lengths uniform on [--range-ratio x L, L]. --budget / --chunked / --max-num-seqs set
 the agg scheduler (default: the row's ctx_tokens with chunking for row pricing, the backend's
-engine defaults for engine pricing); with them, --kv-free-memory-fraction caps a TensorRT-LLM
-row's running requests at its KV-cache pool (engine pricing, natively modelled architectures;
-other rows report why in refine_reason).
+engine defaults for engine pricing); with them and engine pricing, --kv-free-memory-fraction caps
+a TensorRT-LLM agg row's running requests at its KV-cache pool (natively modelled architectures;
+other agg rows report why in refine_reason; disagg rows replay without agg scheduler settings).
 """
 from __future__ import annotations
 
@@ -44,9 +44,9 @@ def register(p: argparse.ArgumentParser) -> None:
 
 def options_from_args(args: argparse.Namespace) -> ReplayOptions:
     protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio)
+    if args.kv_free_memory_fraction is not None and (args.budget is None or args.pricing != "engine"):
+        raise InvalidInputError("--kv-free-memory-fraction needs --budget (the launch's scheduler settings) and engine pricing")
     if args.budget is None:
-        if args.kv_free_memory_fraction is not None:
-            raise InvalidInputError("--kv-free-memory-fraction needs --budget (the launch's scheduler settings)")
         return ReplayOptions(args.pricing, protocol, None, args.pricer)
     settings = EngineSettings(args.budget, args.chunked, args.max_num_seqs, kv_free_memory_fraction=args.kv_free_memory_fraction)
     return ReplayOptions(args.pricing, protocol, settings, args.pricer)

@@ -220,7 +220,7 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
             settings = dataclasses.replace(settings, batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
         else:
             settings = dataclasses.replace(settings, adp_balance_iters=0, adp_batching_wait_iters=0)
-        settings = kv_capped(settings, deployment, bs, isl + visual, osl, options.protocol)
+        settings = kv_capped(settings, deployment, bs, isl, visual, osl, options.protocol)
         spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment),
                        prefill_floor_ms=prefill_floor_ms(deployment), **facts)  # fmt: skip
     return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
@@ -263,9 +263,11 @@ def prefill_floor_ms(deployment: Deployment) -> float:
     return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
 
 
-def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, osl: int, protocol: Protocol) -> EngineSettings:
+def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,
+              protocol: Protocol) -> EngineSettings:  # fmt: skip
     """settings with max_num_seqs lowered to the running requests a TensorRT-LLM KV-cache pool holds
-    (kv_running_cap at the protocol's mean lengths, the pool at settings.kv_free_memory_fraction)
+    (kv_running_cap at the protocol's mean lengths: text input and output lengths L scale with the
+    benchmark's range, visual tokens do not; the pool at settings.kv_free_memory_fraction)
     when that is fewer than the rank's clients and than its cap; settings unchanged otherwise or
     without a fraction. InvalidInputError for a fraction on another backend (its admission differs)
     or on an architecture that is not natively modelled: the pool is the small difference of the
@@ -281,7 +283,7 @@ def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, is
     facts = deployment_facts(deployment)
     pool = kv_pool_bytes(facts, POLICIES[deployment.backend], settings.budget, settings.kv_free_memory_fraction)
     share = (1.0 + protocol.range_ratio) / 2 if isinstance(protocol, Benchmark) else 1.0  # mean of U[r L, L] over L
-    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, share * isl, share * osl)
+    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, share * isl + visual, share * osl)
     if cap is None or cap >= min(clients, settings.max_num_seqs or clients):
         return settings
     return dataclasses.replace(settings, max_num_seqs=cap)

@@ -73,11 +73,13 @@ run's measurement records (measurements.protocols.shape_compile_ms).
 
 TensorRT-LLM's default capacity policy (``GUARANTEED_NO_EVICT``) admits a request only when the
 KV-cache pool has room for its whole prompt and output, so the pool caps the running requests:
-with ``kv_free_memory_fraction`` (``kv_cache_config.free_gpu_memory_fraction``, TRT-LLM's default
-0.9) set, the engine-priced replay caps ``max_num_seqs`` at what that share of the memory the
-memory model leaves holds at the protocol's mean lengths (``kv_running_cap``, rows.kv_capped), for
-the natively modelled architectures, whose weights the native model derives from the bundled
-config. vLLM and SGLang admit on the prompt alone and preempt or retract later, after the first
+with ``kv_free_memory_fraction`` (``kv_cache_config.free_gpu_memory_fraction``) set, the
+engine-priced replay caps ``max_num_seqs`` at what that share of the memory the memory model leaves
+holds at the protocol's mean lengths (``kv_running_cap``, rows.kv_capped). It is set only from a
+documented launch (a recipe that sets no fraction launches at TRT-LLM's default 0.9); the engine
+defaults carry none, since an undocumented launch leaves the KV dtype and pool unknown. Only the
+natively modelled architectures, whose weights the native model derives from the bundled config,
+take it; the others raise InvalidInputError. vLLM and SGLang admit on the prompt alone and preempt or retract later, after the first
 token; that dynamic is not replayed and they get no cap.
 
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's

@@ -336,7 +336,8 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     fractions = rows["kv_free_memory_fraction"].dropna()
     if len(fractions):
         capped = points["note"].fillna("").str.contains(KV_CAP_NOTE, regex=False) & (points["method"] == "closed_loop")
-        facts.insert(3, f"{len(fractions)} rows run TRT-LLM with the KV-cache memory fraction of the source's recipe "
+        facts.insert(3, f"{len(fractions)} rows run TRT-LLM with the KV-cache memory fraction of the source's recipe, or "
+                        "TRT-LLM's default where it sets none "
                         f"(free_gpu_memory_fraction {' or '.join(f'{v:g}' for v in sorted(set(fractions)))}): TRT-LLM admits a request "
                         "only with KV room for its whole prompt and output (guaranteed-no-evict), so for the natively modelled "
                         "(dense) architectures the closed-loop replays cap the running requests at what the pool (that fraction of "
