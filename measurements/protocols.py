@@ -267,19 +267,18 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
             wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
         return None
-    if not agg:
-        kv_cache_dtype = None
-    elif (model, system) in TRTLLM_CHECKPOINT_KV:
-        kv_cache_dtype, citation = None, citation + TRTLLM_CHECKPOINT_KV_CITATION
-    else:
-        kv_cache_dtype, citation = TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION
-    if not agg or free_memory is None:  # the scripts read launch agg runs; the disagg workers' recipes differ
-        free_memory = (None, "")
-    citation += free_memory[1]
+    kv_cache_dtype, fraction = None, None  # the scripts read launch agg runs; the disagg workers' recipes differ
+    if agg:
+        if (model, system) in TRTLLM_CHECKPOINT_KV:
+            citation += TRTLLM_CHECKPOINT_KV_CITATION
+        else:
+            kv_cache_dtype, citation = TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION
+        if free_memory is not None:
+            fraction, citation = free_memory[0], citation + free_memory[1]
     return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, citation=citation,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
                           adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype, nextn=nextn,
-                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=free_memory[0])  # fmt: skip
+                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
 
 
 def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:

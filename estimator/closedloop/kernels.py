@@ -953,7 +953,7 @@ def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_deco
         for w in range(n_decode):
             in_step[w] = n_coh[w] if cohort[w] else 0
             next_done[w] = hk[w, 0] if in_step[w] > 0 else 0
-            next_handoff[w] = rf[rq[w, 0], VISIBLE] if rlen[w] > 0 else np.inf
+            next_handoff[w] = _earliest(rq[w], rlen[w], rf)
             if in_step[w] == 0 and rlen[w] + n_coh[w] > 0:
                 t_fixed = min(t_fixed, max(d_free[w], rmin[w]))
         it, status, run_v, run_c = _workers_stretch(

@@ -79,8 +79,8 @@ holds at the protocol's mean lengths (``kv_running_cap``, rows.kv_capped). It is
 documented launch (a recipe that sets no fraction launches at TRT-LLM's default 0.9); the engine
 defaults carry none, since an undocumented launch leaves the KV dtype and pool unknown. Only the
 natively modelled architectures, whose weights the native model derives from the bundled config,
-take it; the others raise InvalidInputError. vLLM and SGLang admit on the prompt alone and preempt or retract later, after the first
-token; that dynamic is not replayed and they get no cap.
+take it; the others raise InvalidInputError. vLLM and SGLang admit on the prompt alone and preempt
+or retract later, after the first token; that dynamic is not replayed and they get no cap.
 
 The reference wiring (``row`` pricing of closed-loop.md section 1) instead replays with the row's
 ``ctx_tokens`` as the budget, chunking on and no sequence cap.
