@@ -47,6 +47,7 @@ def point(id_, method, covered, ttft=None, tpot=None, reason="", **extra) -> dic
         "model_used": "Qwen/Qwen3-32B", "model_note": "", "layout_note": "", "data_version": "0.24.0",
         "version_note": "measured 0.19.0 is older than every data version (0.24.0, 0.27.0): nearest 0.24.0", "pricer": "native",
         "pricing": "native, SILICON" if covered else NOT_PRICED, "step_token_budget": 8192, "chunked_prefill": True, "stream_interval": 1, "recv_interval": 1, "engine_settings": "engine default",
+        "replicate_group": f"group-{id_}",
     }  # fmt: skip
     return base | extra
 
@@ -640,6 +641,31 @@ def test_closing_note_shows_the_ttft_left_at_low_concurrency(fixture_points):
     (row,) = render.low_concurrency_residual(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
     assert (row["backend"], row["n"], row["ttft_pred_ms"], row["gap_ms"]) == ("vllm", 1, 88.0, 12.0)  # row-a: 100 ms measured, 80 x 1.1
     assert row["gap_steps"] == pytest.approx(1.2)  # over its 10 ms measured TPOT; row-b (C = 64) is left out
+
+
+def test_closing_note_shows_the_floor_replicates_set(fixture_points):
+    """Two rows alike to an estimator but measured 100 and 200 ms apart: the best one prediction
+    (100 ms) still errs 50% on the second, so the floor is 25% over the two; their own groups' rows
+    have none."""
+    twins = fixture_points.assign(replicate_group="twins")
+    twins.loc[twins["id"] == "row-b", "ttft_meas_ms"] = 200.0
+    text = " ".join(outline(render_report(twins, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "Measurement repeatability: the error no estimator of the recorded inputs can avoid (uncached)" in text
+    hit = twins[(twins["method"] == "uncached") & twins["covered"]]
+    *parts, total = render.replicate_floors(hit)["rows"]
+    assert (total["backend"], total["n"], total["replicated"], total["ttft_floor"], total["tpot_floor"]) == ("all", 2, 2, 0.25, 0.0)
+    assert total["ttft_mape"] == pytest.approx((0.12 + 0.175) / 2)  # 88 over 100 ms; 165 over 200 ms
+    assert [(p["backend"], p["replicated"], p["ttft_floor"]) for p in parts] == [("sglang", 1, 0.5), ("vllm", 1, 0.0)]
+    alone = render.replicate_floors(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
+    assert [r["ttft_floor"] for r in alone["rows"]] == [0.0, 0.0, 0.0]
+
+
+def test_points_without_replicate_groups_render_no_floor(fixture_points, tmp_path):
+    path = tmp_path / "old.csv"
+    fixture_points.drop(columns="replicate_group").to_csv(path, index=False)
+    points, _ = read_points(path)
+    text = " ".join(outline(render_report(points, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "Measurement repeatability" not in text and "TTFT left unpredicted" in text
 
 
 @pytest.mark.parametrize(

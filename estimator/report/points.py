@@ -12,6 +12,7 @@ import pandas as pd
 from estimator.report.batch import PointResult
 from measurements.mapping import AggInputs, MappedRow
 from measurements.protocols import shape_compile_ms
+from measurements.replicates import replicate_key
 
 POINT_COLUMNS = (
     "id", "method", "covered", "reason", "ttft_pred_ms", "tpot_pred_ms", "ttft_meas_ms", "tpot_meas_ms", "note",
@@ -19,12 +20,12 @@ POINT_COLUMNS = (
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
     "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "adp_balance_iters", "nextn",
-    "shape_compile_ms", "kv_free_memory_fraction", "engine_settings",
+    "shape_compile_ms", "kv_free_memory_fraction", "engine_settings", "replicate_group",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
     {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded",
-     "shape_compile_ms": 0.0, "kv_free_memory_fraction": None}
+     "shape_compile_ms": 0.0, "kv_free_memory_fraction": None, "replicate_group": ""}
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
@@ -87,6 +88,7 @@ def row_columns(row: MappedRow) -> dict:
         "shape_compile_ms": shape_compile_ms(m, row.model_used) if row.some_inputs else 0.0,
         "kv_free_memory_fraction": m.protocol.kv_free_memory_fraction,
         "engine_settings": m.protocol.engine_settings,
+        "replicate_group": replicate_key(m),
     }
 
 
@@ -109,7 +111,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """The table and its provenance (empty when the sidecar is missing); a missing column raises
     ValueError (one of ADDED_POINT_COLUMNS takes its default)."""
     path = Path(path)
-    points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str},
+    points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str},
                          keep_default_na=True)  # fmt: skip
     for column, default in ADDED_POINT_COLUMNS.items():
         if column not in points.columns:
@@ -118,7 +120,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
     points["covered"] = points["covered"].astype(str).str.lower() == "true"
-    for column in ("reason", "note", "model_note", "layout_note", "version_note"):
+    for column in ("reason", "note", "model_note", "layout_note", "version_note", "replicate_group"):
         points[column] = points[column].fillna("")
     sidecar = provenance_path(path)
     return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})

@@ -16,6 +16,7 @@ from estimator.report import KV_CAP_NOTE, metrics
 from estimator.report.metrics import GroupStats
 from estimator.report.points import bucket_order
 from measurements.protocols import TRTLLM_DSR1_MTP_ACCEPTED
+from measurements.replicates import replicate_floor
 
 TEMPLATES = Path(__file__).parent / "templates"
 PARTITIONS = (
@@ -234,6 +235,7 @@ def closing_note(points: pd.DataFrame, shown: list[str]) -> dict | None:
         "attention_dp": _split_stats(hit, hit["attention_dp"].fillna(1) > 1, "attention-DP rows", "other rows"),
         "steps": step_evidence(points),
         "residual": low_concurrency_residual(hit),
+        "replicates": replicate_floors(hit),
         "protocol_facts": protocol_facts(points),
     }
 
@@ -255,6 +257,28 @@ def low_concurrency_residual(hit: pd.DataFrame) -> list[dict]:
         gap_ms=("gap_ms", "median"), gap_steps=("gap_steps", "median"),
     )  # fmt: skip
     return grouped.reset_index().to_dict("records")
+
+
+REPLICATE_KEYS = ["backend", "mode"]
+
+
+def replicate_floors(hit: pd.DataFrame) -> dict | None:
+    """A method's covered points beside the least error any estimator of the recorded inputs could
+    reach on them (measurements.replicates): per backend x mode and overall, the points, those
+    measured more than once, the method's MAPE and the floor MAPE (replicates' disagreement, summed
+    over the partition's points). None when the table records no replicate groups."""
+    if (hit["replicate_group"] == "").any() or hit.empty:
+        return None
+    frame = hit.assign(replicated=hit.groupby("replicate_group")["id"].transform("size") > 1)
+    for metric in metrics.METRICS:
+        meas = frame[f"{metric}_meas_ms"].to_numpy()
+        frame[f"{metric}_ape"] = np.abs(metrics.signed_error(frame[f"{metric}_pred_ms"], meas))
+        frame[f"{metric}_floor"] = replicate_floor(meas, frame["replicate_group"].to_numpy())
+    columns = dict(n=("id", "size"), replicated=("replicated", "sum"), ttft_mape=("ttft_ape", "mean"),
+                   ttft_floor=("ttft_floor", "mean"), tpot_mape=("tpot_ape", "mean"), tpot_floor=("tpot_floor", "mean"))  # fmt: skip
+    rows = frame.groupby(REPLICATE_KEYS).agg(**columns).reset_index().to_dict("records")
+    total = frame.assign(**{key: "all" for key in REPLICATE_KEYS}).groupby(REPLICATE_KEYS).agg(**columns)
+    return {"keys": REPLICATE_KEYS, "rows": rows + total.reset_index().to_dict("records")}
 
 
 STEP_KEYS = ["system", "backend", "mode"]
