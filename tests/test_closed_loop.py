@@ -841,6 +841,8 @@ def test_refine_command_caps_trtllm_rows_at_the_kv_pool(tmp_path):
     free, capped = refined(), refined("--kv-free-memory-fraction", "0.02")
     assert float(capped.ttft_refined[0]) > 2 * float(free.ttft_refined[0])
     assert free.refine_reason[1] == "" and "kv_free_memory_fraction" in capped.refine_reason[1]
+    assert free.max_num_seqs_refined[0] == 32.0 and 1.0 <= float(capped.max_num_seqs_refined[0]) < 32  # the cap is shown
+    assert capped.max_num_seqs_refined[1] == ""  # unpriced row: no cap
 
 
 def test_kv_running_cap_reserves_whole_requests():

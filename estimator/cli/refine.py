@@ -1,7 +1,9 @@
 """Refine result rows with the closed-loop replay: IN (CSV or Parquet) -> OUT with the refined columns.
 
 OUT holds every input column plus ttft_refined, ttft_p50_refined, ttft_p99_refined (ms),
-tpot_refined (ms/token), throughput_refined (requests/s) and refine_reason ("" when priced).
+tpot_refined (ms/token), throughput_refined (requests/s), refine_reason ("" when priced) and
+max_num_seqs_refined (running requests per rank the agg replay admitted, after any KV-cache cap;
+empty for disagg and unpriced rows).
 --pricing row replays with the reference's row-scalar wiring; engine (the default) prices every
 pass through the step composition on the row's deployment. --protocol steady is the reference's
 warm-up and window; benchmark is a finite run of --prompts-per-client x C prompts from a burst
@@ -21,6 +23,7 @@ import pandas as pd
 
 from estimator.closedloop import PRICINGS, Benchmark, EngineSettings, ReplayOptions, Steady, refine_closed_loop_latency
 from estimator.closedloop.engine import OP_PRICERS
+from estimator.closedloop.frame import running_caps
 from estimator.closedloop.protocol import PROTOCOLS
 from estimator.errors import InvalidInputError
 
@@ -65,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if not args.input.is_file():
         raise InvalidInputError(f"{args.input}: no such file")
-    refined = refine_closed_loop_latency(read(args.input), options)
+    rows = read(args.input)
+    refined = refine_closed_loop_latency(rows, options)
+    refined["max_num_seqs_refined"] = running_caps(rows, options)
     getattr(refined, write)(args.output, index=False)
     unpriced = int((refined["refine_reason"] != "").sum())
     print(f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"

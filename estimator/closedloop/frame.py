@@ -20,7 +20,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from estimator.closedloop.rows import MEMO, ClosedLoop, ReplayOptions, case_of, is_disagg, prepare
+from estimator.closedloop.rows import MEMO, AggCase, ClosedLoop, ReplayOptions, case_of, is_disagg, prepare
 from estimator.errors import EstimatorError
 
 REFINED_COLUMNS = ("ttft_refined", "ttft_p50_refined", "ttft_p99_refined", "tpot_refined", "throughput_refined", "refine_reason")
@@ -38,6 +38,24 @@ def refine_closed_loop_latency(df: pd.DataFrame, options: ReplayOptions | None =
     for i, column in enumerate(REFINED_COLUMNS):
         out[column] = [outcome[i] for outcome in outcomes]
     return out
+
+
+def running_caps(df: pd.DataFrame, options: ReplayOptions | None = None) -> list[float]:
+    """Per row, the running requests per rank its agg replay admits: min(clients, max_num_seqs) after
+    any KV-cache cap (EngineSettings.kv_free_memory_fraction); NaN for disagg rows and rows that
+    cannot be priced."""
+    options = options or ReplayOptions()
+    caps = []
+    for record in df.to_dict("records"):
+        try:
+            case = case_of(record, options)
+        except EstimatorError:
+            case = None
+        if isinstance(case, AggCase):
+            caps.append(float(min(case.clients, case.spec.settings.max_num_seqs or case.clients)))
+        else:
+            caps.append(math.nan)
+    return caps
 
 
 def _refine_records(records: list[Mapping], options: ReplayOptions, threads: int) -> list[tuple]:
