@@ -23,7 +23,6 @@ import pandas as pd
 
 from estimator.closedloop import PRICINGS, Benchmark, EngineSettings, ReplayOptions, Steady, refine_closed_loop_latency
 from estimator.closedloop.engine import OP_PRICERS
-from estimator.closedloop.frame import running_caps
 from estimator.closedloop.protocol import PROTOCOLS
 from estimator.errors import InvalidInputError
 
@@ -68,9 +67,7 @@ def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     if not args.input.is_file():
         raise InvalidInputError(f"{args.input}: no such file")
-    rows = read(args.input)
-    refined = refine_closed_loop_latency(rows, options)
-    refined["max_num_seqs_refined"] = running_caps(rows, options)
+    refined = refine_closed_loop_latency(read(args.input), options, running_caps=True)
     getattr(refined, write)(args.output, index=False)
     unpriced = int((refined["refine_reason"] != "").sum())
     print(f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"

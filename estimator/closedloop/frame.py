@@ -5,7 +5,8 @@
 requests/s) and ``refine_reason`` ("" when priced). A row that cannot be priced (a missing or bad
 column, a configuration that cannot make progress, a pass without perf data) gets NaN figures and
 its reason; the input columns and frame are untouched. The three figures are one timeline: use
-them as a set.
+them as a set. With ``running_caps`` it also gives each priced agg row's admitted running requests
+per rank (``max_num_seqs_refined``).
 
 ``reprice_closed_loop_row`` keeps each row kind's throughput convention: agg rows publish
 tokens/s = seq/s x (osl - 1) (aiconfigurator's run_agg), disagg rows seq/s x osl (its disagg
@@ -24,42 +25,42 @@ from estimator.closedloop.rows import MEMO, AggCase, ClosedLoop, ReplayOptions, 
 from estimator.errors import EstimatorError
 
 REFINED_COLUMNS = ("ttft_refined", "ttft_p50_refined", "ttft_p99_refined", "tpot_refined", "throughput_refined", "refine_reason")
+RUNNING_CAP_COLUMN = "max_num_seqs_refined"
 DISAGG_KEYS = ("model", "(p)parallel", "(p)bs", "(p)workers", "(d)parallel", "(d)bs", "(d)workers")
 AGG_KEYS = ("model", "parallel")
 RANKING = ("throughput_refined", "tokens/s")
 
 
-def refine_closed_loop_latency(df: pd.DataFrame, options: ReplayOptions | None = None, threads: int | None = None) -> pd.DataFrame:
-    """A copy of df with the refined columns (default options: engine pricing, steady protocol)."""
-    options = options or ReplayOptions()
-    records = df.to_dict("records")
-    outcomes = _refine_records(records, options, threads or min(2, os.cpu_count() or 1))
+def refine_closed_loop_latency(df: pd.DataFrame, options: ReplayOptions | None = None, threads: int | None = None,
+                               running_caps: bool = False) -> pd.DataFrame:  # fmt: skip
+    """A copy of df with the refined columns (default options: engine pricing, steady protocol);
+    with running_caps, also RUNNING_CAP_COLUMN: the running requests per rank each priced agg
+    replay admitted, min(clients, max_num_seqs) after any KV-cache cap
+    (EngineSettings.kv_free_memory_fraction), NaN for disagg and unpriced rows."""
+    cases, reasons = _cases(df.to_dict("records"), options or ReplayOptions())
+    outcomes = _replay(cases, reasons, threads or min(2, os.cpu_count() or 1))
     out = df.copy()
     for i, column in enumerate(REFINED_COLUMNS):
         out[column] = [outcome[i] for outcome in outcomes]
+    if running_caps:
+        out[RUNNING_CAP_COLUMN] = [_running_cap(case) if outcome[-1] == "" else math.nan for case, outcome in zip(cases, outcomes)]
     return out
 
 
-def running_caps(df: pd.DataFrame, options: ReplayOptions | None = None) -> list[float]:
-    """Per row, the running requests per rank its agg replay admits: min(clients, max_num_seqs) after
-    any KV-cache cap (EngineSettings.kv_free_memory_fraction); NaN for disagg rows and rows that
-    cannot be priced."""
-    options = options or ReplayOptions()
-    caps = []
-    for record in df.to_dict("records"):
-        try:
-            case = case_of(record, options)
-        except EstimatorError:
-            case = None
-        if isinstance(case, AggCase):
-            caps.append(float(min(case.clients, case.spec.settings.max_num_seqs or case.clients)))
-        else:
-            caps.append(math.nan)
-    return caps
+def _running_cap(case) -> float:
+    """An agg case's running requests per rank (NaN for a disagg case)."""
+    if not isinstance(case, AggCase):
+        return math.nan
+    return float(min(case.clients, case.spec.settings.max_num_seqs or case.clients))
 
 
 def _refine_records(records: list[Mapping], options: ReplayOptions, threads: int) -> list[tuple]:
-    """(ttft, p50, p99, tpot, throughput, reason) per record; unique uncached cases replay on threads."""
+    """(ttft, p50, p99, tpot, throughput, reason) per record."""
+    return _replay(*_cases(records, options), threads)
+
+
+def _cases(records: list[Mapping], options: ReplayOptions) -> tuple[list, list[str]]:
+    """Per record, its replay case (None when it has none) and why not ("" when it has one)."""
     cases, reasons = [], []
     for record in records:
         try:
@@ -68,6 +69,12 @@ def _refine_records(records: list[Mapping], options: ReplayOptions, threads: int
         except EstimatorError as exc:
             cases.append(None)
             reasons.append(str(exc))
+    return cases, reasons
+
+
+def _replay(cases: list, reasons: list[str], threads: int) -> list[tuple]:
+    """(ttft, p50, p99, tpot, throughput, reason) per case (its reason where None); unique uncached
+    cases replay on threads."""
     results: dict = {}
     todo = []
     for case in dict.fromkeys(c for c in cases if c is not None):
