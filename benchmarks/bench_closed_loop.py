@@ -22,10 +22,10 @@ import time
 
 import pandas as pd
 
+from estimator.settings import EngineSettings
 from estimator.closedloop import (
     AggSpec,
     Benchmark,
-    EngineSettings,
     ReplayOptions,
     Steady,
     TandemSpec,
@@ -35,7 +35,7 @@ from estimator.closedloop import (
     run_plan,
 )
 from estimator.closedloop.pricing import flat_pricer, row_pricer
-from estimator.closedloop.rows import MEMO
+from estimator.closedloop.cases import MEMO
 from estimator.deployment import Deployment
 from estimator.scheduler import AggPoint, run_agg
 

@@ -75,8 +75,9 @@ def warm_replay_kernels() -> None:
     """Compile the closed-loop replay kernels (the agg calendar and the P/D tandem) into the on-disk
     cache: a tiny run of each through the public replay API, so that the argument types are the
     production ones."""
-    from estimator.closedloop import AggSpec, Benchmark, EngineSettings, TandemSpec, replay_agg, replay_tandem, run_plan
+    from estimator.closedloop import AggSpec, Benchmark, TandemSpec, replay_agg, replay_tandem, run_plan
     from estimator.closedloop.pricing import flat_pricer
+    from estimator.settings import EngineSettings
 
     plan = run_plan(Benchmark(prompts_per_client=2), 2, 16, 4)
     replay_agg(plan, AggSpec(EngineSettings(64, True)), flat_pricer(1.0, 1.0))

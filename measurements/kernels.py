@@ -50,8 +50,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from estimator.errors import EstimatorError
-from estimator.models.config import checkpoint_quant
-from estimator.models.quant import BF16, checkpoint_quant_modes
+from estimator.models import BF16, checkpoint_quant, checkpoint_quant_modes
 from measurements.schema import Measurement
 
 WEIGHT_AND_ACTIVATION_BITS = MappingProxyType({

@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from estimator.perf.system_spec import load_system_spec
+from estimator.perf import load_system_spec
 from measurements.schema import Layout
 
 ID_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+|none)(?:_0)?_")  # InferenceX ids: ..._tp8_ep8_<n>, ..._tp8_0_ep8_0_<n>

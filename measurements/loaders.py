@@ -7,6 +7,7 @@ reads it back unchanged.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import importlib.util
 import math
 import re
@@ -15,8 +16,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from estimator.perf.system_spec import load_system_spec
-from measurements import protocols
+from estimator.perf import load_system_spec
+from estimator.settings import EngineSettings, engine_defaults
+from measurements import builds, clients, recipes
 from measurements.layout import run_layout
 from measurements.schema import ADDED_COLUMNS, CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
 
@@ -45,12 +47,11 @@ def silicon_measurement(row: dict) -> Measurement:
     concurrency = _int(fields.get("silicon_concurrency"))
     agg = _layout(row, "", workers=1) if row["mode"] == "agg" else None
     run = _run_agg_layout(str(row["id"]), row["system"], agg, concurrency)
-    recipe = protocols.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
+    recipe = recipes.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
                                        _str(row["precision"]), run.tp * (run.attention_dp or 1) if run else None, row["mode"],
                                        fields.get("image"), (run.attention_dp or 1) if run else 1)  # fmt: skip
-    engine = recipe or protocols.engine_defaults(row["backend"], load_system_spec(row["system"]).mem_capacity, row["system"])
-    client = protocols.CLIENTS[source]
-    return Measurement(
+    client = clients.CLIENTS[source]
+    m = Measurement(
         id=str(row["id"]),
         source=source,
         provenance=row["silicon_data_source"],
@@ -74,8 +75,15 @@ def silicon_measurement(row: dict) -> Measurement:
         ttft_statistic=client.ttft_statistic,
         tpot_definition=client.tpot_definition,
         measured_date=_date(fields.get("measured")),
-        protocol=protocols.protocol_for(source, concurrency, engine, from_source=recipe is not None),
+        protocol=clients.protocol_for(source, concurrency),
+        settings=recipe or default_settings(row["backend"], row["system"]),
     )
+    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
+
+
+def default_settings(engine: str, system: str) -> EngineSettings:
+    """The engine's documented default settings on the system's GPU (the one place defaults are applied)."""
+    return engine_defaults(engine, system, load_system_spec(system).mem_capacity)
 
 
 def provenance_fields(text: str) -> dict[str, str]:
@@ -93,10 +101,10 @@ def provenance_fields(text: str) -> dict[str, str]:
 def source_of(provenance: str) -> str:
     """The source key a provenance string names (see README: how rows are attributed)."""
     if provenance.startswith("db-dump/") or re.match(r"source_file=\d{4}-\d{2}-\d{2}\.csv", provenance):
-        return protocols.INFERENCEX
+        return clients.INFERENCEX
     if "gap-analysis" in provenance:
-        return protocols.AIC_GAP_ANALYSIS
-    return protocols.UNKNOWN_SOURCE
+        return clients.AIC_GAP_ANALYSIS
+    return clients.UNKNOWN_SOURCE
 
 
 def _run_agg_layout(row_id: str, system: str, agg: Layout | None, concurrency: int | None) -> Layout | None:
@@ -151,7 +159,7 @@ def load_measurements(path: str | Path) -> list[Measurement]:
         if missing or extra:
             raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")
         types, absent = column_types(), dict.fromkeys(ADDED_COLUMNS - header, "")
-        return [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}) for record in reader]
+        return [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}, default_settings) for record in reader]
 
 
 def _cell(value: Any) -> str:
@@ -174,6 +182,7 @@ def _parse(text: str, kind: type) -> Any:
 
 __all__ = [
     "load_measurements",
+    "default_settings",
     "load_silicon_sample",
     "provenance_fields",
     "silicon_measurement",

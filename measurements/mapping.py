@@ -12,7 +12,7 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
   as recorded is kept in `MappedRow.recorded` for the legacy method, which reproduces the baseline
   on the baseline's inputs;
 * an agg row of a run its source only deploys multi-node and disaggregated (InferenceX's DeepSeek-R1
-  on GB200/GB300, `protocols.multinode_disagg_reason`) records the run's GPU count as tp and no
+  on GB200/GB300, `recipes.multinode_disagg_reason`) records the run's GPU count as tp and no
   workers: the other methods leave it unestimated with that reason, legacy prices it as recorded;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
@@ -34,10 +34,9 @@ from dataclasses import dataclass
 
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
-from estimator.models import native_families
-from estimator.models.config import model_architecture
-from estimator.perf.versions import slot_sort_key, version_slots
-from measurements import protocols
+from estimator.models import model_architecture, native_families
+from estimator.perf import slot_sort_key, version_slots
+from measurements import recipes
 from measurements.kernels import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
@@ -174,7 +173,7 @@ def map_measurement(m: Measurement) -> MappedRow:
     except EstimatorError as exc:
         return MappedRow(m, None, str(exc), model_used, model_note, None, "")
     recorded = _mapped(m, model_used, model_note, data_version, version_note)
-    disaggregated = protocols.multinode_disagg_reason(m.source, m.model, m.system, m.mode)
+    disaggregated = recipes.multinode_disagg_reason(m.source, m.model, m.system, m.mode)
     if disaggregated is not None:  # a multi-node disagg run labelled agg: only the baseline's pricing of the columns remains
         return dataclasses.replace(recorded, inputs=None, reason=disaggregated, recorded=recorded)
     labelled = labelled_layout(m)
@@ -259,9 +258,6 @@ def unestimable_reason(m: Measurement, model_used: str) -> str | None:
     """Why a mapped row cannot be estimated, or None."""
     if bundled_architecture(model_used) is None:
         return f"no bundled config for model {model_used}"
-    nextn, accepted = m.protocol.nextn or 0, m.protocol.nextn_accepted or 0.0
-    if nextn < 0 or not 0.0 <= accepted <= nextn:
-        return f"nextn_accepted {m.protocol.nextn_accepted} must be within [0, nextn] with nextn >= 0, got nextn {m.protocol.nextn}"
     moe = not is_native(model_used)
     layouts = [m.agg] if m.mode == "agg" else [m.prefill, m.decode]
     if m.mode == "disagg" and any(x.batch_size is None or x.workers is None for x in layouts):
@@ -302,19 +298,19 @@ def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: s
         attention_dp=_dp(layout),
         moe_tp=None if native else layout.moe_tp,
         moe_ep=None if native else layout.moe_ep,
-        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant, kvcache=m.protocol.kv_cache_dtype),
-        nextn=m.protocol.nextn or 0,
+        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant, kvcache=m.settings.kv_cache_dtype),
+        nextn=m.settings.nextn,
     )
 
 
 def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | DisaggInputs:
     pricer = "native" if is_native(model_used) else "reference"
     if m.mode == "agg":
-        return AggInputs(_deployment(m, m.agg, model_used, data_version), pricer, m.isl, m.osl, m.agg.batch_size, m.protocol.nextn_accepted or 0.0)
+        return AggInputs(_deployment(m, m.agg, model_used, data_version), pricer, m.isl, m.osl, m.agg.batch_size, m.settings.nextn_accepted)
     p, d = m.prefill, m.decode
     return DisaggInputs(
         _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,
-        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.protocol.nextn_accepted or 0.0,
+        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.settings.nextn_accepted,
     )  # fmt: skip
 
 

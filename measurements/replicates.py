@@ -9,14 +9,13 @@ prediction; where their measurements disagree, part of its error is the measurem
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 
 import numpy as np
 
 from measurements.layout import ID_LAYOUT
-from measurements.schema import Measurement
+from measurements.schema import Measurement, flatten
 
 NOT_RECORDED = frozenset({"id", "provenance", "measured_date", "ttft_ms", "tpot_ms"})  # what replicates may differ in
 _DATE_PREFIX = re.compile(r"^\d{4}_\d{2}_\d{2}_")
@@ -32,8 +31,8 @@ def id_stem(row_id: str) -> str:
 
 def replicate_key(m: Measurement) -> str:
     """A 16-hex-digit digest of what an estimator reads from the row; equal for replicates only."""
-    facts = {f.name: getattr(m, f.name) for f in dataclasses.fields(m) if f.name not in NOT_RECORDED}
-    text = repr((id_stem(m.id), sorted(facts.items())))
+    facts = {column: value for column, value in flatten(m).items() if column not in NOT_RECORDED}
+    text = repr((id_stem(m.id), sorted(facts.items())))  # flat columns: the key does not depend on how the schema nests them
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -14,7 +14,10 @@ import math
 import typing
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+
+from estimator.settings import FIELDS as SETTINGS_FIELDS
+from estimator.settings import EngineSettings
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,7 @@ class Layout:
 
 @dataclass(frozen=True)
 class Protocol:
-    """How the benchmark client drove the engine, and the engine's scheduler settings (None: undocumented)."""
+    """How the benchmark client drove the engine (None: undocumented)."""
 
     client: str  # benchmark client and dataset, e.g. "vLLM benchmark_serving.py, random dataset"
     num_prompts: int | None  # requests per run (>= 1)
@@ -40,22 +43,6 @@ class Protocol:
     random_range_ratio: float | None  # r in (0, 1]: input/output lengths uniform on [r*L, L]; 1.0: fixed
     ignore_eos: bool | None  # outputs always run to osl tokens
     client_citation: str  # public document the client fields come from, or why there is none
-    step_token_budget: int | None  # engine tokens per step: max_num_batched_tokens / chunked_prefill_size / max_num_tokens
-    chunked_prefill: bool | None  # a prompt may be split across steps
-    max_num_seqs: int | None  # engine cap on running requests; None: derived by the engine from KV capacity
-    stream_interval: int | None  # output tokens per streamed chunk (SGLang --stream-interval; the first token goes out at once); None: 1
-    mixed_batches: bool | None  # a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); None: true
-    recv_interval: int | None  # weighted passes between intakes of new requests (SGLang --scheduler-recv-interval); None: 1
-    batch_wait_iters: int | None  # passes a prefill is held beside running decodes (TRT-LLM batch_wait_timeout_iters); None: 0
-    batch_wait_tokens_ratio: float | None  # a pass holding this share of the token budget is not held (TRT-LLM batch_wait_max_tokens_ratio); None: 0
-    adp_balance_iters: int | None  # attention DP: passes counted before held prefills go (TRT-LLM attention_dp_config.timeout_iters, enable_balance); None: 0
-    adp_batching_wait_iters: int | None  # attention DP: passes prefills on every rank wait beside decodes (TRT-LLM batching_wait_iters); None: 0
-    kv_cache_dtype: str | None  # KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); None: the checkpoint's
-    nextn: int | None  # MTP draft tokens per decode step (TRT-LLM num_nextn_predict_layers); None: 0, no speculative decoding
-    nextn_accepted: float | None  # accepted draft tokens per decode step (0 <= this <= nextn), from a cited figure; None: 0
-    kv_free_memory_fraction: float | None  # KV-cache share of the memory left after weights and activations (TRT-LLM kv_cache_config.free_gpu_memory_fraction) of a documented launch; None: undocumented. The replay caps by it on natively modelled agg rows only
-    engine_settings: str  # "source" (the source documents them) or "engine default" (it does not)
-    engine_citation: str  # public document the engine settings come from
 
 
 @dataclass(frozen=True)
@@ -85,11 +72,15 @@ class Measurement:
     ttft_statistic: str  # which statistic ttft_ms is, e.g. "mean over requests"
     tpot_definition: str  # how tpot_ms is defined, e.g. "(e2e - ttft)/(osl - 1), mean over requests"
     measured_date: str | None  # ISO date the run was measured
-    protocol: Protocol  # the benchmark protocol
+    protocol: Protocol  # the benchmark client's protocol
+    settings: EngineSettings  # the engine's launch settings: the source's recipe, else the engine's documented defaults
 
 
-_NESTED = {"agg": Layout, "prefill": Layout, "decode": Layout, "protocol": Protocol}
-_PREFIX = {"agg": "agg_", "prefill": "prefill_", "decode": "decode_", "protocol": ""}
+_NESTED = {"agg": Layout, "prefill": Layout, "decode": Layout, "protocol": Protocol, "settings": EngineSettings}
+_PREFIX = {"agg": "agg_", "prefill": "prefill_", "decode": "decode_", "protocol": "", "settings": ""}
+SETTINGS_COLUMNS: Mapping[str, str] = MappingProxyType(
+    {name: {"origin": "engine_settings", "citation": "engine_citation"}.get(name, name) for name in SETTINGS_FIELDS}
+)  # EngineSettings field -> its CSV column (origin and citation keep the first format's names)
 
 
 @functools.cache
@@ -101,8 +92,13 @@ def column_types() -> dict[str, type]:
         if inner is None:
             types[name] = _base_type(hint)
         else:
-            types.update({_PREFIX[name] + n: _base_type(h) for n, h in typing.get_type_hints(inner).items()})
+            types.update({_column(name, n): _base_type(h) for n, h in typing.get_type_hints(inner).items()})
     return types
+
+
+def _column(nested: str, name: str) -> str:
+    """The CSV column of field `name` of the nested value `nested`."""
+    return SETTINGS_COLUMNS[name] if nested == "settings" else _PREFIX[nested] + name
 
 
 def _base_type(hint: Any) -> type:
@@ -112,7 +108,7 @@ def _base_type(hint: Any) -> type:
 
 
 CSV_COLUMNS = tuple(column_types())
-ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters", "kv_cache_dtype", "nextn", "nextn_accepted", "kv_free_memory_fraction"})  # columns added after the first format: a file without them reads them as empty
+ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters", "kv_cache_dtype", "nextn", "nextn_accepted", "shape_compile_ms", "kv_free_memory_fraction"})  # columns added after the first format: a file without them reads them as empty
 
 _LAYOUT_DOCS = {
     "batch_size": "max concurrent requests per attention-DP rank of one worker",
@@ -154,30 +150,7 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "random_range_ratio": "r: input/output lengths uniform on [r*L, L]; 1.0 fixed; empty if undocumented",
         "ignore_eos": "true: outputs always run to osl tokens; empty if undocumented",
         "client_citation": "public document the client fields come from, or why there is none",
-        "step_token_budget": "engine tokens per step (max_num_batched_tokens / chunked_prefill_size / max_num_tokens)",
-        "chunked_prefill": "true: prompts may be split across steps",
-        "max_num_seqs": "engine cap on running requests; empty: derived by the engine from KV capacity",
-        "stream_interval": "output tokens per streamed chunk after the first token, which goes out at once (SGLang --stream-interval); empty: 1",
-        "mixed_batches": "true: a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk); empty: true",
-        "recv_interval": ("the scheduler takes in new requests only after this many decode-only steps since it last did, at once "
-                          "after a step that prefills (SGLang --scheduler-recv-interval); empty: 1"),
-        "batch_wait_iters": ("a prefill that would run beside decoding requests is held, the step only decoding, for up to this many "
-                             "steps in a row (TRT-LLM batch_wait_timeout_iters); empty: 0"),
-        "batch_wait_tokens_ratio": ("a step whose tokens (whole prompts plus decode tokens) reach this share of the token budget is not "
-                                    "held (TRT-LLM batch_wait_max_tokens_ratio); empty: 0"),
-        "adp_balance_iters": ("under attention DP, a prefill that would run beside decoding requests is held until this many steps "
-                              "have counted since the last release, a step counting unless every rank holds a prefill (TRT-LLM "
-                              "attention_dp_config.timeout_iters with enable_balance); empty: 0"),
-        "adp_batching_wait_iters": ("under attention DP, when every rank holds a prefill, the prefills wait beside decoding requests "
-                                    "for up to this many steps (TRT-LLM attention_dp_config.batching_wait_iters); empty: 0"),
-        "kv_cache_dtype": "KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); empty: the checkpoint's",
-        "nextn": "MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers); empty: 0, no speculation",
-        "nextn_accepted": "accepted draft tokens per decode step, 0 <= this <= nextn, from a cited public figure; empty: 0",
-        "kv_free_memory_fraction": ("KV-cache share of the memory left after weights and activations (TRT-LLM "
-                                    "kv_cache_config.free_gpu_memory_fraction) of a documented launch; empty: undocumented. The "
-                                    "closed-loop replay caps running requests by it on natively modelled TRT-LLM agg rows only"),
-        "engine_settings": "source (documented by the source) | engine default (the source documents nothing)",
-        "engine_citation": "public document the engine settings come from",
+        **{SETTINGS_COLUMNS[name]: f.metadata["doc"] for name, f in SETTINGS_FIELDS.items()},
     }
 )
 
@@ -192,20 +165,28 @@ def flatten(m: Measurement) -> dict[str, Any]:
             out[f.name] = value
             continue
         for g in dataclasses.fields(inner):
-            out[_PREFIX[f.name] + g.name] = None if value is None else getattr(value, g.name)
+            out[_column(f.name, g.name)] = None if value is None else getattr(value, g.name)
     return out
 
 
-def unflatten(record: Mapping[str, Any]) -> Measurement:
-    """The measurement of a flat record (values already typed; a layout with no recorded field is None)."""
+DefaultSettings = Callable[[str, str], EngineSettings]  # (engine, system) -> the engine's documented defaults on that system
+
+
+def unflatten(record: Mapping[str, Any], defaults: DefaultSettings) -> Measurement:
+    """The measurement of a flat record (values already typed; a layout with no recorded field is
+    None). Settings take each recorded value; an empty one takes the engine's default (`defaults`),
+    and settings with no value recorded are the defaults themselves, origin and citation included."""
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(Measurement):
         inner = _NESTED.get(f.name)
         if inner is None:
             kwargs[f.name] = record[f.name]
             continue
-        values = {g.name: record[_PREFIX[f.name] + g.name] for g in dataclasses.fields(inner)}
-        kwargs[f.name] = inner(**values) if inner is Protocol or any(v is not None for v in values.values()) else None
+        values = {g.name: record[_column(f.name, g.name)] for g in dataclasses.fields(inner)}
+        if inner is EngineSettings:
+            kwargs[f.name] = defaults(record["engine"], record["system"]).replace(**{k: v for k, v in values.items() if v is not None})
+        else:
+            kwargs[f.name] = inner(**values) if inner is Protocol or any(v is not None for v in values.values()) else None
     return Measurement(**kwargs)
 
 

@@ -9,6 +9,7 @@ a moved record.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -139,11 +140,13 @@ def disagg_surface(semantics: Semantics) -> Callable[[Shape], dict]:
 
 
 def closed_loop_surface(shape: Shape) -> dict:
-    """The steady closed-loop replay (engine-priced passes) of the uncached agg point."""
-    from estimator.closedloop.rows import closed_loop_for_agg_row
+    """The steady closed-loop replay (engine-priced passes, the backend's default settings) of the
+    shape's agg point: its figures and the numeric settings replayed."""
+    from estimator.closedloop import agg_run, figures, replay_run
 
-    figures = closed_loop_for_agg_row(dict(_agg(shape, Semantics.UNCACHED).row), deployment_of(shape))
-    return _numeric(figures)
+    run = agg_run(deployment_of(shape), point_of(shape))
+    replayed = replay_run(run)
+    return _numeric(figures(replayed, run.osl) | dataclasses.asdict(replayed.settings))
 
 
 SURFACES: dict[str, Callable[[Shape], dict]] = {

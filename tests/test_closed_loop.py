@@ -14,13 +14,11 @@ from estimator.cli import main
 from estimator.closedloop import (
     AggSpec,
     Benchmark,
-    EngineSettings,
     NoProgressError,
     ReplayOptions,
     Steady,
     TandemSpec,
     closed_loop_for_agg_row,
-    engine_defaults,
     filter_closed_loop_sla,
     pick_under_closed_loop_sla,
     refine_closed_loop_latency,
@@ -36,8 +34,10 @@ from estimator.closedloop import kernels, oracle
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
-from estimator.closedloop.rows import agg_case, case_of, kv_capped, prefill_floor_ms, replay_case
-from estimator.closedloop.settings import eager_prefill_floor_ms, kv_running_cap
+from estimator.closedloop.cases import replay_case
+from estimator.closedloop.rows import agg_case, case_of
+from estimator.closedloop.runs import kv_capped, prefill_floor_ms
+from estimator.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, kv_running_cap
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.scheduler import AggPoint, run_agg
@@ -289,8 +289,8 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
     [
         ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024)),
         ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256)),
-        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed=False)),
-        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed=False)),
+        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False)),
+        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False)),
         ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048)),
     ],
 )
@@ -559,8 +559,8 @@ def test_closed_loop_for_agg_row_in_both_pricings():
     engine = closed_loop_for_agg_row(row, QWEN)
     by_row = closed_loop_for_agg_row(row, QWEN, pricing="row")
     assert engine["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9) == by_row["ttft"]
-    assert (engine["pricing"], engine["budget"], engine["chunked"]) == ("engine", 8192, True)
-    assert by_row["budget"] == row["ctx_tokens"]
+    assert (engine["pricing"], engine["step_token_budget"], engine["chunked_prefill"]) == ("engine", 8192, True)
+    assert by_row["step_token_budget"] == row["ctx_tokens"]
     assert engine["request_latency"] == engine["ttft"] + 127 * engine["tpot"]
 
 
@@ -632,7 +632,7 @@ def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
 
     def run(clients, mixed, impl="numba"):
         plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), clients, 512, 64)
-        return replay_agg(plan, AggSpec(EngineSettings(4096, True, mixed=mixed)), pricer, impl).stats
+        return replay_agg(plan, AggSpec(EngineSettings(4096, True, mixed_batches=mixed)), pricer, impl).stats
 
     assert run(1, False) == run(1, True)
     assert run(2, False).tpot_mean > run(2, True).tpot_mean
@@ -649,7 +649,7 @@ def test_recv_interval_holds_new_requests_behind_running_decodes():
 
     def run(clients, interval, impl="numba"):
         plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5), clients, 512, 64)
-        return replay_agg(plan, AggSpec(EngineSettings(4096, True, mixed=False, recv_interval=interval)), pricer, impl).stats
+        return replay_agg(plan, AggSpec(EngineSettings(4096, True, mixed_batches=False, recv_interval=interval)), pricer, impl).stats
 
     assert run(1, 30) == run(1, 1)
     assert run(4, 30).ttft_mean > run(4, 1).ttft_mean and run(4, 30).tpot_mean < run(4, 1).tpot_mean
@@ -690,7 +690,7 @@ def test_batch_waiting_is_off_under_attention_dp():
     deployment = Deployment("deepseek-ai/DeepSeek-V3", "h200_sxm", "trtllm", tp=1, attention_dp=8, moe_ep=8)
     row = {"bs": 4, "isl": 1024, "osl": 64, "concurrency": 32}
     case = agg_case(row, ReplayOptions("engine", settings=EngineSettings(8192, False, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)), deployment)
-    assert (case.spec.settings.batch_wait_iters, case.spec.settings.batch_wait_tokens_ratio, case.spec.settings.budget) == (0, 0.0, 8192)
+    assert (case.spec.settings.batch_wait_iters, case.spec.settings.batch_wait_tokens_ratio, case.spec.settings.step_token_budget) == (0, 0.0, 8192)
 
 
 def _balanced(clients, timeout, batching_wait, budget=2048, impl="numba"):
@@ -787,9 +787,9 @@ def test_attention_dp_balance_runs_under_attention_dp_and_batch_waiting_without(
 
 def test_agg_row_figures_report_the_settings_replayed():
     row = dict(run_agg(QWEN, AggPoint(2048, 128, 4)).row)
-    settings = EngineSettings(8192, True, 16, mixed=False, recv_interval=30, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)
+    settings = EngineSettings(8192, True, 16, mixed_batches=False, recv_interval=30, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)
     out = closed_loop_for_agg_row(row, QWEN, settings=settings)
-    assert (out["budget"], out["chunked"], out["max_num_seqs"], out["mixed"], out["recv_interval"]) == (8192, True, 16, False, 30)
+    assert (out["step_token_budget"], out["chunked_prefill"], out["max_num_seqs"], out["mixed_batches"], out["recv_interval"]) == (8192, True, 16, False, 30)
     assert (out["batch_wait_iters"], out["batch_wait_tokens_ratio"]) == (20, 0.9)
 
 

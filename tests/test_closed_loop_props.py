@@ -23,7 +23,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from estimator.closedloop import AggSpec, Benchmark, EngineSettings, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan
+from estimator.settings import EngineSettings
+from estimator.closedloop import AggSpec, Benchmark, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
 from estimator.closedloop.pricing import PassShape, affine_pricer, engine_pricer, row_pricer
 from estimator.deployment import Deployment
@@ -59,7 +60,7 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
     budget = draw(st.integers(2, 24) | st.integers(16, 2048))  # small budgets starve decoders
     wait_iters, wait_ratio = draw(st.sampled_from([(0, 0.0), (0, 0.0)]) | st.tuples(st.integers(0, 30), st.sampled_from([0.0, 0.1, 0.5, 0.9, 2.0])))  # TRT-LLM batch waiting
     balance = (0, 0) if wait_iters or wait_ratio else draw(st.sampled_from([(0, 0)]) | st.tuples(st.integers(1, 8) | st.integers(1, 60), st.integers(0, 10)))  # its ADP balance
-    settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)), mixed=draw(st.booleans()),
+    settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)), mixed_batches=draw(st.booleans()),
                                recv_interval=draw(st.sampled_from([1, 1, 3, 30])), batch_wait_iters=wait_iters,
                                batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0], adp_batching_wait_iters=balance[1],
                                shape_compile_ms=draw(compile_ms))  # fmt: skip
@@ -124,7 +125,7 @@ def test_replays_are_deterministic(agg, tandem):
 def solo_prefill(plan, spec, pricer) -> float:
     """The request's own prefill passes, added in order: chunks of at most the budget, the encoder
     in the first one, the dispatch overhead in each, each pass at least the prefill floor."""
-    new, budget = int(plan.isl[0]) - spec.prefix, spec.settings.budget
+    new, budget = int(plan.isl[0]) - spec.prefix, spec.settings.step_token_budget
     total, done = 0.0, 0
     while done < new:
         take = min(budget, new - done)

@@ -10,9 +10,12 @@ import pandas as pd
 import pytest
 
 from estimator.perf.versions import version_slots
-from measurements import kernels, protocols
+from estimator.settings import GIB, engine_defaults
+from measurements import builds, clients, kernels, recipes
+from measurements.recipes import models as recipe_models_
+from measurements.recipes import sglang as sglang_recipes
 from measurements.layout import run_layout
-from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
+from measurements.loaders import default_settings, load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
     DISAGG_INCOMPLETE,
     MODEL_ALIASES,
@@ -25,7 +28,10 @@ from measurements.mapping import (
     nearest_data_version,
     resolve_model,
 )
-from measurements.schema import ADDED_COLUMNS, COLUMN_DOCS, CSV_COLUMNS, flatten, unflatten
+from estimator.errors import InvalidInputError
+from measurements.schema import ADDED_COLUMNS, COLUMN_DOCS, CSV_COLUMNS, SETTINGS_COLUMNS, flatten, unflatten
+
+SETTINGS_FIELDS_BY_COLUMN = {column: name for name, column in SETTINGS_COLUMNS.items()}
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +84,11 @@ def test_provenance_fields(text, expected):
 @pytest.mark.parametrize(
     "provenance, source",
     [
-        ("db-dump/2026-04-27; config_id=1", protocols.INFERENCEX),
-        ("source_file=2026-04-06.csv; model=DeepSeek-R1", protocols.INFERENCEX),
-        ("source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/1.0.0rc3/q.csv", protocols.AIC_GAP_ANALYSIS),
-        ("source_file=kimi-k2.5-gap-analysis.csv", protocols.AIC_GAP_ANALYSIS),
-        ("somewhere else", protocols.UNKNOWN_SOURCE),
+        ("db-dump/2026-04-27; config_id=1", clients.INFERENCEX),
+        ("source_file=2026-04-06.csv; model=DeepSeek-R1", clients.INFERENCEX),
+        ("source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/1.0.0rc3/q.csv", clients.AIC_GAP_ANALYSIS),
+        ("source_file=kimi-k2.5-gap-analysis.csv", clients.AIC_GAP_ANALYSIS),
+        ("somewhere else", clients.UNKNOWN_SOURCE),
     ],
     ids=["db-dump", "dated-csv", "gap-analysis-path", "gap-analysis-file", "unknown"],
 )
@@ -91,14 +97,14 @@ def test_source_attribution(provenance, source):
 
 
 def test_sources_of_the_sample(sample):
-    assert collections.Counter(m.source for m in sample) == {protocols.INFERENCEX: 4250, protocols.AIC_GAP_ANALYSIS: 971}
+    assert collections.Counter(m.source for m in sample) == {clients.INFERENCEX: 4250, clients.AIC_GAP_ANALYSIS: 971}
 
 
 # ---- protocols --------------------------------------------------------------------------------
 
 
 def test_inferencex_rows_follow_the_published_client_protocol(sample):
-    rows = [m for m in sample if m.source == protocols.INFERENCEX and m.concurrency is not None]
+    rows = [m for m in sample if m.source == clients.INFERENCEX and m.concurrency is not None]
     assert rows
     for m in rows:
         p = m.protocol
@@ -107,7 +113,7 @@ def test_inferencex_rows_follow_the_published_client_protocol(sample):
 
 
 def test_undocumented_sources_leave_the_client_protocol_empty(sample):
-    p = next(m for m in sample if m.source == protocols.AIC_GAP_ANALYSIS).protocol
+    p = next(m for m in sample if m.source == clients.AIC_GAP_ANALYSIS).protocol
     assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (None, None, None, None)
     assert p.client_citation.startswith("undocumented")
 
@@ -116,19 +122,19 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
     """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule; its SGLang agg rows with a
     resolved recipe (DeepSeek-R1/V3 FP8 on H200/B200/B300, FP4 on B200/B300, Qwen3.5 FP8 on
     H200/B300) the recipe's flags; every other row the engine defaults."""
-    resolved = {(f, p, s) for f, p, s in protocols.SGLANG_RECIPES}
+    resolved = {(f, p, s) for f, p, s in sglang_recipes.SGLANG_RECIPES}
     for m in sample:
-        p = m.protocol
-        recipe_models = protocols.DSR1_MODELS | protocols.GPTOSS_MODELS | protocols.LLAMA_70B_MODELS
-        family = "dsr1" if m.model in protocols.DSR1_MODELS else "qwen3.5" if m.model in protocols.QWEN35_MODELS else None
-        if m.source == protocols.INFERENCEX and m.engine == "trtllm" and m.concurrency and m.model in recipe_models:
-            assert p.engine_settings == "source" and "_trt" in p.engine_citation and p.chunked_prefill is False
+        p = m.settings
+        recipe_models = recipe_models_.DSR1_MODELS | recipe_models_.GPTOSS_MODELS | recipe_models_.LLAMA_70B_MODELS
+        family = "dsr1" if m.model in recipe_models_.DSR1_MODELS else "qwen3.5" if m.model in recipe_models_.QWEN35_MODELS else None
+        if m.source == clients.INFERENCEX and m.engine == "trtllm" and m.concurrency and m.model in recipe_models:
+            assert p.origin == "source" and "_trt" in p.citation and p.chunked_prefill is False
             assert p.step_token_budget >= m.isl  # every recipe admits a whole prompt
-        elif m.source == protocols.INFERENCEX and m.engine == "sglang" and m.mode == "agg" and (family, m.precision, m.system) in resolved:
-            assert p.engine_settings == "source" and p.mixed_batches is False and p.chunked_prefill is True, m.id
-            assert f"{family}_{m.precision}_" in p.engine_citation
+        elif m.source == clients.INFERENCEX and m.engine == "sglang" and m.mode == "agg" and (family, m.precision, m.system) in resolved:
+            assert p.origin == "source" and p.mixed_batches is False and p.chunked_prefill is True, m.id
+            assert f"{family}_{m.precision}_" in p.citation
         else:
-            assert p.engine_settings == "engine default", m.id
+            assert p.origin == "engine default", m.id
 
 
 @pytest.mark.parametrize(
@@ -150,7 +156,7 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
 )
 def test_sglang_recipe_flags(model, precision, system, tp, concurrency, flags):
     def settings(system=system, precision=precision, tp=tp, mode="agg", image="lmsysorg/sglang:v0.5.9-cu130-amd64"):
-        return protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, tp, mode, image)
+        return recipes.recipe_settings(clients.INFERENCEX, "sglang", 1024, 1024, concurrency, model, system, precision, tp, mode, image)
 
     s = settings()
     assert (s.step_token_budget, s.stream_interval, s.recv_interval, s.max_num_seqs, s.mixed_batches) == (*flags, None, False)
@@ -160,7 +166,7 @@ def test_sglang_recipe_flags(model, precision, system, tp, concurrency, flags):
 def test_image_bound_recipe_applies_to_its_image_line_only():
     """Qwen3.5 FP8 B200 is resolved for the v0.5.9 runs only: a later image keeps the engine defaults."""
     def settings(image):
-        return protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, 16, "Qwen/Qwen3.5-397B-A17B", "b200_sxm", "fp8", 4, "agg", image)
+        return recipes.recipe_settings(clients.INFERENCEX, "sglang", 1024, 1024, 16, "Qwen/Qwen3.5-397B-A17B", "b200_sxm", "fp8", 4, "agg", image)
 
     assert settings("lmsysorg/sglang:v0.5.9-cu129-amd64").step_token_budget == 32768
     assert settings("lmsysorg/sglang:nightly-dev-20260422-de962f32") is None and settings(None) is None
@@ -168,19 +174,19 @@ def test_image_bound_recipe_applies_to_its_image_line_only():
 
 def test_sglang_recipe_has_no_branch_for_other_tp_sizes():
     """dsr1_fp8_b200.sh knows TP 4 and TP 8 only: a TP 2 run keeps the engine defaults."""
-    assert protocols.recipe_settings(protocols.INFERENCEX, "sglang", 1024, 1024, 16, "deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 2) is None
+    assert recipes.recipe_settings(clients.INFERENCEX, "sglang", 1024, 1024, 16, "deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 2) is None
 
 
 def test_recipe_branch_follows_the_priced_layout(mapped):
     """A DeepSeek FP8 B200 SGLang row gets the TP 4 branch (budget 8192) exactly when the layout the
     mapping prices has 4 GPUs, also where its columns said 16 (tp 16 x MoE 4 x 4)."""
     rows = [r for r in mapped if r.inputs and r.measurement.engine == "sglang" and r.measurement.system == "b200_sxm"
-            and r.measurement.precision == "fp8" and r.measurement.protocol.engine_settings == "source"
-            and r.measurement.model in protocols.DSR1_MODELS]  # fmt: skip
+            and r.measurement.precision == "fp8" and r.measurement.settings.origin == "source"
+            and r.measurement.model in recipe_models_.DSR1_MODELS]  # fmt: skip
     assert any(r.recorded is not None for r in rows)
     for r in rows:
         d = r.inputs.deployment
-        assert (r.measurement.protocol.step_token_budget == 8192) == (d.tp * d.attention_dp == 4), r.measurement.id
+        assert (r.measurement.settings.step_token_budget == 8192) == (d.tp * d.attention_dp == 4), r.measurement.id
 
 
 @pytest.mark.parametrize(
@@ -188,15 +194,15 @@ def test_recipe_branch_follows_the_priced_layout(mapped):
     [(1024, 4, 8192), (8192, 4, 8320), (8192, 256, 8512), (8000, 1, 8192), (1024, 8000, 9088)],
 )
 def test_trtllm_recipe_budget_holds_a_prompt_beside_every_decode(isl, concurrency, budget):
-    def settings(source=protocols.INFERENCEX, engine="trtllm", model="deepseek-ai/DeepSeek-R1"):
-        return protocols.recipe_settings(source, engine, isl, 1024, concurrency, model, "b200_sxm")
+    def settings(source=clients.INFERENCEX, engine="trtllm", model="deepseek-ai/DeepSeek-R1"):
+        return recipes.recipe_settings(source, engine, isl, 1024, concurrency, model, "b200_sxm")
 
     s = settings()
     assert (s.step_token_budget, s.chunked_prefill, s.max_num_seqs) == (budget, False, concurrency)
     assert settings(model="openai/gpt-oss-120b").step_token_budget == 20000
     assert settings(model="meta-llama/Llama-3.1-70B").step_token_budget == isl + 1024
     assert settings(model="zhipuai/GLM-5") is None  # no resolved recipe: engine defaults
-    assert settings(engine="vllm") is None and settings(source=protocols.AIC_GAP_ANALYSIS) is None
+    assert settings(engine="vllm") is None and settings(source=clients.AIC_GAP_ANALYSIS) is None
 
 
 @pytest.mark.parametrize(
@@ -207,16 +213,16 @@ def test_trtllm_recipe_budget_holds_a_prompt_beside_every_decode(isl, concurrenc
 def test_trtllm_llama_recipe_batch_waits_on_its_1k1k_runs_below_tp8(isl, osl, tp, mode, waits):
     """The Llama-3.1-70B TRT-LLM scripts add batch_wait_max_tokens_ratio 0.9 and
     batch_wait_timeout_iters 20 for ISL = OSL = 1024 and TP < 8 only (agg single-node runs)."""
-    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, osl, 4, "meta-llama/Llama-3.1-70B", "b200_sxm", "fp8", tp, mode)
+    s = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, osl, 4, "meta-llama/Llama-3.1-70B", "b200_sxm", "fp8", tp, mode)
     assert (s.batch_wait_iters, s.batch_wait_tokens_ratio) == ((20, 0.9) if waits else (0, 0.0))
     assert "batch_wait_timeout_iters 20" in s.citation
 
 
 def test_sample_llama_trtllm_rows_batch_wait_where_the_recipe_does(sample):
-    rows = [m for m in sample if m.model in protocols.LLAMA_70B_MODELS and m.engine == "trtllm" and m.source == protocols.INFERENCEX]
-    waiting = [m for m in rows if m.protocol.batch_wait_iters]
+    rows = [m for m in sample if m.model in recipe_models_.LLAMA_70B_MODELS and m.engine == "trtllm" and m.source == clients.INFERENCEX]
+    waiting = [m for m in rows if m.settings.batch_wait_iters]
     assert waiting and all((m.isl, m.osl, m.mode) == (1024, 1024, "agg") and m.agg.tp < 8 for m in waiting)
-    assert all(m.protocol.batch_wait_tokens_ratio == 0.9 for m in waiting)
+    assert all(m.settings.batch_wait_tokens_ratio == 0.9 for m in waiting)
 
 
 @pytest.mark.parametrize(
@@ -229,7 +235,7 @@ def test_trtllm_recipes_balance_prefills_under_attention_dp(model, attention_dp,
     """The DeepSeek-R1 TRT-LLM scripts set attention_dp_config (enable_balance, timeout_iters 60,
     batching_wait_iters 0) under attention DP; the gpt-oss scripts enable the balance at TRT-LLM's
     defaults (50, 10); Llama's and the disagg recipes set none."""
-    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 64, model, "b200_sxm", "fp8", 8, mode, None, attention_dp)
+    s = recipes.recipe_settings(clients.INFERENCEX, "trtllm", 1024, 1024, 64, model, "b200_sxm", "fp8", 8, mode, None, attention_dp)
     assert (s.adp_balance_iters, s.adp_batching_wait_iters) == balance
     assert ("attention_dp_config" in s.citation) == (balance != (0, 0))
 
@@ -238,24 +244,24 @@ def test_trtllm_agg_recipes_launch_an_fp8_kv_cache():
     """Every InferenceX TRT-LLM script trtllm_recipe resolves sets kv_cache_config dtype fp8 (agg
     scripts; the disagg runs used other recipes)."""
     for model in ("deepseek-ai/DeepSeek-R1", "openai/gpt-oss-120b", "meta-llama/Llama-3.1-70B"):
-        agg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", 8, "agg")
-        disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", None, "disagg")
+        agg = recipes.recipe_settings(clients.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", 8, "agg")
+        disagg = recipes.recipe_settings(clients.INFERENCEX, "trtllm", 1024, 1024, 16, model, "b200_sxm", "fp8", None, "disagg")
         assert (agg.kv_cache_dtype, disagg.kv_cache_dtype) == ("fp8", None) and "kv_cache_config dtype fp8" in agg.citation
         assert "kv_cache_config" not in disagg.citation
 
 
 def test_trtllm_gptoss_on_h200_keeps_the_checkpoints_kv_cache():
     """gpt-oss's H200 TRT-LLM scripts launch kv_cache_config dtype auto in every stored version read."""
-    h200 = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, "openai/gpt-oss-120b", "h200_sxm", "fp4", 1, "agg")
+    h200 = recipes.recipe_settings(clients.INFERENCEX, "trtllm", 1024, 1024, 16, "openai/gpt-oss-120b", "h200_sxm", "fp4", 1, "agg")
     assert h200.kv_cache_dtype is None and "dtype auto" in h200.citation and "dtype fp8" not in h200.citation
-    llama = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", 1024, 1024, 16, "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", 1, "agg")
+    llama = recipes.recipe_settings(clients.INFERENCEX, "trtllm", 1024, 1024, 16, "meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", 1, "agg")
     assert llama.kv_cache_dtype == "fp8"
 
 
 def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
     """The rows launched with an fp8 KV cache price it (their inputs and checkpoint inputs); the
     baseline view leaves the KV cache to the checkpoint, as the accuracy baseline did."""
-    launched = [r for r in mapped if r.inputs is not None and r.measurement.protocol.kv_cache_dtype == "fp8"]
+    launched = [r for r in mapped if r.inputs is not None and r.measurement.settings.kv_cache_dtype == "fp8"]
     assert launched and {r.measurement.engine for r in launched} == {"trtllm"}
     for r in launched:
         assert all(d.quant.kvcache == "fp8" for d in r.inputs.deployments)
@@ -283,17 +289,17 @@ def test_trtllm_agg_recipes_record_their_kv_cache_memory_fraction(model, system,
     """The KV-cache memory fraction of the InferenceX TRT-LLM scripts read (free_gpu_memory_fraction,
     or TRT-LLM's default 0.9 where a script sets none), cited; none for recipes not read nor for
     disagg runs, whose workers other recipes launch."""
-    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, osl, concurrency, model, system, precision, tp, "agg", image)
+    s = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, osl, concurrency, model, system, precision, tp, "agg", image)
     assert s.kv_free_memory_fraction == fraction
     assert ("free_gpu_memory_fraction" in s.citation) == (fraction is not None)
-    disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, osl, concurrency, model, system, precision, None, "disagg", image)
+    disagg = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, osl, concurrency, model, system, precision, None, "disagg", image)
     assert disagg.kv_free_memory_fraction is None and "free_gpu_memory_fraction" not in disagg.citation
 
 
 def test_sample_rows_carry_a_kv_cache_memory_fraction_only_from_trtllm_recipes(sample):
-    with_fraction = [m for m in sample if m.protocol.kv_free_memory_fraction is not None]
-    assert with_fraction and {(m.engine, m.mode, m.source) for m in with_fraction} == {("trtllm", "agg", protocols.INFERENCEX)}
-    assert {m.protocol.kv_free_memory_fraction for m in with_fraction if m.model in protocols.LLAMA_70B_MODELS} == {0.9}
+    with_fraction = [m for m in sample if m.settings.kv_free_memory_fraction is not None]
+    assert with_fraction and {(m.engine, m.mode, m.source) for m in with_fraction} == {("trtllm", "agg", clients.INFERENCEX)}
+    assert {m.settings.kv_free_memory_fraction for m in with_fraction if m.model in recipe_models_.LLAMA_70B_MODELS} == {0.9}
 
 
 MTP_IMAGE = "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"
@@ -315,31 +321,31 @@ def test_trtllm_mtp_recipe_runs_drafts_on_its_image_only(model, system, image, t
     tokens (1 under attention DP) and size max_num_tokens for (MTP+1) tokens per running request
     plus one prompt; the accepted drafts are TRT-LLM's published figures (2.82 and 1.92 tokens per
     step, less the committed one). Other images, systems and models run no drafts."""
-    s = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", tp, "agg", image, attention_dp)
+    s = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", tp, "agg", image, attention_dp)
     assert (s.nextn, s.step_token_budget) == (drafts, budget)
     assert s.nextn_accepted == {0: 0.0, 1: 0.92, 3: 1.82}[drafts]
     assert ("spec-decoding: mtp" in s.citation) == (drafts > 0)
-    disagg = protocols.recipe_settings(protocols.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", None, "disagg", image)
+    disagg = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", None, "disagg", image)
     assert disagg.nextn == 0
 
 
 def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     """The MTP runs' deployments draft and their inputs carry the accepted drafts; the baseline view
     (the legacy method's) drafts nothing, as the accuracy baseline did."""
-    drafting = [r for r in mapped if r.inputs is not None and r.measurement.protocol.nextn]
+    drafting = [r for r in mapped if r.inputs is not None and r.measurement.settings.nextn]
     assert len(drafting) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in drafting} == {True}
     for r in drafting:
-        assert all(d.nextn == r.measurement.protocol.nextn for d in r.inputs.deployments)
-        assert r.inputs.nextn_accepted == r.measurement.protocol.nextn_accepted > 0
+        assert all(d.nextn == r.measurement.settings.nextn for d in r.inputs.deployments)
+        assert r.inputs.nextn_accepted == r.measurement.settings.nextn_accepted > 0
         assert all(d.nextn == 0 for d in r.baseline.inputs.deployments) and r.baseline.inputs.nextn_accepted == 0.0
     assert all(d.nextn == 0 for r in mapped if r.inputs is not None and r not in drafting for d in r.inputs.deployments)
 
 
 def test_sample_trtllm_attention_dp_rows_carry_the_balance(sample):
-    rows = [m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.source == protocols.INFERENCEX
-            and m.model in protocols.DSR1_MODELS | protocols.GPTOSS_MODELS]  # fmt: skip
-    balanced = [m for m in rows if m.protocol.adp_balance_iters]
-    assert balanced and {m.protocol.adp_balance_iters for m in balanced} == {50, 60}
+    rows = [m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.source == clients.INFERENCEX
+            and m.model in recipe_models_.DSR1_MODELS | recipe_models_.GPTOSS_MODELS]  # fmt: skip
+    balanced = [m for m in rows if m.settings.adp_balance_iters]
+    assert balanced and {m.settings.adp_balance_iters for m in balanced} == {50, 60}
     dp = {m.id for m in rows if (run := run_layout(m.id, m.system, m.agg, m.concurrency)) and (run[0].attention_dp or 1) > 1
           or not run and (m.agg.attention_dp or 1) > 1}  # fmt: skip
     assert {m.id for m in balanced} == dp
@@ -357,7 +363,7 @@ def test_sample_trtllm_attention_dp_rows_carry_the_balance(sample):
     ids=["vllm-h200", "vllm-small-gpu", "sglang-h100", "sglang-b200", "trtllm"],
 )
 def test_engine_documented_defaults(engine, gib, budget, chunked, max_seqs):
-    s = protocols.engine_defaults(engine, gib * protocols.GIB)
+    s = engine_defaults(engine, "", gib * GIB)
     assert (s.step_token_budget, s.chunked_prefill, s.max_num_seqs) == (budget, chunked, max_seqs)
 
 
@@ -370,11 +376,11 @@ def test_every_csv_column_is_documented():
 
 def test_flatten_round_trip(sample):
     for m in sample[:20] + [m for m in sample if m.mode == "disagg"][:20]:
-        assert unflatten(flatten(m)) == m
+        assert unflatten(flatten(m), default_settings) == m
 
 
 def test_csv_round_trip(sample, tmp_path):
-    chosen = sample[:30] + [m for m in sample if m.mode == "disagg"][:30] + [m for m in sample if m.source != protocols.INFERENCEX][:30]
+    chosen = sample[:30] + [m for m in sample if m.mode == "disagg"][:30] + [m for m in sample if m.source != clients.INFERENCEX][:30]
     path = tmp_path / "runs.csv"
     write_measurements(chosen, path)
     assert load_measurements(path) == chosen
@@ -387,8 +393,11 @@ def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
     write_measurements(sample[:3], path)
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     frame.drop(columns=sorted(ADDED_COLUMNS)).to_csv(path, index=False)
-    empty = dict.fromkeys(ADDED_COLUMNS)
-    assert load_measurements(path) == [dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, **empty)) for m in sample[:3]]
+    defaults = [default_settings(m.engine, m.system) for m in sample[:3]]
+    added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS}
+    assert load_measurements(path) == [
+        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added})) for m, d in zip(sample[:3], defaults)
+    ]
     frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="ttft_ms"):
         load_measurements(path)
@@ -444,7 +453,7 @@ def test_every_row_has_inputs_or_a_reason(mapped):
 
 def test_unestimable_reasons_of_the_sample(mapped):
     reasons = collections.Counter(row.reason for row in mapped if row.reason)
-    disaggregated = protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "agg")
+    disaggregated = recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "agg")
     assert reasons == {DISAGG_INCOMPLETE: 1328, "tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2, disaggregated: 55}
 
 
@@ -576,16 +585,16 @@ def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_run
     """InferenceX deploys DeepSeek-R1 on GB200/GB300 only multi-node and disaggregated; its rows
     labelled agg carry the run's GPU count as tp (12 to 72, most no TP of a 128-head model): the
     other methods leave them unestimated with that reason, legacy prices them as the baseline did."""
-    rows = [r for r in mapped if r.measurement.source == protocols.INFERENCEX and r.measurement.mode == "agg"
+    rows = [r for r in mapped if r.measurement.source == clients.INFERENCEX and r.measurement.mode == "agg"
             and r.measurement.system in ("gb200", "gb300") and r.measurement.model == "deepseek-ai/DeepSeek-R1"]  # fmt: skip
     assert len(rows) == 55 and all(r.inputs is None and "multi-node disaggregated" in r.reason for r in rows)
     assert all(r.baseline.inputs is not None and r.baseline.reason is None for r in rows)  # legacy prices the columns, as the baseline
     assert {r.measurement.agg.tp for r in rows} >= {12, 20, 24, 28, 32, 36, 48, 64, 72}
-    other = next(r for r in mapped if r.measurement.source == protocols.INFERENCEX and r.measurement.mode == "agg"
+    other = next(r for r in mapped if r.measurement.source == clients.INFERENCEX and r.measurement.mode == "agg"
                  and r.measurement.system == "b200_sxm" and r.measurement.model == "deepseek-ai/DeepSeek-R1")  # fmt: skip
-    assert other.inputs is not None and protocols.multinode_disagg_reason("project", "deepseek-ai/DeepSeek-R1", "gb200", "agg") is None
-    assert protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb300", "agg") is not None
-    assert protocols.multinode_disagg_reason(protocols.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
+    assert other.inputs is not None and recipes.multinode_disagg_reason("project", "deepseek-ai/DeepSeek-R1", "gb200", "agg") is None
+    assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb300", "agg") is not None
+    assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
 
 
 # ---- the arithmetic that ran (measurements.kernels) -------------------------------------------
@@ -846,13 +855,13 @@ def test_mapping_carries_granularity_fallbacks_that_differ_only_in_quant_modes(m
                 assert dataclasses.replace(swapped, quant=labelled.quant) == labelled and swapped.quant != labelled.quant
 
 
-@pytest.mark.parametrize("nextn, accepted", [(3, 3.5), (None, 1.5), (-1, None)])
-def test_mtp_drafts_out_of_range_leave_the_row_uncovered_naming_them(sample, nextn, accepted):
-    """A measurement file's nextn_accepted must lie within [0, nextn] (accepted drafts without any
-    draft are an error, not ignored): the row stays unestimated with a reason naming both columns."""
+@pytest.mark.parametrize("nextn, accepted, named", [(3, 3.5, "nextn_accepted"), (0, 1.5, "nextn_accepted"), (-1, 0.0, "nextn")])
+def test_mtp_drafts_out_of_range_are_rejected_naming_them(sample, nextn, accepted, named):
+    """nextn_accepted must lie within [0, nextn] (accepted drafts without any draft are an error, not
+    ignored): the settings are rejected with a message naming the field."""
     m = next(m for m in sample if m.engine == "trtllm" and m.mode == "agg")
-    row = map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=nextn, nextn_accepted=accepted)))
-    assert row.inputs is None and "nextn_accepted" in row.reason and "nextn" in row.reason
+    with pytest.raises(InvalidInputError, match=named):
+        m.settings.replace(nextn=nextn, nextn_accepted=accepted)
 
 
 def test_disagg_rows_commit_their_accepted_drafts(mapped):
@@ -863,7 +872,7 @@ def test_disagg_rows_commit_their_accepted_drafts(mapped):
 
     m = next(r.measurement for r in mapped if r.inputs is not None and r.measurement.mode == "disagg" and r.measurement.engine == "trtllm")
     for method in ("uncached", "closed_loop"):
-        tpot = [predict(map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=3, nextn_accepted=a))), method).tpot_pred_ms
+        tpot = [predict(map_measurement(dataclasses.replace(m, settings=m.settings.replace(nextn=3, nextn_accepted=a))), method).tpot_pred_ms
                 for a in (0.0, 1.8)]  # fmt: skip
         assert tpot[1] < tpot[0] / 1.5, method
 
@@ -871,29 +880,29 @@ def test_disagg_rows_commit_their_accepted_drafts(mapped):
 @pytest.mark.parametrize(
     "engine, version, image, measured, model, compile_ms",
     [
-        ("sglang", "0.5.9", None, None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # a release whose l2norm.py was read
-        ("sglang", "v0.5.10.post1", None, None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
-        ("sglang", None, "lmsysorg/sglang:v0.5.9-cu130", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # the image tag
-        ("sglang", None, "lmsysorg/sglang:nightly-dev-cu13-20260317-1eea7448", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", "0.5.9", None, None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),  # a release whose l2norm.py was read
+        ("sglang", "v0.5.10.post1", None, None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),
+        ("sglang", None, "lmsysorg/sglang:v0.5.9-cu130", None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),  # the image tag
+        ("sglang", None, "lmsysorg/sglang:nightly-dev-cu13-20260317-1eea7448", None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),
         ("sglang", None, None, "2026-07-17", "Qwen/Qwen3.5-397B-A17B", 0.0),  # measured the day the fix merged: not assumed
-        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),
+        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),
         ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260801-0000000", "2026-06-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # image after the fix
-        ("sglang", "0.5.12", None, "2026-06-30", "Qwen/Qwen3.5-397B-A17B", protocols.SHAPE_COMPILE_MS),  # measured before the fix
+        ("sglang", "0.5.12", None, "2026-06-30", "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),  # measured before the fix
         ("sglang", "0.5.12", None, "2026-08-30", "Qwen/Qwen3.5-397B-A17B", 0.0),  # an unread release after the fix: not assumed
         ("sglang", "0.5.9", None, None, "deepseek-ai/DeepSeek-R1", 0.0),  # no gated-delta-net layers
         ("vllm", "0.11.0", None, "2026-03-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # another engine's kernels
     ],
 )
 def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, engine, version, image, measured, model, compile_ms):
-    row = dataclasses.replace(sample[0], engine=engine, engine_version=version, image=image, measured_date=measured)
-    assert row.mode == "agg" and protocols.shape_compile_ms(row, model) == compile_ms
-    assert protocols.shape_compile_ms(dataclasses.replace(row, mode="disagg"), model) == 0.0  # the P/D tandem charges none
+    row = dataclasses.replace(sample[0], engine=engine, engine_version=version, image=image, measured_date=measured, model=model)
+    assert row.mode == "agg" and builds.shape_compile_ms(row) == compile_ms
+    assert builds.shape_compile_ms(dataclasses.replace(row, mode="disagg")) == 0.0  # the P/D tandem charges none
 
 
 def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):
     """Every SGLang Qwen3.5 run of the sample whose build is dated predates the fix; the others
     record only "nightly-dev" (no image, no date) and are not assumed; no other row compiles per shape."""
-    compiling = {r.measurement.id for r in mapped if r.some_inputs and protocols.shape_compile_ms(r.measurement, r.model_used)}
+    compiling = {r.measurement.id for r in mapped if r.some_inputs and r.measurement.settings.shape_compile_ms}
     qwen35 = [r.measurement for r in mapped if r.some_inputs and r.model_used == "Qwen/Qwen3.5-397B-A17B" and r.measurement.engine == "sglang"]
     undated = {m.id for m in qwen35 if (m.engine_version, m.image, m.measured_date) == ("nightly-dev", None, None)}
     assert compiling == {m.id for m in qwen35} - undated and len(compiling) > 300 and len(undated) < 20

@@ -37,7 +37,7 @@ def test_a_rerun_of_the_same_deployment_is_a_replicate(run):
 
 @pytest.mark.parametrize("change", [
     lambda m: {"concurrency": 999}, lambda m: {"isl": 4096}, lambda m: {"engine_version": "9.9.9"},
-    lambda m: {"protocol": dataclasses.replace(m.protocol, stream_interval=7)},
+    lambda m: {"settings": m.settings.replace(stream_interval=7)},
     lambda m: {"agg": dataclasses.replace(m.agg, moe_ep=1)},
 ])  # fmt: skip
 def test_any_recorded_fact_separates_rows(run, change):

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import time
-import types
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -20,8 +19,10 @@ import pytest
 
 from estimator.cli import main
 from estimator.errors import InvalidInputError, PerfDataMissingError
-from estimator.closedloop import EngineSettings
-from estimator.closedloop.settings import SHAPE_COMPILE_MS
+from estimator.closedloop import AggRun, Benchmark, replay_run
+
+from measurements import builds
+from measurements.builds import SHAPE_COMPILE_MS
 from estimator.report import KV_CAP_NOTE, METHOD_NAMES, methods
 from estimator.steps import Semantics
 from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
@@ -141,67 +142,27 @@ def test_only_legacy_prices_a_relabelled_row_as_recorded(dense_row):
     assert figures(relabelled, "uncached") == figures(dense_row, "uncached")
 
 
-def fake_closedloop(agg_row):
-    """A stand-in for estimator.closedloop with the replay entry points the methods call."""
-    return types.SimpleNamespace(
-        Steady=lambda: ("steady",),
-        Benchmark=lambda prompts_per_client, range_ratio: ("benchmark", prompts_per_client, range_ratio),
-        EngineSettings=lambda **settings: settings,
-        closed_loop_for_agg_row=agg_row,
-        closed_loop_for_disagg_row=agg_row,
-    )
-
-
-def with_closedloop(monkeypatch, module):
-    real = methods.optional_module
-    monkeypatch.setattr(methods, "optional_module", lambda name: module if name == methods.CLOSED_LOOP_MODULE else real(name))
-
-
-def test_unavailable_closed_loop_reports_rows_uncovered(dense_row, monkeypatch):
-    with_closedloop(monkeypatch, "estimator.closedloop not available (test)")
+def test_closed_loop_replays_the_rows_run_protocol_and_engine_settings(dense_row):
+    """closed_loop is the typed replay of the row's priced inputs under its recorded client protocol
+    and engine settings; another budget moves it (the settings reach the replay)."""
+    i, settings = dense_row.inputs, dense_row.measurement.settings
+    run = methods.replay_input(dense_row)
+    assert run == AggRun(i.deployment, i.isl, i.osl, i.batch_size, nextn_accepted=i.nextn_accepted)
+    want = replay_run(run, settings, Benchmark(prompts_per_client=10, range_ratio=0.8))
     r = predict(dense_row, "closed_loop")
-    assert (r.covered, r.reason) == (False, "estimator.closedloop not available (test)")
-
-
-def test_not_implemented_closed_loop_reports_rows_uncovered(dense_row, monkeypatch):
-    def replay(row, deployment, **kwargs):
-        raise NotImplementedError("engine pricing")
-
-    with_closedloop(monkeypatch, fake_closedloop(replay))
-    r = predict(dense_row, "closed_loop_steady")
-    assert (r.covered, r.reason) == (False, "closed-loop replay not implemented: engine pricing")
-
-
-def test_closed_loop_replays_the_rows_protocol_and_engine_settings(dense_row, monkeypatch):
-    seen = {}
-
-    def replay(row, deployment, **kwargs):
-        seen.update(kwargs, ctx_tokens=row["ctx_tokens"], deployment=deployment)
-        return {"ttft": 123.0, "tpot": 4.5}
-
-    with_closedloop(monkeypatch, fake_closedloop(replay))
-    r = predict(dense_row, "closed_loop")
-    p = dense_row.measurement.protocol
-    assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, 123.0, 4.5)
-    assert set(seen["settings"]) == {f.name for f in dataclasses.fields(EngineSettings)}
-    assert seen == {
-        "pricing": "engine", "protocol": ("benchmark", 10, 0.8), "settings": {"budget": p.step_token_budget, "chunked": p.chunked_prefill, "max_num_seqs": p.max_num_seqs,
-                     "mixed": p.mixed_batches is not False, "recv_interval": 1, "batch_wait_iters": p.batch_wait_iters or 0,
-                     "batch_wait_tokens_ratio": p.batch_wait_tokens_ratio or 0.0, "adp_balance_iters": p.adp_balance_iters or 0,
-                     "adp_batching_wait_iters": p.adp_batching_wait_iters or 0, "shape_compile_ms": 0.0,
-                     "kv_free_memory_fraction": p.kv_free_memory_fraction},
-        "pricer": "native", "ctx_tokens": dense_row.inputs.isl, "deployment": dense_row.inputs.deployment,
-    }  # fmt: skip
+    assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, want.stats.ttft_mean, want.stats.tpot_mean)
+    smaller = replay_run(run, settings.replace(step_token_budget=256, chunked_prefill=True), Benchmark(prompts_per_client=10, range_ratio=0.8))
+    assert smaller.stats.ttft_mean != want.stats.ttft_mean
 
 
 def test_only_natively_modelled_rows_replay_with_their_kv_fraction():
     """Every InferenceX TRT-LLM agg row records its launch's KV-cache memory fraction; the replay caps
     by it only where the memory model is the native one (Llama), not the reference's (DeepSeek-R1)."""
     rows = {m.model: map_measurement(m) for m in load_silicon_sample()
-            if m.engine == "trtllm" and m.mode == "agg" and m.protocol.kv_free_memory_fraction is not None}  # fmt: skip
+            if m.engine == "trtllm" and m.mode == "agg" and m.settings.kv_free_memory_fraction is not None}  # fmt: skip
     llama, deepseek = rows["meta-llama/Llama-3.1-70B"], rows["deepseek-ai/DeepSeek-R1"]
     assert methods.kv_fraction(llama) == 0.9 and methods.kv_fraction(deepseek) is None
-    assert deepseek.measurement.protocol.kv_free_memory_fraction in (0.7, 0.75, 0.8)
+    assert deepseek.measurement.settings.kv_free_memory_fraction in (0.7, 0.75, 0.8)
 
 
 def test_a_llama_run_queued_for_kv_room_replays_capped():
@@ -210,43 +171,34 @@ def test_a_llama_run_queued_for_kv_room_replays_capped():
     so, and predicts the queue to within 10%."""
     m = next(m for m in load_silicon_sample() if m.id == "2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x8192_c128_tp1_ep1_417")
     row = map_measurement(m)
-    figures = methods.replay(row, "benchmark")
-    assert 1 <= figures["max_num_seqs"] < 128 and figures["kv_free_memory_fraction"] == 0.9
-    assert figures["ttft"] == pytest.approx(m.ttft_ms, rel=0.1)
-    assert f"{KV_CAP_NOTE} {figures['max_num_seqs']} per rank" in predict(row, "closed_loop").note
+    replayed = methods.replay(row, "benchmark")
+    assert 1 <= replayed.settings.max_num_seqs < 128 and replayed.settings.kv_free_memory_fraction == 0.9
+    assert replayed.stats.ttft_mean == pytest.approx(m.ttft_ms, rel=0.1)
+    assert f"{KV_CAP_NOTE} {replayed.settings.max_num_seqs} per rank" in predict(row, "closed_loop").note
 
 
 def test_a_kv_capped_point_says_so():
-    m = next(m for m in load_silicon_sample() if m.engine == "trtllm" and m.protocol.kv_free_memory_fraction == 0.9)
-    assert methods.kv_cap_note({"max_num_seqs": m.protocol.max_num_seqs}, m) == ""
-    assert methods.kv_cap_note({}, m) == ""
-    note = methods.kv_cap_note({"max_num_seqs": 3}, m)
+    m = next(m for m in load_silicon_sample() if m.engine == "trtllm" and m.settings.kv_free_memory_fraction == 0.9)
+    assert methods.kv_cap_note(m.settings, m) == ""
+    assert methods.kv_cap_note(None, m) == ""
+    note = methods.kv_cap_note(m.settings.replace(max_num_seqs=3), m)
     assert note.startswith(KV_CAP_NOTE) and "3 per rank" in note and "free_gpu_memory_fraction 0.9" in note
 
 
-def test_a_row_on_a_shape_specializing_build_replays_with_its_compile(monkeypatch):
-    """A Qwen3.5 SGLang 0.5.9 run replays with SHAPE_COMPILE_MS; the same run on vLLM without."""
-    seen = []
-    with_closedloop(monkeypatch, fake_closedloop(lambda row, deployment, **kwargs: seen.append(kwargs["settings"]) or {"ttft": 1.0, "tpot": 1.0}))
+def test_a_row_on_a_shape_specializing_build_replays_with_its_compile():
+    """A Qwen3.5 SGLang 0.5.9 run records SHAPE_COMPILE_MS in its settings, its points column says so,
+    and the replay charges it (without it the same run is faster); the same run on vLLM compiles none."""
     m = next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3.5-397B-A17B" and m.engine_version == "0.5.9" and m.source == "inferencex")
-    assert predict(map_measurement(m), "closed_loop").covered
-    assert seen[-1]["shape_compile_ms"] == SHAPE_COMPILE_MS
-    assert predict(map_measurement(dataclasses.replace(m, engine="vllm")), "closed_loop").covered
-    assert seen[-1]["shape_compile_ms"] == 0.0
+    row = map_measurement(m)
+    assert m.settings.shape_compile_ms == SHAPE_COMPILE_MS == row_columns(row)["shape_compile_ms"]
+    assert builds.shape_compile_ms(dataclasses.replace(m, engine="vllm")) == builds.shape_compile_ms(dataclasses.replace(m, mode="disagg")) == 0.0
+    run, protocol = methods.replay_input(row), methods.replay_protocol(m, "benchmark")
+    charged = methods.replay(row, "benchmark").stats.ttft_mean
+    assert charged == replay_run(run, m.settings, protocol, row.inputs.pricer).stats.ttft_mean
+    assert charged > replay_run(run, m.settings.replace(shape_compile_ms=0.0), protocol, row.inputs.pricer).stats.ttft_mean
 
 
-def test_the_points_record_the_compile_the_agg_replay_charges():
-    """The points column states the shape compile of an agg row on a specializing build; a disagg
-    row (the P/D tandem charges none) and an unaffected model state 0."""
-    qwen = next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3.5-397B-A17B" and m.engine_version == "0.5.9" and m.source == "inferencex")
-    row = map_measurement(qwen)
-    assert row_columns(row)["shape_compile_ms"] == SHAPE_COMPILE_MS
-    assert row_columns(dataclasses.replace(row, measurement=dataclasses.replace(qwen, mode="disagg")))["shape_compile_ms"] == 0.0
-    assert row_columns(dataclasses.replace(row, measurement=dataclasses.replace(qwen, engine="vllm")))["shape_compile_ms"] == 0.0
-
-
-def test_benchmark_protocol_needs_a_documented_client(undocumented_row, monkeypatch):
-    with_closedloop(monkeypatch, fake_closedloop(lambda row, deployment, **kwargs: {"ttft": 1.0, "tpot": 1.0}))
+def test_benchmark_protocol_needs_a_documented_client(undocumented_row):
     assert predict(undocumented_row, "closed_loop_steady").covered
     r = predict(undocumented_row, "closed_loop")
     assert (r.covered, r.reason) == (False, "benchmark protocol not documented by the source (aic-gap-analysis)")
@@ -281,7 +233,7 @@ def test_moe_rows_are_priced_through_the_reference_engine():
 
 
 def test_points_carry_the_draft_depth():
-    m = next(m for m in load_silicon_sample() if m.protocol.nextn == 3)
+    m = next(m for m in load_silicon_sample() if m.settings.nextn == 3)
     assert row_columns(map_measurement(m))["nextn"] == 3
 
 
@@ -289,9 +241,9 @@ def test_mtp_rows_commit_the_accepted_drafts_per_step_and_legacy_drafts_nothing(
     """A DeepSeek-R1 MTP run (3 drafts, 1.82 accepted per step): the uncached and closed-loop
     methods price verify steps of 4 query tokens that commit 2.82 tokens each, so TPOT falls below
     the same row priced without drafts; legacy prices the row as the baseline did, without drafts."""
-    m = next(m for m in load_silicon_sample() if m.protocol.nextn == 3 and m.concurrency == 4 and m.precision == "fp4")
+    m = next(m for m in load_silicon_sample() if m.settings.nextn == 3 and m.concurrency == 4 and m.precision == "fp4")
     row = map_measurement(m)
-    plain = map_measurement(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, nextn=0, nextn_accepted=0.0)))
+    plain = map_measurement(dataclasses.replace(m, settings=m.settings.replace(nextn=0, nextn_accepted=0.0)))
     for name in ("uncached", "closed_loop"):
         drafted, undrafted = predict(row, name), predict(plain, name)
         assert drafted.covered and undrafted.covered, (drafted.reason, undrafted.reason)
@@ -345,17 +297,10 @@ def test_the_arithmetic_that_ran_is_priced_before_labels_that_have_silicon_data(
     methods.priced_choice.cache_clear()
 
 
-def test_closed_loop_methods_price_and_label_the_arithmetic_that_ran(monkeypatch):
-    seen = {}
-
-    def replay(result_row, deployment, **kwargs):
-        seen["deployment"] = deployment
-        return {"ttft": 50.0, "tpot": 5.0}
-
-    with_closedloop(monkeypatch, fake_closedloop(replay))
+def test_closed_loop_methods_price_and_label_the_arithmetic_that_ran():
     row = _gpt_oss_row("b200_sxm", "trtllm")
+    assert methods.replay_input(row).deployment == row.checkpoint_inputs.deployment
     r = predict(row, "closed_loop_steady")
-    assert seen["deployment"] == row.checkpoint_inputs.deployment
     assert r.pricing == "reference engine, SILICON, kernels that ran" and methods.CHECKPOINT_NOTE in r.note
 
 

@@ -79,18 +79,21 @@ def estimate(args: argparse.Namespace, pricer: str):
         return run_disagg(role_deployment(args, deployment, "prefill"), role_deployment(args, deployment, "decode"),
                           disagg_point(args), args.semantics, pricer)  # fmt: skip
     if args.mode == "agg":
-        point = AggPoint(
-            isl=args.isl, osl=args.osl, batch_size=args.batch_size, ctx_tokens=args.ctx_tokens, prefix=args.prefix,
-            nextn_accepted=nextn_accepted(args), free_gpu_memory_fraction=args.free_gpu_memory_fraction,
-            max_seq_len=args.max_seq_len,
-        )  # fmt: skip
-        return run_agg(deployment, point, args.semantics, pricer)
+        return run_agg(deployment, agg_point(args), args.semantics, pricer)
     point = StaticPoint(
         isl=args.isl, osl=args.osl, batch_size=args.batch_size, prefix=args.prefix,
         nextn_accepted=nextn_accepted(args), stride=args.stride, free_gpu_memory_fraction=args.free_gpu_memory_fraction,
         max_seq_len=args.max_seq_len,
     )  # fmt: skip
     return run_static(deployment, point, args.mode, pricer)
+
+
+def agg_point(args: argparse.Namespace) -> AggPoint:
+    """The agg operating point of the command line."""
+    return AggPoint(
+        isl=args.isl, osl=args.osl, batch_size=args.batch_size, ctx_tokens=args.ctx_tokens, prefix=args.prefix,
+        nextn_accepted=nextn_accepted(args), free_gpu_memory_fraction=args.free_gpu_memory_fraction, max_seq_len=args.max_seq_len,
+    )  # fmt: skip
 
 
 def role_deployment(args: argparse.Namespace, shared: Deployment, role: str) -> Deployment:
@@ -202,22 +205,27 @@ def warnings(result, batch_size: int) -> list[str]:
 
 
 def closed_loop_figures(args: argparse.Namespace, result) -> dict:
-    """The closed-loop replay of the estimated point (engine-priced passes, args.closed_loop protocol)."""
-    from estimator.closedloop.rows import closed_loop_for_agg_row, closed_loop_for_disagg_row
+    """The closed-loop replay of the estimated point (engine-priced passes, the backend's default
+    settings, args.closed_loop protocol): figures in ms and requests/s, then the protocol and the
+    settings replayed."""
+    from estimator.closedloop import agg_run, disagg_run, figures, replay_run
 
     if args.mode == "agg":
-        return closed_loop_for_agg_row(dict(result.row), deployment_from_args(args), protocol=args.closed_loop, pricer=args.pricer)
-    if args.mode == "disagg":
+        run = agg_run(deployment_from_args(args), agg_point(args))
+    elif args.mode == "disagg":
         shared = deployment_from_args(args)
-        return closed_loop_for_disagg_row(dict(result.row), role_deployment(args, shared, "prefill"),
-                                          role_deployment(args, shared, "decode"), protocol=args.closed_loop, pricer=args.pricer)
-    raise InvalidInputError(f"--closed-loop applies to agg and disagg, not --estimate-mode {args.mode}")
+        run = disagg_run(role_deployment(args, shared, "prefill"), role_deployment(args, shared, "decode"), disagg_point(args))
+    else:
+        raise InvalidInputError(f"--closed-loop applies to agg and disagg, not --estimate-mode {args.mode}")
+    replayed = replay_run(run, None, args.closed_loop, args.pricer)
+    settings = dataclasses.asdict(replayed.settings) if replayed.settings is not None else {}
+    return figures(replayed, run.osl) | {"pricing": "engine", "protocol": replayed.protocol} | settings
 
 
 def render_closed_loop(row: dict, refined: dict) -> str:
     """Closed-form vs closed-loop figures side by side (ms)."""
-    lines = [f"Closed loop ({refined['protocol']} protocol, {refined['pricing']}-priced passes, budget {refined.get('budget')}, "
-             f"chunked {refined.get('chunked')})",
+    lines = [f"Closed loop ({refined['protocol']} protocol, {refined['pricing']}-priced passes, budget {refined.get('step_token_budget')}, "
+             f"chunked {refined.get('chunked_prefill')})",
              f"  {'metric':<16} {'closed form':>14} {'closed loop':>14}"]
     for name in ("ttft", "tpot", "request_latency"):
         lines.append(f"  {name:<16} {row[name]:>11.3f} ms {refined[name]:>11.3f} ms")

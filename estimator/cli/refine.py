@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from estimator.closedloop import PRICINGS, Benchmark, EngineSettings, ReplayOptions, Steady, refine_closed_loop_latency
+from estimator.closedloop import PRICINGS, Benchmark, ReplayOptions, Steady, refine_closed_loop_latency
 from estimator.closedloop.engine import OP_PRICERS
 from estimator.closedloop.protocol import PROTOCOLS
 from estimator.errors import InvalidInputError
+from estimator.settings import EngineSettings
 
 FORMATS = {".csv": (pd.read_csv, "to_csv"), ".parquet": (pd.read_parquet, "to_parquet")}
 

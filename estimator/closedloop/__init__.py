@@ -8,7 +8,9 @@ Layers, bottom up:
   wiring) or from the deployment's step composition over price tables (``engine``);
 * ``protocol``: ``steady`` (the reference's warm-up and window) or ``benchmark`` (a finite run of
   N prompts from a burst start, as serving benchmarks measure);
-* ``rows`` / ``frame``: result rows in, refined figures out, memoized on every input.
+* ``runs``: the typed entry point, ``replay_run(AggRun | DisaggRun, settings, protocol)``;
+* ``cases``: a replay's memo key made ready for its kernel, and the memoized replay;
+* ``rows`` / ``frame``: result rows in (converted to runs once, at this edge), refined figures out.
 
 Specs: ../shared/docs/closed-loop.md (algorithms, wiring, reference cases, the defects of section 6).
 """
@@ -21,16 +23,15 @@ from estimator.closedloop.frame import (
 )
 from estimator.closedloop.protocol import Benchmark, Steady, run_plan
 from estimator.closedloop.replay import replay_agg, replay_tandem
+from estimator.closedloop.cases import ENGINE, PRICINGS, ROW
 from estimator.closedloop.rows import (
-    ENGINE,
-    PRICINGS,
-    ROW,
     ReplayOptions,
     closed_loop_for_agg_row,
     closed_loop_for_disagg_row,
+    figures,
     solo_prefill_ms,
 )
-from estimator.closedloop.settings import EngineSettings, engine_defaults
+from estimator.closedloop.runs import AggRun, DisaggRun, Replayed, agg_run, disagg_run, replay_run
 from estimator.closedloop.spec import AggSpec, NoProgressError, TandemSpec
 from estimator.closedloop.stats import LatencyStats, ReplayResult
 
@@ -39,22 +40,27 @@ __all__ = [
     "PRICINGS",
     "REFINED_COLUMNS",
     "ROW",
+    "AggRun",
     "AggSpec",
+    "DisaggRun",
     "Benchmark",
-    "EngineSettings",
     "LatencyStats",
     "NoProgressError",
     "ReplayOptions",
+    "Replayed",
     "ReplayResult",
     "Steady",
     "TandemSpec",
+    "agg_run",
     "closed_loop_for_agg_row",
     "closed_loop_for_disagg_row",
-    "engine_defaults",
+    "disagg_run",
+    "figures",
     "filter_closed_loop_sla",
     "pick_under_closed_loop_sla",
     "refine_closed_loop_latency",
     "replay_agg",
+    "replay_run",
     "replay_tandem",
     "reprice_closed_loop_row",
     "run_plan",

@@ -21,7 +21,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from estimator.closedloop.rows import MEMO, AggCase, ClosedLoop, ReplayOptions, case_of, is_disagg, prepare
+from estimator.closedloop.cases import MEMO, AggCase, ClosedLoop, prepare
+from estimator.closedloop.rows import ReplayOptions, case_of, is_disagg
 from estimator.errors import EstimatorError
 
 REFINED_COLUMNS = ("ttft_refined", "ttft_p50_refined", "ttft_p99_refined", "tpot_refined", "throughput_refined", "refine_reason")

@@ -25,7 +25,7 @@ from numba import njit
 
 from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, engine_ms
 from estimator.closedloop.quantile import nearest_rank_index
-from estimator.closedloop.settings import PREFILL_RECV_WEIGHT
+from estimator.closedloop.spec import PREFILL_RECV_WEIGHT
 
 OK, STALLED, NONFINITE, LIMIT = 0, 1, 2, 3
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from estimator.closedloop.protocol import NO_DISPATCH_CAP, RunPlan
 from estimator.closedloop.pricing import PassShape
-from estimator.closedloop.settings import PREFILL_RECV_WEIGHT
 from estimator.closedloop.spec import (
+    PREFILL_RECV_WEIGHT,
     LIMIT_MESSAGE,
     NONFINITE_MESSAGE,
     STALLED_MESSAGE,
@@ -124,7 +124,7 @@ def _form_pass(active: list[Request], t: float, spec: AggSpec, max_seqs: int, ho
     prompts only without chunking) and decoders. hold: the chunks are walked and spend the budget
     but are not taken, and no request changes (TRT-LLM batch waiting: the pass only decodes).
     Returns (starts, takes, firsts, decs, new_starts, walked chunks, their requests' whole prompts)."""
-    budget, chunked, mixed = spec.settings.budget, spec.settings.chunked, spec.settings.mixed
+    budget, chunked, mixed = spec.settings.step_token_budget, spec.settings.chunked_prefill, spec.settings.mixed_batches
     left = budget
     running = sum(1 for r in active if r.admitted_at is not None)
     starts, takes, firsts, decs, new_starts, walked, prompt_tokens = [], [], [], [], 0, 0, 0
@@ -193,7 +193,7 @@ class _AdpBalance:
 def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     """The fused continuous-batching pass calendar of one rank (closed-loop.md section 1)."""
     run = _Run(plan, spec.prefix)
-    budget = spec.settings.budget
+    budget = spec.settings.step_token_budget
     max_seqs = spec.settings.max_num_seqs or plan.clients
     recv_interval = since_recv = spec.settings.recv_interval  # weighted passes since the last intake of requests
     settings, waited = spec.settings, 0  # waited: passes held since the last release (batch waiting)

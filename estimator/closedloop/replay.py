@@ -31,8 +31,8 @@ def replay_agg(plan: RunPlan, spec: AggSpec, pricer, impl: str = "numba") -> Rep
         return oracle.agg_calendar(plan, spec, pricer)
     s = spec.settings
     out = kernels.agg_calendar(
-        plan.clients, plan.warm, plan.stop, plan.dispatch_cap, plan.isl, plan.osl, spec.prefix, s.budget, s.chunked,
-        s.max_num_seqs or plan.clients, s.mixed, s.recv_interval, s.batch_wait_iters, float(s.batch_wait_tokens_ratio), s.adp_balance_iters, s.adp_batching_wait_iters, spec.decode_budget_tokens, float(spec.tokens_per_decode), float(spec.turnaround_ms),
+        plan.clients, plan.warm, plan.stop, plan.dispatch_cap, plan.isl, plan.osl, spec.prefix, s.step_token_budget, s.chunked_prefill,
+        s.max_num_seqs or plan.clients, s.mixed_batches, s.recv_interval, s.batch_wait_iters, float(s.batch_wait_tokens_ratio), s.adp_balance_iters, s.adp_batching_wait_iters, spec.decode_budget_tokens, float(spec.tokens_per_decode), float(spec.turnaround_ms),
         float(spec.encoder_ms), float(spec.dispatch_ms), float(spec.prefill_floor_ms), float(s.shape_compile_ms), agg_pass_bound(plan, spec.prefix), request_bound(plan), pricer.kind, pricer.params, pricer.data, pricer.hdr,
     )  # fmt: skip
     return _result(*out)

@@ -29,30 +29,18 @@ the busiest attention-DP rank's share.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Mapping
 
-from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
-from estimator.closedloop.pricing import PassPricer, engine_pricer, flat_pricer, row_pricer
-from estimator.closedloop.protocol import Benchmark, Protocol, RunPlan, Steady, parse_protocol, run_plan
-from estimator.closedloop.replay import replay_agg, replay_tandem
-from estimator.closedloop.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, kv_running_cap, reference_settings
+from estimator.closedloop.cases import ENGINE, PRICINGS, AggCase, Case, ClosedLoop, RowSteps, TandemCase, replay_case
+from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
+from estimator.closedloop.runs import AggRun, DisaggRun, agg_engine_case, tandem_engine_case
 from estimator.closedloop.spec import AggSpec, TandemSpec
-from estimator.closedloop.stats import LatencyStats
-from estimator.deployment import Backend, Deployment, QuantOverrides
+from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
-from estimator.models.config import is_natively_modelled, model_architecture
-from estimator.perf.system_spec import load_system_spec
-from estimator.scheduler.facts import deployment_facts
-from estimator.scheduler.memory import kv_pool_bytes
-from estimator.scheduler.policies import POLICIES
+from estimator.settings import EngineSettings, reference_settings
 
-ROW, ENGINE = "row", "engine"
-PRICINGS = (ROW, ENGINE)
-MEMO_SIZE = 65_536  # replays kept, least recently used evicted first
 _ABSENT = object()
 
 
@@ -69,62 +57,6 @@ class ReplayOptions:
         if self.pricing not in PRICINGS:
             raise InvalidInputError(f"unknown pricing {self.pricing!r} (known: {', '.join(PRICINGS)})")
         object.__setattr__(self, "protocol", parse_protocol(self.protocol))
-
-
-@dataclass(frozen=True)
-class RowSteps:
-    """The agg row-scalar wiring's step prices."""
-
-    prefill_step_ms: float  # one prefill chunk's step, ms (finite, >= 0)
-    chunk_ref: int  # new tokens that step stands for (>= 1)
-    genonly_step_ms: float  # one decode iteration, ms (finite, >= 0)
-
-
-@dataclass(frozen=True)
-class AggCase:
-    """Everything an agg row's replay depends on (its memo key)."""
-
-    clients: int  # C = per-rank batch bs (>= 1)
-    ranks: float  # concurrency / bs: pp x attention_dp ranks running the same replay
-    isl: int  # text input tokens (L of the protocol)
-    visual_tokens: int  # visual context tokens added to every prompt (>= 0)
-    osl: int  # output tokens (L of the protocol)
-    protocol: Protocol  # steady | benchmark
-    spec: AggSpec  # engine settings and per-request facts
-    steps: RowSteps | PassModel  # row pricing: the row's step scalars; engine pricing: the model
-
-    @property
-    def pricing(self) -> str:
-        return ROW if isinstance(self.steps, RowSteps) else ENGINE
-
-
-@dataclass(frozen=True)
-class TandemCase:
-    """Everything a disagg row's replay depends on (its memo key)."""
-
-    clients: int  # C = system concurrency (>= 1)
-    isl: int  # text input tokens
-    visual_tokens: int  # visual context tokens added to every prompt (>= 0)
-    osl: int  # output tokens
-    protocol: Protocol  # steady | benchmark
-    spec: TandemSpec  # workers, batch limits, hand-off
-    prefill: float | PassModel  # row pricing: ms per prefill batch; engine pricing: the prefill worker's model
-    decode: float | PassModel  # row pricing: ms per decode iteration; engine pricing: the decode worker's model
-
-    @property
-    def pricing(self) -> str:
-        return ENGINE if isinstance(self.decode, PassModel) else ROW
-
-
-Case = AggCase | TandemCase
-
-
-@dataclass(frozen=True)
-class ClosedLoop:
-    """A row's replay."""
-
-    stats: LatencyStats  # the replay's statistics (agg: one rank)
-    throughput_rps: float  # system-wide completions per second
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,202 +135,47 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
     prefix = _integer(row, "prefix", 0, minimum=0)
     if prefix >= isl + visual:
         raise InvalidInputError(f"prefix ({prefix}) must be smaller than the effective isl ({isl + visual})")
-    ranks = _number(row, "concurrency", bs) / bs
-    facts = dict(prefix=prefix, tokens_per_decode=_number(row, "decode_tokens_per_iteration", 1.0),
-                 encoder_ms=_time(row, "encoder_latency", 0.0) / bs)  # fmt: skip
-    if options.pricing == ROW:
-        ctx_tokens = _integer(row, "ctx_tokens")
-        steps = RowSteps(_time(row, "prefill_step_ms"), max(1, min(ctx_tokens, isl + visual - prefix)), _time(row, "genonly_step_ms"))
-        if options.settings is not None and options.settings.kv_free_memory_fraction is not None:
-            raise InvalidInputError("kv_free_memory_fraction needs engine pricing (the KV pool is the deployment's)")
-        spec = AggSpec(options.settings or reference_settings(ctx_tokens), **facts)
-    else:
+    tokens_per_decode, encoder_ms = _number(row, "decode_tokens_per_iteration", 1.0), _time(row, "encoder_latency", 0.0) / bs
+    if options.pricing == ENGINE:
         deployment = deployment or deployment_from_row(row)
-        steps = PassModel(deployment, options.pricer)
-        settings = options.settings or default_settings(deployment)
-        if deployment.attention_dp > 1:  # TRT-LLM PyExecutor._schedule: batch waiting without attention DP, its balance with it
-            settings = dataclasses.replace(settings, batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
-        else:
-            settings = dataclasses.replace(settings, adp_balance_iters=0, adp_batching_wait_iters=0)
-        settings = kv_capped(settings, deployment, bs, isl, visual, osl, options.protocol)
-        spec = AggSpec(settings, decode_budget_tokens=deployment.nextn + 1, dispatch_ms=dispatch_overhead_ms(deployment),
-                       prefill_floor_ms=prefill_floor_ms(deployment), **facts)  # fmt: skip
-    return AggCase(bs, ranks, isl, visual, osl, options.protocol, spec, steps)
+        run = AggRun(deployment, isl, osl, bs, prefix, _accepted_drafts(deployment.nextn, tokens_per_decode), visual, encoder_ms,
+                     _integer(row, "concurrency", bs))  # fmt: skip
+        return agg_engine_case(run, options.settings, options.protocol, options.pricer)
+    ctx_tokens = _integer(row, "ctx_tokens")
+    steps = RowSteps(_time(row, "prefill_step_ms"), max(1, min(ctx_tokens, isl + visual - prefix)), _time(row, "genonly_step_ms"))
+    if options.settings is not None and options.settings.kv_free_memory_fraction is not None:
+        raise InvalidInputError("kv_free_memory_fraction needs engine pricing (the KV pool is the deployment's)")
+    spec = AggSpec(options.settings or reference_settings(ctx_tokens), prefix=prefix, tokens_per_decode=tokens_per_decode, encoder_ms=encoder_ms)
+    return AggCase(bs, _number(row, "concurrency", bs) / bs, isl, visual, osl, options.protocol, spec, steps)
+
+
+def _accepted_drafts(nextn: int, tokens_per_decode: float) -> float:
+    """The accepted drafts per decode step a row's decode_tokens_per_iteration stands for (1 + accepted with MTP)."""
+    return tokens_per_decode - 1.0 if nextn > 0 else 0.0
 
 
 def tandem_case(row: Mapping, options: ReplayOptions, prefill: Deployment | None = None, decode: Deployment | None = None) -> TandemCase:
     """The replay inputs of a disagg result row."""
-    spec = TandemSpec(
-        prefill_workers=_integer(row, "(p)workers"),
-        decode_workers=_integer(row, "(d)workers"),
+    sizes = dict(
+        concurrency=_integer(row, "concurrency"), prefill_workers=_integer(row, "(p)workers"), decode_workers=_integer(row, "(d)workers"),
         prefill_batch=_integer(row, "(p)global_bs", None) or _integer(row, "(p)bs"),
-        decode_max_seqs=_integer(row, "(d)global_bs", None) or _integer(row, "(d)bs"),
-        prefix=_integer(row, "prefix", 0, minimum=0),
-        tokens_per_decode=_number(row, "decode_tokens_per_iteration", 1.0) if options.pricing == ENGINE else 1.0,
+        decode_batch=_integer(row, "(d)global_bs", None) or _integer(row, "(d)bs"),
+        prefix=_integer(row, "prefix", 0, minimum=0), visual_tokens=_integer(row, "visual_tokens", 0, minimum=0),
         encoder_ms=_time(row, "encoder_latency", 0.0),
-    )
-    if options.pricing == ROW:
-        prefill_side, decode_side = _time(row, "(p)prefill_step_ms"), _time(row, "tpot")
-    else:
-        prefill_side = PassModel(prefill or deployment_from_row(row, "(p)"), options.pricer)
-        decode_side = PassModel(decode or deployment_from_row(row, "(d)"), options.pricer)
-    visual = _integer(row, "visual_tokens", 0, minimum=0)
-    return TandemCase(_integer(row, "concurrency"), _integer(row, "isl"), visual, _integer(row, "osl"), options.protocol, spec, prefill_side, decode_side)
+    )  # fmt: skip
+    isl, osl = _integer(row, "isl"), _integer(row, "osl")
+    if options.pricing == ENGINE:
+        prefill, decode = prefill or deployment_from_row(row, "(p)"), decode or deployment_from_row(row, "(d)")
+        accepted = _accepted_drafts(decode.nextn, _number(row, "decode_tokens_per_iteration", 1.0))
+        return tandem_engine_case(DisaggRun(prefill, decode, isl, osl, nextn_accepted=accepted, **sizes), options.protocol, options.pricer)
+    clients, visual = sizes.pop("concurrency"), sizes.pop("visual_tokens")
+    sizes["decode_max_seqs"] = sizes.pop("decode_batch")
+    spec = TandemSpec(**sizes)
+    return TandemCase(clients, isl, visual, osl, options.protocol, spec, _time(row, "(p)prefill_step_ms"), _time(row, "tpot"))
 
 
 def case_of(row: Mapping, options: ReplayOptions) -> Case:
     return tandem_case(row, options) if is_disagg(row) else agg_case(row, options)
-
-
-def dispatch_overhead_ms(deployment: Deployment) -> float:
-    """The CPU dispatch overhead of a forward pass that prefills, as the reference's legacy TTFT models
-    it (vLLM: 0.8 ms per decoder layer, eager prefill launches; SGLang, TRT-LLM: none), ms."""
-    return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
-
-
-@functools.cache
-def prefill_floor_ms(deployment: Deployment) -> float:
-    """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms;
-    cached per deployment (it reads the model's config file)."""
-    return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
-
-
-def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,
-              protocol: Protocol) -> EngineSettings:  # fmt: skip
-    """settings with max_num_seqs lowered to the running requests a TensorRT-LLM KV-cache pool holds
-    (kv_running_cap at the protocol's mean lengths: text input and output lengths L scale with the
-    benchmark's range, visual tokens do not; the pool at settings.kv_free_memory_fraction)
-    when that is fewer than the rank's clients and than its cap; settings unchanged otherwise or
-    without a fraction. InvalidInputError for a fraction on another backend (its admission differs)
-    or on an architecture that is not natively modelled: the pool is the small difference of the
-    GPU's memory and the memory model's weights, which only the native model derives from the
-    bundled config (the reference's accounting, e.g. DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4,
-    is not checked against the checkpoints)."""
-    if settings.kv_free_memory_fraction is None:
-        return settings
-    if deployment.backend is not Backend.TRTLLM:
-        raise InvalidInputError(f"kv_free_memory_fraction is TensorRT-LLM's KV-cache setting; backend {deployment.backend.value!r} has none")
-    if not is_natively_modelled(deployment.model):
-        raise InvalidInputError(f"kv_free_memory_fraction needs the native memory model; {deployment.model!r} is not natively modelled")
-    facts = deployment_facts(deployment)
-    pool = kv_pool_bytes(facts, POLICIES[deployment.backend], settings.budget, settings.kv_free_memory_fraction)
-    share = (1.0 + protocol.range_ratio) / 2 if isinstance(protocol, Benchmark) else 1.0  # mean of U[r L, L] over L
-    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, share * isl + visual, share * osl)
-    if cap is None or cap >= min(clients, settings.max_num_seqs or clients):
-        return settings
-    return dataclasses.replace(settings, max_num_seqs=cap)
-
-
-def default_settings(deployment: Deployment) -> EngineSettings:
-    """The deployment's serving engine defaults on its GPU."""
-    return engine_defaults(deployment.backend, deployment.system, load_system_spec(deployment.system).mem_capacity)
-
-
-# ---------------------------------------------------------------------------------------------
-# Replaying a case
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class Prepared:
-    """A case ready for its kernel: the plan and the pass pricers (engine tables built)."""
-
-    case: Case
-    plan: RunPlan
-    pricers: tuple[PassPricer, ...]  # agg: (pricer,); tandem: (prefill, decode)
-
-    def run(self) -> ClosedLoop:
-        """Replay (the Numba kernels release the GIL: prepared cases may run on threads)."""
-        if isinstance(self.case, AggCase):
-            stats = replay_agg(self.plan, self.case.spec, *self.pricers).stats
-            return ClosedLoop(stats, stats.throughput_rps * self.case.ranks)
-        stats = replay_tandem(self.plan, self.case.spec, *self.pricers).stats
-        return ClosedLoop(stats, stats.throughput_rps)
-
-
-def prepare(case: Case) -> Prepared:
-    """The run plan and pass pricers of a case (engine tables are built here, on the caller's thread)."""
-    plan = run_plan(case.protocol, case.clients, case.isl, case.osl, case.visual_tokens)
-    case.spec.check(plan)
-    if isinstance(case, AggCase):
-        return Prepared(case, plan, (_agg_pricer(case, plan),))
-    if isinstance(case.prefill, PassModel):
-        pricers = (
-            _engine(case.prefill, prefill_extent(plan, case.spec), case.prefill.deployment.attention_dp),
-            _engine(case.decode, decode_extent(plan, case.spec, case.decode), case.decode.deployment.attention_dp),
-        )
-    else:
-        pricers = (flat_pricer(case.prefill, 0.0), flat_pricer(0.0, case.decode))
-    return Prepared(case, plan, pricers)
-
-
-def _agg_pricer(case: AggCase, plan: RunPlan) -> PassPricer:
-    if isinstance(case.steps, RowSteps):
-        return row_pricer(case.steps.prefill_step_ms, case.steps.chunk_ref, case.steps.genonly_step_ms)
-    return _engine(case.steps, agg_extent(plan, case.spec, case.steps))
-
-
-def _engine(model: PassModel, extent: TableExtent, dp_ranks: int = 1) -> PassPricer:
-    """Agg replays one rank (dp_ranks 1); the tandem replays whole workers, dp_ranks ranks each."""
-    return engine_pricer(engine_tables(model, extent.rounded()), model.query_multiplier, dp_ranks)
-
-
-def agg_extent(plan: RunPlan, spec: AggSpec, model: PassModel) -> TableExtent:
-    """The largest pass shapes of an agg replay (without chunked prefill every chunk is a whole
-    prompt, starting at the cached prefix)."""
-    s = spec.settings
-    running = min(plan.clients, s.max_num_seqs or plan.clients)
-    longest = int(plan.isl.max())
-    whole = s.budget // (int(plan.isl.min()) - spec.prefix) + 2  # whole prompts in a budget, plus a tail and a head chunk
-    return TableExtent(
-        tokens=s.budget, chunks=min(running, s.budget, whole), chunk=min(s.budget, longest - spec.prefix),
-        start=max(1, longest - 1 if s.chunked else spec.prefix), rows=min(running * model.query_multiplier, s.budget),
-        kv=longest + int(plan.osl.max()),
-    )  # fmt: skip
-
-
-def prefill_extent(plan: RunPlan, spec: TandemSpec) -> TableExtent:
-    """The largest prefill batches of a tandem replay (whole prompts)."""
-    batch = min(spec.prefill_batch, plan.clients)
-    longest = int(plan.isl.max()) - spec.prefix
-    return TableExtent(tokens=batch * longest, chunks=batch, chunk=longest, start=max(1, spec.prefix), rows=1, kv=2)
-
-
-def decode_extent(plan: RunPlan, spec: TandemSpec, model: PassModel) -> TableExtent:
-    """The largest decode iterations of a tandem replay."""
-    rows = min(spec.decode_max_seqs, plan.clients) * model.query_multiplier
-    return TableExtent(tokens=1, chunks=1, chunk=1, start=1, rows=rows, kv=int(plan.isl.max()) + int(plan.osl.max()))
-
-
-class _Memo:
-    """Replays by case, least recently used evicted beyond MEMO_SIZE."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self.items: OrderedDict[Case, ClosedLoop] = OrderedDict()
-
-    def get(self, case: Case) -> ClosedLoop | None:
-        hit = self.items.get(case)
-        if hit is not None:
-            self.items.move_to_end(case)
-        return hit
-
-    def put(self, case: Case, result: ClosedLoop) -> None:
-        self.items[case] = result
-        if len(self.items) > self.size:
-            self.items.popitem(last=False)
-
-
-MEMO = _Memo(MEMO_SIZE)
-
-
-def replay_case(case: Case) -> ClosedLoop:
-    """The memoized replay of a case (raises InvalidInputError, NoProgressError)."""
-    hit = MEMO.get(case)
-    if hit is None:
-        hit = prepare(case).run()
-        MEMO.put(case, hit)
-    return hit
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,8 +5,10 @@ import math
 from dataclasses import dataclass
 
 from estimator.closedloop.protocol import RunPlan
-from estimator.closedloop.settings import EngineSettings
 from estimator.errors import EstimatorError, InvalidInputError
+from estimator.settings import EngineSettings
+
+PREFILL_RECV_WEIGHT = 1000  # SGLang SchedulerRecvSkipper: weight of a pass that is not decode-only (EngineSettings.recv_interval)
 
 
 class NoProgressError(EstimatorError):
@@ -46,9 +48,9 @@ class AggSpec:
         beside the attention-DP balance, NoProgressError for a configuration that can never
         schedule some request."""
         _require_prefix(self.prefix, plan)
-        budget = self.settings.budget
+        budget = self.settings.step_token_budget
         largest = int(plan.isl.max()) - self.prefix
-        if not self.settings.chunked and largest > budget:
+        if not self.settings.chunked_prefill and largest > budget:
             raise NoProgressError(
                 f"stalled: a prompt of {largest} uncached tokens exceeds the token budget {budget} and chunked prefill is off"
             )

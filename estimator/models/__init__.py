@@ -1,15 +1,30 @@
 """Model configs, quant-mode inference and native op-list builders."""
-from estimator.models.config import ModelConfig, QuantInfo, native_families, resolve_model_config
+from estimator.models.config import (
+    ModelConfig,
+    QuantInfo,
+    checkpoint_quant,
+    is_natively_modelled,
+    linear_attention_layers,
+    model_architecture,
+    native_families,
+    resolve_model_config,
+)
 from estimator.models.dense import PhaseOps, build_dense_ops, weight_bytes
-from estimator.models.quant import QuantModes, infer_quant
+from estimator.models.quant import BF16, QuantModes, checkpoint_quant_modes, infer_quant
 
 __all__ = [
+    "BF16",
     "ModelConfig",
     "PhaseOps",
     "QuantInfo",
     "QuantModes",
     "build_dense_ops",
+    "checkpoint_quant",
+    "checkpoint_quant_modes",
     "infer_quant",
+    "is_natively_modelled",
+    "linear_attention_layers",
+    "model_architecture",
     "native_families",
     "resolve_model_config",
     "weight_bytes",

@@ -14,38 +14,34 @@
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings and the Triton compiles its engine build pays per new prefill
-  shape (measurements.protocols.shape_compile_ms). It replays the uncached method's closed-form row
+  shape (EngineSettings.shape_compile_ms, measurements.builds). It replays the uncached method's closed-form row
   (engine-priced passes read the operating point from it, no step price; the engine settings set
   the budget).
-
-The disagg estimator and the replay are looked up lazily: when one is not importable or raises
-NotImplementedError, the rows that need it are uncovered with that reason.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import math
 from dataclasses import dataclass
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Callable, Mapping
 
+from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
+from estimator.disagg import DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
 from estimator.report import KV_CAP_NOTE, METHOD_NAMES
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
+from estimator.settings import EngineSettings
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
-from measurements.protocols import shape_compile_ms
 from measurements.schema import Measurement
 
-DISAGG_MODULE = "estimator.disagg"
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
 CHECKPOINT_NOTE = "priced at the kernels that ran, not the labelled quant modes"  # then ": " and MappedRow.quant_note
 GRANULARITY_NOTE = "SILICON data missing for an op at the labelled quant modes: priced at the checkpoint's scale granularity"  # then ": " and Fallback.note
-CLOSED_LOOP_MODULE = "estimator.closedloop"
 # the pricing of a row (a report partition): the priced inputs' pricer -> pricer and database mode,
 # then KERNELS_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs), or
 # CHECKPOINT_GRANULARITY when they are a granularity fallback (MappedRow.granularity_fallbacks)
@@ -172,22 +168,6 @@ def pricing(row: MappedRow) -> tuple[str, str]:
     return label, "; ".join(caveats)
 
 
-@functools.cache
-def optional_module(name: str) -> ModuleType | str:
-    """An estimator module that may not exist yet, or why it is unavailable (looked up once per process)."""
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        return f"{name} not available ({exc})"
-
-
-def _module(name: str) -> ModuleType:
-    module = optional_module(name)
-    if isinstance(module, str):
-        raise Uncovered(module)
-    return module
-
-
 def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = None):
     """The closed-form estimate of a row: an AggResult (ctx_tokens defaults to the row's isl, as the
     baseline) or a DisaggResult. A perf-data miss is Uncovered with SILICON_MISS."""
@@ -210,15 +190,21 @@ def _closed_form_outcome(inputs: AggInputs | DisaggInputs, semantics: Semantics,
 
 def _closed_form(inputs: AggInputs | DisaggInputs, semantics: Semantics, ctx_tokens: int | None):
     if isinstance(inputs, DisaggInputs):
-        disagg = _module(DISAGG_MODULE)
-        point = disagg.DisaggPoint(
-            isl=inputs.isl, osl=inputs.osl, prefill_batch_size=inputs.prefill_batch_size, prefill_workers=inputs.prefill_workers,
-            decode_batch_size=inputs.decode_batch_size, decode_workers=inputs.decode_workers, nextn_accepted=inputs.nextn_accepted,
-        )  # fmt: skip
-        return disagg.run_disagg(inputs.prefill, inputs.decode, point, semantics, inputs.pricer)
-    point = AggPoint(isl=inputs.isl, osl=inputs.osl, batch_size=inputs.batch_size, ctx_tokens=ctx_tokens or inputs.isl,
-                     nextn_accepted=inputs.nextn_accepted)  # fmt: skip
-    return AggEstimator(inputs.deployment, semantics, inputs.pricer).estimate(point)
+        return run_disagg(inputs.prefill, inputs.decode, disagg_point(inputs), semantics, inputs.pricer)
+    return AggEstimator(inputs.deployment, semantics, inputs.pricer).estimate(agg_point(inputs, ctx_tokens or inputs.isl))
+
+
+def agg_point(inputs: AggInputs, ctx_tokens: int | None = None) -> AggPoint:
+    """The closed-form operating point of agg inputs (ctx_tokens: the budget knob; None: the semantics' default)."""
+    return AggPoint(isl=inputs.isl, osl=inputs.osl, batch_size=inputs.batch_size, ctx_tokens=ctx_tokens, nextn_accepted=inputs.nextn_accepted)
+
+
+def disagg_point(inputs: DisaggInputs) -> DisaggPoint:
+    """The closed-form operating point of disagg inputs."""
+    return DisaggPoint(
+        isl=inputs.isl, osl=inputs.osl, prefill_batch_size=inputs.prefill_batch_size, prefill_workers=inputs.prefill_workers,
+        decode_batch_size=inputs.decode_batch_size, decode_workers=inputs.decode_workers, nextn_accepted=inputs.nextn_accepted,
+    )  # fmt: skip
 
 
 def memory_note(result) -> str:
@@ -254,67 +240,61 @@ def _closed_form_method(semantics: Semantics) -> Method:
     return method
 
 
-def replay_protocol(closedloop: ModuleType, m: Measurement, protocol: str):
-    """The replay's protocol object: steady, or the row's benchmark client (Uncovered when undocumented)."""
+def replay_protocol(m: Measurement, protocol: str) -> Steady | Benchmark:
+    """The replay's protocol: steady, or the row's benchmark client (Uncovered when undocumented)."""
     if protocol == "steady":
-        return closedloop.Steady()
+        return Steady()
     p = m.protocol
     if p.num_prompts is None or p.random_range_ratio is None or not m.concurrency:
         raise Uncovered(f"benchmark protocol not documented by the source ({m.source})")
     if p.num_prompts % m.concurrency:
         raise Uncovered(f"num_prompts {p.num_prompts} is not a multiple of the concurrency {m.concurrency}")
-    return closedloop.Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio)
+    return Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio)
 
 
 def kv_fraction(row: MappedRow) -> float | None:
     """The launch's KV-cache memory fraction the replay caps running requests by: the row's, for the
-    natively modelled architectures (closedloop.rows.kv_capped); None for the others."""
-    return row.measurement.protocol.kv_free_memory_fraction if is_natively_modelled(row.model_used) else None
+    natively modelled architectures (closedloop.runs.kv_capped); None for the others."""
+    return row.measurement.settings.kv_free_memory_fraction if is_natively_modelled(row.model_used) else None
 
 
-def replay(row: MappedRow, protocol: str) -> dict:
-    """The replay's figures (ttft, tpot, ... in ms) for a row under a protocol, engine-priced."""
-    closedloop, inputs, m = _module(CLOSED_LOOP_MODULE), _inputs(row), row.measurement
-    run_protocol = replay_protocol(closedloop, m, protocol)
-    p = m.protocol
+def replay_input(row: MappedRow) -> AggRun | DisaggRun:
+    """The typed replay run of a row's priced inputs (a disagg run at the measured concurrency)."""
+    inputs = _inputs(row)
+    if isinstance(inputs, AggInputs):
+        return agg_run(inputs.deployment, agg_point(inputs))
+    return disagg_run(inputs.prefill, inputs.decode, disagg_point(inputs), row.measurement.concurrency)
+
+
+def replay(row: MappedRow, protocol: str) -> Replayed:
+    """The engine-priced replay of a row under a protocol (the rows the uncached estimate covers)."""
+    run = replay_input(row)
+    run_protocol = replay_protocol(row.measurement, protocol)
+    closed_form(row, Semantics.UNCACHED)  # a row the closed form cannot price is not replayed (same coverage and reason)
+    settings = row.measurement.settings.replace(kv_free_memory_fraction=kv_fraction(row)) if isinstance(run, AggRun) else None
     try:
-        if isinstance(inputs, DisaggInputs):
-            result_row = dict(closed_form(row, Semantics.UNCACHED).row) | ({"concurrency": m.concurrency} if m.concurrency else {})
-            return closedloop.closed_loop_for_disagg_row(
-                result_row, inputs.prefill, inputs.decode, pricing="engine", protocol=run_protocol, pricer=inputs.pricer
-            )
-        settings = closedloop.EngineSettings(budget=p.step_token_budget, chunked=p.chunked_prefill, max_num_seqs=p.max_num_seqs,
-                                             mixed=p.mixed_batches is not False, recv_interval=p.recv_interval or 1,
-                                             batch_wait_iters=p.batch_wait_iters or 0, batch_wait_tokens_ratio=p.batch_wait_tokens_ratio or 0.0,
-                                             adp_balance_iters=p.adp_balance_iters or 0, adp_batching_wait_iters=p.adp_batching_wait_iters or 0,
-                                             shape_compile_ms=shape_compile_ms(m, row.model_used),
-                                             kv_free_memory_fraction=kv_fraction(row))  # fmt: skip
-        result_row = closed_form(row, Semantics.UNCACHED).row  # the uncached method's row: engine pricing reads no step price from it
-        return closedloop.closed_loop_for_agg_row(
-            result_row, inputs.deployment, pricing="engine", protocol=run_protocol, settings=settings, pricer=inputs.pricer
-        )
-    except NotImplementedError as exc:
-        raise Uncovered(f"closed-loop replay not implemented: {exc}") from None
+        return replay_run(run, settings, run_protocol, _inputs(row).pricer)
     except PerfDataMissingError as exc:
         raise Uncovered(f"{SILICON_MISS}: {first_line(exc)}") from None
 
 
-def kv_cap_note(figures: Mapping, m: Measurement) -> str:
-    """The KV-cache cap on running requests when the replay lowered the run's cap to it ("" otherwise)."""
-    cap = figures.get("max_num_seqs")
-    if cap is None or cap == m.protocol.max_num_seqs:
+def kv_cap_note(replayed: EngineSettings | None, m: Measurement) -> str:
+    """The KV-cache cap on running requests when the replay (its settings; None: a disagg replay)
+    lowered the run's cap to it ("" otherwise)."""
+    cap = replayed.max_num_seqs if replayed is not None else None
+    if cap is None or cap == m.settings.max_num_seqs:
         return ""
-    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.protocol.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
+    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
 
 
 def _closed_loop_method(protocol: str) -> Method:
     def method(row: MappedRow) -> Prediction:
-        figures = replay(row, protocol)
-        ttft, tpot = float(figures["ttft"]), float(figures["tpot"])
+        replayed = replay(row, protocol)
+        ttft, tpot = float(replayed.stats.ttft_mean), float(replayed.stats.tpot_mean)
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
         priced, caveat = pricing(row)
-        return Prediction(ttft, tpot, priced, "; ".join(n for n in (caveat, kv_cap_note(figures, row.measurement)) if n))
+        return Prediction(ttft, tpot, priced, "; ".join(n for n in (caveat, kv_cap_note(replayed.settings, row.measurement)) if n))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from estimator.report.batch import PointResult
+from estimator.settings import POINT_FIELDS
 from measurements.mapping import AggInputs, MappedRow
-from measurements.protocols import shape_compile_ms
+from measurements.schema import SETTINGS_COLUMNS
 from measurements.replicates import replicate_key
 
 POINT_COLUMNS = (
@@ -19,8 +20,7 @@ POINT_COLUMNS = (
     "prefill_step_ms", "decode_step_ms",
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
-    "step_token_budget", "chunked_prefill", "stream_interval", "recv_interval", "batch_wait_iters", "adp_balance_iters", "nextn",
-    "shape_compile_ms", "kv_free_memory_fraction", "engine_settings", "replicate_group",
+    *(SETTINGS_COLUMNS[name] for name in POINT_FIELDS), "replicate_group",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
@@ -78,16 +78,7 @@ def row_columns(row: MappedRow) -> dict:
         "data_version": row.data_version,
         "version_note": row.version_note,
         "pricer": row.some_inputs.pricer if row.some_inputs else None,
-        "step_token_budget": m.protocol.step_token_budget,
-        "chunked_prefill": m.protocol.chunked_prefill,
-        "stream_interval": m.protocol.stream_interval or 1,
-        "recv_interval": m.protocol.recv_interval or 1,
-        "batch_wait_iters": m.protocol.batch_wait_iters or 0,
-        "adp_balance_iters": m.protocol.adp_balance_iters or 0,
-        "nextn": m.protocol.nextn or 0,
-        "shape_compile_ms": shape_compile_ms(m, row.model_used) if row.some_inputs else 0.0,
-        "kv_free_memory_fraction": m.protocol.kv_free_memory_fraction,
-        "engine_settings": m.protocol.engine_settings,
+        **{SETTINGS_COLUMNS[name]: getattr(m.settings, name) for name in POINT_FIELDS},
         "replicate_group": replicate_key(m),
     }
 

@@ -15,7 +15,7 @@ import pandas as pd
 from estimator.report import KV_CAP_NOTE, metrics
 from estimator.report.metrics import GroupStats
 from estimator.report.points import bucket_order
-from measurements.protocols import TRTLLM_DSR1_MTP_ACCEPTED
+from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED
 from measurements.replicates import replicate_floor
 
 TEMPLATES = Path(__file__).parent / "templates"

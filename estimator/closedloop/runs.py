@@ -1,0 +1,206 @@
+"""The typed entry point of the engine-priced replay: a deployment at an operating point, the engine
+settings and the client protocol in, a typed result out.
+
+``replay_run(AggRun(...) | DisaggRun(...), settings, protocol)`` is what the report, ``refine``
+(its rows converted once at the edge, estimator.closedloop.rows), ``estimate --closed-loop`` and
+the refined-SLA sweeps call. Agg runs replay one attention-DP rank at C = ``batch_size`` with the
+engine's scheduler settings (``None``: the backend's documented defaults); disagg runs replay the
+whole P/D system at C = ``concurrency`` (the tandem reads no scheduler settings yet).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from estimator.closedloop.cases import AggCase, TandemCase, replay_case
+from estimator.closedloop.engine import PassModel
+from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
+from estimator.closedloop.spec import AggSpec, TandemSpec
+from estimator.closedloop.stats import LatencyStats
+from estimator.deployment import Backend, Deployment
+from estimator.disagg.single import DisaggPoint
+from estimator.errors import InvalidInputError
+from estimator.models.config import is_natively_modelled, model_architecture
+from estimator.perf.system_spec import load_system_spec
+from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
+from estimator.scheduler.facts import deployment_facts
+from estimator.scheduler.memory import kv_pool_bytes
+from estimator.scheduler.policies import POLICIES
+from estimator.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, kv_running_cap
+
+
+@dataclass(frozen=True)
+class AggRun:
+    """One agg deployment serving clients at one operating point."""
+
+    deployment: Deployment  # model, system, backend, layout (nextn: its draft depth)
+    isl: int  # text input tokens per request, L of the protocol (>= 1)
+    osl: int  # output tokens per request, L of the protocol (>= 1)
+    batch_size: int  # clients per attention-DP rank, the replayed C (>= 1)
+    prefix: int = 0  # cached prefix tokens per request (0 <= prefix < isl + visual_tokens)
+    nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= this <= deployment.nextn)
+    visual_tokens: int = 0  # visual context tokens added to every prompt (>= 0)
+    encoder_ms: float = 0.0  # encoder time per request, charged in its first chunk's pass, ms (>= 0)
+    concurrency: int | None = None  # clients over every rank; None: batch_size x pp x attention_dp
+
+    def __post_init__(self) -> None:
+        _require_sizes(self, ("isl", "osl", "batch_size"), ("prefix", "visual_tokens"))
+        if self.prefix >= self.isl + self.visual_tokens:
+            raise InvalidInputError(f"prefix ({self.prefix}) must be smaller than the effective isl ({self.isl + self.visual_tokens})")
+
+    @property
+    def ranks(self) -> float:
+        """Ranks running the same replay: concurrency / batch_size (pp x attention_dp by default)."""
+        if self.concurrency is None:
+            return float(self.deployment.pp * self.deployment.attention_dp)
+        return self.concurrency / self.batch_size
+
+    @property
+    def tokens_per_decode(self) -> float:
+        """Output tokens a decode pass commits per request (1 + accepted drafts)."""
+        return decode_tokens_per_iteration(self.deployment.nextn, self.nextn_accepted)
+
+
+@dataclass(frozen=True)
+class DisaggRun:
+    """A P/D deployment: prefill and decode workers serving clients at one operating point."""
+
+    prefill: Deployment  # one prefill worker
+    decode: Deployment  # one decode worker (nextn: its draft depth)
+    isl: int  # text input tokens per request (>= 1)
+    osl: int  # output tokens per request (>= 1)
+    concurrency: int  # clients over the whole system, the replayed C (>= 1)
+    prefill_workers: int  # P (>= 1)
+    decode_workers: int  # D (>= 1)
+    prefill_batch: int  # prompts per prefill batch of one worker, every attention-DP rank (>= 1)
+    decode_batch: int  # requests per decode iteration of one worker, every attention-DP rank (>= 1)
+    prefix: int = 0  # cached prefix tokens per request (0 <= prefix < isl)
+    nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= this <= decode.nextn)
+    visual_tokens: int = 0  # visual context tokens added to every prompt (>= 0)
+    encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
+
+    def __post_init__(self) -> None:
+        _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch"),
+                       ("prefix", "visual_tokens"))  # fmt: skip
+
+    @property
+    def tokens_per_decode(self) -> float:
+        return decode_tokens_per_iteration(self.decode.nextn, self.nextn_accepted)
+
+
+Run = AggRun | DisaggRun
+
+
+def agg_run(deployment: Deployment, point: AggPoint) -> AggRun:
+    """The run of a closed-form agg operating point (its batch per attention-DP rank)."""
+    return AggRun(deployment, point.isl, point.osl, point.batch_size, point.prefix, point.nextn_accepted)
+
+
+def disagg_run(prefill: Deployment, decode: Deployment, point: DisaggPoint, concurrency: int | None = None) -> DisaggRun:
+    """The run of a closed-form disagg operating point at a system concurrency (None: every decode
+    worker's batch full, the closed form's concurrency); batches span every attention-DP rank."""
+    full = point.decode_batch_size * decode.attention_dp * decode.pp * point.decode_workers
+    return DisaggRun(prefill, decode, point.isl, point.osl, concurrency or full, point.prefill_workers, point.decode_workers,
+                     point.prefill_batch_size * prefill.attention_dp, point.decode_batch_size * decode.attention_dp, point.prefix,
+                     point.nextn_accepted)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A run's replay."""
+
+    stats: LatencyStats  # the replay's statistics (agg: one rank), ms
+    throughput_rps: float  # system-wide completions per second
+    settings: EngineSettings | None  # agg: the settings replayed (after any KV-cache cap); disagg: None
+    protocol: str  # "steady" | "benchmark"
+
+
+def _require_sizes(run: object, positive: tuple[str, ...], non_negative: tuple[str, ...]) -> None:
+    for name in positive + non_negative:
+        value, minimum = getattr(run, name), 1 if name in positive else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InvalidInputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def replay_run(run: Run, settings: EngineSettings | None = None, protocol: Steady | Benchmark | str = "steady",
+               pricer: str = "native") -> Replayed:  # fmt: skip
+    """The engine-priced closed-loop replay of a run (memoized on every input). Raises
+    InvalidInputError, NoProgressError, PerfDataMissingError."""
+    protocol = parse_protocol(protocol)
+    if isinstance(run, DisaggRun):
+        if settings is not None:
+            raise InvalidInputError("a disagg run's replay reads no engine settings yet (the P/D tandem); pass settings=None")
+        result = replay_case(tandem_engine_case(run, protocol, pricer))
+        return Replayed(result.stats, result.throughput_rps, None, protocol.name)
+    case = agg_engine_case(run, settings, protocol, pricer)
+    result = replay_case(case)
+    return Replayed(result.stats, result.throughput_rps, case.spec.settings, protocol.name)
+
+
+def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Protocol, pricer: str) -> AggCase:
+    """The engine-priced replay case of an agg run: the settings (None: the backend's defaults) with
+    TRT-LLM's batch waiting dropped under attention DP and its attention-DP balance without it
+    (PyExecutor._schedule), capped by the KV-cache pool where a fraction is set (kv_capped)."""
+    deployment = run.deployment
+    settings = settings or default_settings(deployment)
+    if deployment.attention_dp > 1:
+        settings = settings.replace(batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
+    else:
+        settings = settings.replace(adp_balance_iters=0, adp_batching_wait_iters=0)
+    settings = kv_capped(settings, deployment, run.batch_size, run.isl, run.visual_tokens, run.osl, protocol)
+    spec = AggSpec(settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
+                   encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment), prefill_floor_ms=prefill_floor_ms(deployment))  # fmt: skip
+    return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(deployment, pricer))
+
+
+def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> TandemCase:
+    """The engine-priced replay case of a disagg run."""
+    spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
+                      decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
+                      encoder_ms=run.encoder_ms)  # fmt: skip
+    return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
+                      PassModel(run.decode, pricer))  # fmt: skip
+
+
+def dispatch_overhead_ms(deployment: Deployment) -> float:
+    """The CPU dispatch overhead of a forward pass that prefills, as the reference's legacy TTFT models
+    it (vLLM: 0.8 ms per decoder layer, eager prefill launches; SGLang, TRT-LLM: none), ms."""
+    return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
+
+
+@functools.cache
+def prefill_floor_ms(deployment: Deployment) -> float:
+    """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms;
+    cached per deployment (it reads the model's config file)."""
+    return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
+
+
+def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,
+              protocol: Protocol) -> EngineSettings:  # fmt: skip
+    """settings with max_num_seqs lowered to the running requests a TensorRT-LLM KV-cache pool holds
+    (kv_running_cap at the protocol's mean lengths: text input and output lengths L scale with the
+    benchmark's range, visual tokens do not; the pool at settings.kv_free_memory_fraction)
+    when that is fewer than the rank's clients and than its cap; settings unchanged otherwise or
+    without a fraction. InvalidInputError for a fraction on another backend (its admission differs)
+    or on an architecture that is not natively modelled: the pool is the small difference of the
+    GPU's memory and the memory model's weights, which only the native model derives from the
+    bundled config (the reference's accounting, e.g. DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4,
+    is not checked against the checkpoints)."""
+    if settings.kv_free_memory_fraction is None:
+        return settings
+    if deployment.backend is not Backend.TRTLLM:
+        raise InvalidInputError(f"kv_free_memory_fraction is TensorRT-LLM's KV-cache setting; backend {deployment.backend.value!r} has none")
+    if not is_natively_modelled(deployment.model):
+        raise InvalidInputError(f"kv_free_memory_fraction needs the native memory model; {deployment.model!r} is not natively modelled")
+    facts = deployment_facts(deployment)
+    pool = kv_pool_bytes(facts, POLICIES[deployment.backend], settings.step_token_budget, settings.kv_free_memory_fraction)
+    share = (1.0 + protocol.range_ratio) / 2 if isinstance(protocol, Benchmark) else 1.0  # mean of U[r L, L] over L
+    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, share * isl + visual, share * osl)
+    if cap is None or cap >= min(clients, settings.max_num_seqs or clients):
+        return settings
+    return settings.replace(max_num_seqs=cap)
+
+
+def default_settings(deployment: Deployment) -> EngineSettings:
+    """The deployment's serving engine defaults on its GPU."""
+    return engine_defaults(deployment.backend, deployment.system, load_system_spec(deployment.system).mem_capacity)

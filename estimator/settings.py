@@ -1,0 +1,202 @@
+"""One serving engine's scheduler and launch settings: the single type every layer passes.
+
+``EngineSettings`` is what the closed-loop replay follows, what a measured run's launch recipe
+documents and what ``refine`` and the CLI build from flags. Each field states its unit, its
+default and where the value is documented (``metadata["doc"]``, also the measurement CSV's column
+documentation); ``engine_defaults`` applies each backend's documented defaults in one place.
+Engine behaviour behind the fields: ``estimator/docs/engine-settings.md``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from estimator.deployment import Backend
+from estimator.errors import InvalidInputError
+
+GIB = 1 << 30
+POINT = "point"  # metadata key: the field is a column of the accuracy report's points table
+DEFAULT_ORIGIN = "engine default"  # origin of settings no source documents
+SOURCE_ORIGIN = "source"  # origin of settings a source's launch recipe documents
+
+
+def _doc(text: str, *, point: bool = False) -> dict[str, Any]:
+    return {"doc": text, POINT: point}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """One rank's scheduler settings and the launch facts the estimate reads (validated on construction)."""
+
+    step_token_budget: int = field(metadata=_doc(
+        "engine tokens per step: prefill tokens plus decode query tokens (vLLM max_num_batched_tokens, SGLang "
+        "--chunked-prefill-size, TRT-LLM max_num_tokens), >= 1", point=True))  # fmt: skip
+    chunked_prefill: bool = field(metadata=_doc("true: a prompt may be split across steps", point=True))
+    max_num_seqs: int | None = field(default=None, metadata=_doc(
+        "running requests per rank, >= 1; empty: no cap (derived by the engine from KV capacity)"))  # fmt: skip
+    mixed_batches: bool = field(default=True, metadata=_doc(
+        "true: a step may carry prefill chunks and decodes together (SGLang: --enable-mixed-chunk, off by default); empty: true"))  # fmt: skip
+    stream_interval: int = field(default=1, metadata=_doc(
+        "output tokens per streamed chunk after the first token, which goes out at once (SGLang --stream-interval; "
+        "TTFT and TPOT do not move); empty: 1", point=True))  # fmt: skip
+    recv_interval: int = field(default=1, metadata=_doc(
+        "the scheduler takes in new requests only after this many weighted passes since it last did: a decode-only pass "
+        "weighs 1, one that prefills PREFILL_RECV_WEIGHT (SGLang --scheduler-recv-interval, SchedulerRecvSkipper), >= 1; "
+        "empty: 1", point=True))  # fmt: skip
+    batch_wait_iters: int = field(default=0, metadata=_doc(
+        "a prefill that would run beside decoding requests is held, the step only decoding, for up to this many steps "
+        "in a row (TRT-LLM batch_wait_timeout_iters, PyExecutor._waiting_requests), >= 0; empty: 0", point=True))  # fmt: skip
+    batch_wait_tokens_ratio: float = field(default=0.0, metadata=_doc(
+        "a step whose tokens (whole prompts plus decode tokens) reach this share of the token budget is not held "
+        "(TRT-LLM batch_wait_max_tokens_ratio), >= 0; empty: 0"))  # fmt: skip
+    adp_balance_iters: int = field(default=0, metadata=_doc(
+        "under attention DP, a prefill that would run beside decoding requests is held until this many steps have "
+        "counted since the last release, a step counting unless every rank holds a prefill (TRT-LLM "
+        "attention_dp_config.timeout_iters with enable_balance, PyExecutor._balance_adp_requests), >= 0; empty: 0", point=True))  # fmt: skip
+    adp_batching_wait_iters: int = field(default=0, metadata=_doc(
+        "under attention DP, when every rank holds a prefill, the prefills wait beside decoding requests for up to this "
+        "many steps (TRT-LLM attention_dp_config.batching_wait_iters), >= 0; empty: 0"))  # fmt: skip
+    kv_cache_dtype: str | None = field(default=None, metadata=_doc(
+        "KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); empty: the checkpoint's"))  # fmt: skip
+    nextn: int = field(default=0, metadata=_doc(
+        "MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers), >= 0; empty: 0, no "
+        "speculation", point=True))  # fmt: skip
+    nextn_accepted: float = field(default=0.0, metadata=_doc(
+        "accepted draft tokens per decode step, 0 <= this <= nextn, from a cited public figure; empty: 0"))  # fmt: skip
+    shape_compile_ms: float = field(default=0.0, metadata=_doc(
+        "host JIT compile time of a pass that prefills a token count new to the run, ms, >= 0 (SGLang's FLA l2norm "
+        "kernel before PR 31558, ~90 ms per PR 23448; agg replay only); empty: 0", point=True))  # fmt: skip
+    kv_free_memory_fraction: float | None = field(default=None, metadata=_doc(
+        "KV-cache share of the memory left after weights and activations (TRT-LLM "
+        "kv_cache_config.free_gpu_memory_fraction) of a documented launch, 0 < this <= 1; empty: undocumented. The "
+        "closed-loop replay caps running requests by it on natively modelled TRT-LLM agg rows only", point=True))  # fmt: skip
+    origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
+        "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
+    citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))
+
+    def __post_init__(self) -> None:
+        _set(self, "step_token_budget", _integer("step_token_budget", self.step_token_budget, 1))
+        if self.max_num_seqs is not None:
+            _set(self, "max_num_seqs", _integer("max_num_seqs", self.max_num_seqs, 1))
+        for name, minimum in (("stream_interval", 1), ("recv_interval", 1), ("batch_wait_iters", 0), ("adp_balance_iters", 0),
+                              ("adp_batching_wait_iters", 0), ("nextn", 0)):  # fmt: skip
+            _set(self, name, _integer(name, getattr(self, name), minimum))
+        for name in ("chunked_prefill", "mixed_batches"):
+            _set(self, name, bool(getattr(self, name)))
+        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted"):
+            _set(self, name, _finite_non_negative(name, getattr(self, name)))
+        if self.nextn_accepted > self.nextn:
+            raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
+        fraction = self.kv_free_memory_fraction
+        if fraction is not None and (not _is_number(fraction) or not 0.0 < fraction <= 1.0):
+            raise InvalidInputError(f"kv_free_memory_fraction must be within (0, 1], got {fraction!r}")
+        if self.origin not in (DEFAULT_ORIGIN, SOURCE_ORIGIN):
+            raise InvalidInputError(f"origin must be {SOURCE_ORIGIN!r} or {DEFAULT_ORIGIN!r}, got {self.origin!r}")
+
+    @property
+    def batch_waiting(self) -> bool:
+        """TRT-LLM's enable_batch_waiting: either batch-wait setting is set."""
+        return self.batch_wait_iters > 0 or self.batch_wait_tokens_ratio > 0
+
+    def replace(self, **changes: Any) -> EngineSettings:
+        """A copy with `changes` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+
+FIELDS: Mapping[str, dataclasses.Field] = MappingProxyType({f.name: f for f in dataclasses.fields(EngineSettings)})
+POINT_FIELDS = tuple(name for name, f in FIELDS.items() if f.metadata[POINT])  # the points table's settings columns, in order
+
+
+def _set(settings: EngineSettings, name: str, value: Any) -> None:
+    object.__setattr__(settings, name, value)
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def _finite_non_negative(name: str, value: Any) -> float:
+    if not _is_number(value) or not 0.0 <= value < math.inf:
+        raise InvalidInputError(f"{name} must be a finite number >= 0, got {value!r}")
+    return value
+
+
+def _integer(name: str, value: Any, minimum: int) -> int:
+    """value as a Python int (numpy integers accepted); InvalidInputError unless it is an integer >= minimum."""
+    try:
+        number = operator.index(value) if not isinstance(value, bool) else None
+    except TypeError:
+        number = None
+    if number is None or number < minimum:
+        wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise InvalidInputError(f"{name} must be {wanted}, got {value!r}")
+    return number
+
+
+ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
+    {
+        Backend.VLLM: "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default)",
+        Backend.SGLANG: ("sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
+                         "pool; enable_mixed_chunk False (a step prefills or decodes)"),  # fmt: skip
+        Backend.TRTLLM: "tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8192, max_batch_size 2048, enable_chunked_prefill False",
+    }
+)
+
+
+def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
+    """The serving engine's documented default settings on a GPU with gpu_memory_bytes of memory:
+
+    * vLLM V1 (``vllm serve``): budget 8192 and 1024 running requests on GPUs of at least 70 GiB
+      that are not A100s, else 2048 and 256; chunked prefill on;
+    * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
+      running cap (KV-derived), no mixed chunks;
+    * TensorRT-LLM: ``max_num_tokens`` 8192, ``max_batch_size`` 2048, chunked prefill off.
+    """
+    backend = Backend.parse(backend)
+    large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
+    citation = ENGINE_DEFAULT_CITATIONS[backend]
+    if backend is Backend.VLLM:
+        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, citation=citation)
+    if backend is Backend.SGLANG:
+        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False, citation=citation)
+    return EngineSettings(8192, False, 2048, citation=citation)
+
+
+def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
+    """SGLang's default --chunked-prefill-size for a GPU of that memory (ServerArgs): 2048 below 35 GiB,
+    4096 below 60 GiB, 8192 below 160 GiB (H100, H200), 16384 above (B200, B300)."""
+    for limit_gib, size in ((35, 2048), (60, 4096), (160, 8192)):
+        if gpu_memory_bytes < limit_gib * GIB:
+            return size
+    return 16384
+
+
+def reference_settings(ctx_tokens: int) -> EngineSettings:
+    """The reference wiring (closed-loop.md section 1): the row's ctx_tokens as the budget, chunking on, no sequence cap."""
+    return EngineSettings(int(ctx_tokens), True, None)
+
+
+# (backend, HF architecture) -> (eager forward time of a 1-token prefill, ms; decoder layers of the measured model)
+EAGER_FORWARD_MS = {(Backend.SGLANG, "DeepseekV3ForCausalLM"): (82.64, 61)}  # SGLang PR 12160 (DeepSeek-V3)
+
+
+def eager_prefill_floor_ms(backend: Backend | str, architecture: str | None, num_layers: int) -> float:
+    """The host-bound floor of an eager pass that prefills on this engine, ms: the measured eager
+    forward time of the architecture, per decoder layer of the measured model; 0 where none is
+    published (estimator/docs/engine-settings.md, eager prefill)."""
+    measured = EAGER_FORWARD_MS.get((Backend.parse(backend), architecture))
+    return measured[0] * num_layers / measured[1] if measured else 0.0
+
+
+def kv_running_cap(pool_bytes: float, kv_bytes_per_sequence: Callable[[int], float], mean_isl: float, mean_osl: float) -> int | None:
+    """The running requests TensorRT-LLM's default capacity policy (``GUARANTEED_NO_EVICT``: a request
+    is admitted only with room for its whole prompt and output) holds in a KV-cache pool of pool_bytes
+    per GPU at mean lengths of mean_isl and mean_osl tokens (>= 1); None when the memory model leaves
+    no pool (it is then no evidence of a limit)."""
+    if not pool_bytes > 0:
+        return None
+    return max(1, int(pool_bytes // kv_bytes_per_sequence(math.ceil(mean_isl + mean_osl))))

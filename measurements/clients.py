@@ -1,0 +1,83 @@
+"""Benchmark clients per measurement source, each as its source documents it (None: undocumented)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from measurements.schema import Protocol
+
+
+@dataclass(frozen=True)
+class ClientProtocol:
+    """What a source documents about its benchmark client (None: undocumented)."""
+
+    client: str  # benchmark client and dataset
+    prompts_per_concurrency: int | None  # num_prompts = this x C (>= 1)
+    request_rate: float | None  # offered requests/s; inf: all dispatched at t = 0
+    random_range_ratio: float | None  # r: lengths uniform on [r*L, L]
+    ignore_eos: bool | None  # outputs always run to osl tokens
+    citation: str  # the public document, or why there is none
+    ttft_statistic: str  # which TTFT statistic the source reports
+    tpot_definition: str  # how the source defines TPOT
+
+
+INFERENCEX = "inferencex"
+AIC_GAP_ANALYSIS = "aic-gap-analysis"
+UNKNOWN_SOURCE = "unknown"
+
+_VLLM_CLIENT_TPOT = "(e2e - ttft)/(output_len - 1) per request, mean over requests"
+
+CLIENTS: Mapping[str, ClientProtocol] = MappingProxyType(
+    {
+        INFERENCEX: ClientProtocol(
+            client="vLLM benchmark_serving.py, random dataset",
+            prompts_per_concurrency=10,
+            request_rate=math.inf,
+            random_range_ratio=0.8,
+            ignore_eos=True,
+            citation=(
+                "SemiAnalysisAI/InferenceX benchmarks/benchmark_lib.sh run_benchmark_serving "
+                "(--dataset-name random --random-range-ratio $RANDOM_RANGE_RATIO --request-rate inf --ignore-eos) "
+                "with the per-recipe --num-prompts $((CONC * 10)) --max-concurrency $CONC and RANDOM_RANGE_RATIO=0.8"
+            ),
+            ttft_statistic="mean over requests",
+            tpot_definition=_VLLM_CLIENT_TPOT,
+        ),
+        AIC_GAP_ANALYSIS: ClientProtocol(
+            client="undocumented (AIConfigurator gap-analysis runs)",
+            prompts_per_concurrency=None,
+            request_rate=None,
+            random_range_ratio=None,
+            ignore_eos=None,
+            citation="undocumented: the gap-analysis benchmark protocol is not published",
+            ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
+            tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
+        ),
+        UNKNOWN_SOURCE: ClientProtocol(
+            client="undocumented",
+            prompts_per_concurrency=None,
+            request_rate=None,
+            random_range_ratio=None,
+            ignore_eos=None,
+            citation="undocumented: provenance names no known source",
+            ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
+            tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
+        ),
+    }
+)
+
+
+def protocol_for(source: str, concurrency: int | None) -> Protocol:
+    """A row's client protocol: its source's documented client at concurrency C."""
+    client = CLIENTS[source]
+    per_c = client.prompts_per_concurrency
+    return Protocol(
+        client=client.client,
+        num_prompts=per_c * concurrency if per_c is not None and concurrency is not None else None,
+        request_rate=client.request_rate,
+        random_range_ratio=client.random_range_ratio,
+        ignore_eos=client.ignore_eos,
+        client_citation=client.citation,
+    )

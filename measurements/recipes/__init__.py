@@ -1,0 +1,49 @@
+"""Launch recipes: the engine settings a source documents for a run (EngineSettings, origin "source").
+
+``recipe_settings`` dispatches to the engine's recipes (``trtllm``, ``sglang``); a run no recipe
+resolves takes the engine's documented defaults (estimator.settings.engine_defaults) in the loader.
+"""
+from __future__ import annotations
+
+from estimator.settings import EngineSettings
+from measurements.clients import INFERENCEX
+from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
+from measurements.recipes.sglang import sglang_recipe
+from measurements.recipes.trtllm import trtllm_recipe
+
+
+def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
+                    precision: str | None = None, tp: int | None = None, mode: str = "agg", image: str | None = None,
+                    attention_dp: int = 1) -> EngineSettings | None:  # fmt: skip
+    """The engine settings a source's launch recipe documents for a run, or None when it documents none.
+
+    InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
+    (trtllm_recipe): DeepSeek-R1 to hold one whole prompt next to every running decode (C + ISL + 64,
+    rounded up to 64, at least 8192; its MTP runs, (MTP + 1) x max batch + ISL + 64, rounded up, with
+    their drafts), gpt-oss at 20000, Llama-3.1-70B at max_model_len (with batch
+    waiting on its agg 1k/1k runs below TP 8); the other
+    models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1/V3 (FP8 on H200, B200,
+    B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
+    interval and scheduler receive interval (sglang_recipe, agg rows only: the disagg runs use
+    other recipes; `tp` is the run's tensor-parallel size); Qwen3.5 FP8 on B200 by the versions of
+    the sample's images and dates, for runs on those images only (SGLANG_RECIPE_IMAGES; later
+    versions differ); GLM-5, whose versions disagree, is not resolved. Its vLLM recipes keep the engine default budget
+    (8192, chunked)."""
+    if source != INFERENCEX or not concurrency:
+        return None
+    if engine == "trtllm":
+        agg = mode == "agg"
+        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image, precision)
+    if engine == "sglang" and mode == "agg":  # single-node agg recipes
+        return sglang_recipe(model, precision, system, tp, concurrency, image)
+    return None
+
+
+def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:
+    """Why an agg row of a source that runs this model on this system only as a multi-node
+    disaggregated deployment cannot be priced as recorded, or None: its tp column is the run's GPU
+    count and its prefill/decode workers are not in the row."""
+    if source != INFERENCEX or mode != "agg" or (model, system) not in MULTINODE_DISAGG_ONLY:
+        return None
+    return (f"labelled agg, but InferenceX runs {model} on {system} only as multi-node disaggregated deployments "
+            f"({MULTINODE_DISAGG_CITATION}): the tp column is the run's GPU count and its prefill/decode workers are not recorded")

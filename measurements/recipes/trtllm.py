@@ -1,0 +1,155 @@
+"""InferenceX's TensorRT-LLM launch recipes: the engine settings each script launches a run with, cited per script version."""
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Mapping
+
+from estimator.settings import SOURCE_ORIGIN, EngineSettings
+from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS, LLAMA_70B_MODELS
+
+# InferenceX's TRT-LLM recipes size max_num_tokens per model (chunked prefill left at its default, off).
+TRTLLM_DSR1_CITATION = (
+    "SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh @ 0a919c5: trtllm-serve "
+    "--max_num_tokens $(( ($CONC+$ISL+64+63)/64*64 )), at least 8192; chunked prefill off"
+)
+TRTLLM_GPTOSS_CITATION = "SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt.sh @ 1825e7f: MAX_NUM_TOKENS=20000; chunked prefill off"
+TRTLLM_LLAMA_CITATION = (
+    "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh @ 73ef922: --max_num_tokens $MAX_MODEL_LEN; "
+    "MAX_MODEL_LEN is not recorded per row and is taken as isl + osl, the least that serves the run (other stored versions, "
+    "70b_fp8_b200_trt_slurm.sh and 70b_fp8_h200_trt_slurm.sh @ a267b4b, 70b_fp4_b200_trt_docker.sh @ c2faa3d, launch with "
+    "--max_num_tokens 16384; the rows do not say which ran); chunked prefill off"
+)
+TRTLLM_LLAMA_BATCH_WAIT = (20, 0.9)  # (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) of the 1k/1k, TP < 8 runs
+TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
+    "; ISL 1024, OSL 1024 and TP < 8 only: batch_wait_max_tokens_ratio 0.9, batch_wait_timeout_iters 20, in every stored "
+    "version from the stream_interval 10 configs on, whichever max_num_tokens it sets (70b_fp8_b200_trt_slurm.sh @ a267b4b, "
+    "70b_fp4_b200_trt_slurm.sh @ 73ef922, 70b_fp4_b200_trt_docker.sh @ c2faa3d, 70b_fp8_h200_trt_slurm.sh @ 73ef922)"
+)
+TRTLLM_KV_CACHE_DTYPE = "fp8"  # kv_cache_config.dtype of every InferenceX TRT-LLM script trtllm_recipe resolves but gpt-oss on H200
+TRTLLM_KV_CACHE_CITATION = (
+    "; kv_cache_config dtype fp8 in every stored version read (dsr1_fp8_b200_trt.sh @ 0a919c5, dsr1_fp4_b200_trt.sh @ 111f031, "
+    "dsr1_fp8_h200_trt.sh @ 1fc5d73, gptoss_fp4_b200_trt.sh @ 1825e7f, 70b_fp8_h200_trt_slurm.sh @ 73ef922 and the other stored "
+    "Llama-3.1-70B TRT-LLM scripts' llama-config.yml)"
+)
+TRTLLM_CHECKPOINT_KV = frozenset({("openai/gpt-oss-120b", "h200_sxm"), ("openai/gpt-oss-20b", "h200_sxm")})  # (model, system): dtype auto
+TRTLLM_CHECKPOINT_KV_CITATION = (
+    "; kv_cache_config dtype auto, the checkpoint's, in every stored version read (gptoss_fp4_h200_trt.sh @ ffdb196, 111f031, "
+    "1fc5d73, c6b96dd, df64f87, 6c5e4c5; gptoss_fp4_h200_trt_slurm.sh @ f7d8340, 2e46dba, f560513, b5ebafa; single_node/ @ "
+    "aad5336, 34bc7c4, 7458eea, 187f575; single_node/fixed_seq_len/ @ 8eec0d4)"
+)
+# (timeout_iters, batching_wait_iters) of TRT-LLM's attention-DP balance (attention_dp_config.enable_balance)
+TRTLLM_DSR1_ADP_BALANCE = (60, 0)
+TRTLLM_DSR1_ADP_BALANCE_CITATION = (
+    "; under attention DP: attention_dp_config enable_balance true, timeout_iters 60, batching_wait_iters 0, in every stored "
+    "version (dsr1_fp8_b200_trt.sh @ 0a919c5, dsr1_fp4_b200_trt.sh @ 111f031, dsr1_fp8_h200_trt.sh @ 1fc5d73 and the combined "
+    "launchers after them)"
+)
+TRTLLM_DEFAULT_ADP_BALANCE = (50, 10)  # tensorrt_llm/llmapi/llm_args.py AttentionDpConfig defaults
+TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
+    "; under attention DP: attention_dp_config enable_balance true at TRT-LLM's defaults (llm_args.AttentionDpConfig: "
+    "timeout_iters 50, batching_wait_iters 10), in every stored version (gptoss_fp4_b200_trt.sh @ 1825e7f, "
+    "gptoss_fp4_b200_trt_slurm.sh @ 0d8d7d1)"
+)
+# InferenceX ran DeepSeek-R1 with MTP speculative decoding under its dsr1-fp4/fp8-b200-trt-mtp keys, and from the TRT-LLM
+# 1.2 upgrade on those keys alone ran this image (the non-MTP keys ran 1.2.0rc6.post2): a run on it is an MTP run.
+TRTLLM_DSR1_MTP_IMAGE = ("tensorrt-llm/release", "1.2.0rc6.post3")  # (repository, tag); registry prefixes vary ("nvcr.io/", "nvcr.io#")
+TRTLLM_DSR1_MTP_SYSTEM = "b200_sxm"
+TRTLLM_DSR1_MTP_DRAFTS = (3, 1)  # num_nextn_predict_layers without / with attention DP
+# accepted draft tokens per step at each depth: TRT-LLM's published DeepSeek-R1 acceptance, 1.92 and 2.82 tokens per
+# step, less the one token every step commits
+TRTLLM_DSR1_MTP_ACCEPTED: Mapping[int, float] = MappingProxyType({1: 0.92, 3: 1.82})
+TRTLLM_DSR1_MTP_CITATION = (
+    "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 0004cf5: dsr1-fp4-b200-trt-mtp and dsr1-fp8-b200-trt-mtp "
+    "run image release:1.2.0rc6.post3 (every search-space entry spec-decoding: mtp) while dsr1-fp4/fp8-b200-trt run "
+    "1.2.0rc6.post2 (perf-changelog.yaml PRs 594, 620, 632, 642); benchmarks/dsr1_fp8_b200_trt_mtp.sh @ 111f031 and "
+    "dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2: speculative_config decoding_type MTP, num_nextn_predict_layers 3 (1 under "
+    "attention DP), MAX_BATCH_SIZE CONC (CONC/TP under attention DP), --max_num_tokens "
+    "$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )); chunked prefill off; accepted drafts per step from NVIDIA/TensorRT-LLM "
+    "docs/source/blogs/tech_blog/blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md "
+    "@ 01c4ece (8xB200, DeepSeek-R1, ISL 1k, OSL 2k, batch 1: 1.92 tokens per step with 1 MTP layer, 2.82 with 3)"
+)
+TRTLLM_DEFAULT_FREE_MEMORY_FRACTION = 0.9  # tensorrt_llm/llmapi/llm_args.py KvCacheConfig.free_gpu_memory_fraction ("Default is 90%")
+TRTLLM_DSR1_MTP_FREE_MEMORY = (0.8, "; kv_cache_config free_gpu_memory_fraction 0.8 (dsr1_fp8_b200_trt_mtp.sh @ 111f031, dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2)")
+TRTLLM_LLAMA_FREE_MEMORY = (
+    TRTLLM_DEFAULT_FREE_MEMORY_FRACTION,
+    "; no free_gpu_memory_fraction (70b_fp8_h200_trt_slurm.sh and 70b_fp4_b200_trt_slurm.sh @ 73ef922): TRT-LLM's default 0.9 "
+    "(llm_args.KvCacheConfig)",
+)
+TRTLLM_GPTOSS_FREE_MEMORY: Mapping[str, tuple[float, str]] = MappingProxyType(
+    {
+        "b200_sxm": (0.85, "; kv_cache_config free_gpu_memory_fraction 0.85 (gptoss_fp4_b200_trt.sh @ 1825e7f)"),
+        "h200_sxm": (0.85, "; kv_cache_config free_gpu_memory_fraction 0.85 (gptoss_fp4_h200_trt.sh @ 111f031)"),
+    }
+)  # system -> (fraction, citation); other systems' gpt-oss TRT-LLM recipes are not read
+
+
+def trtllm_dsr1_free_memory(system: str, precision: str | None, isl: int, osl: int, concurrency: int, tp: int) -> tuple[float, str] | None:
+    """(free_gpu_memory_fraction, citation) of InferenceX's agg DeepSeek-R1 TRT-LLM recipe without MTP
+    for a run of `tp` GPUs; None for a system and precision whose recipe is not read."""
+    if system == "h200_sxm" and precision == "fp8":
+        return 0.75, "; kv_cache_config free_gpu_memory_fraction 0.75 (dsr1_fp8_h200_trt.sh @ 1fc5d73)"
+    if system == "b200_sxm" and precision == "fp4":
+        return 0.8, "; kv_cache_config free_gpu_memory_fraction 0.8 (dsr1_fp4_b200_trt.sh @ 111f031)"
+    if system == "b200_sxm" and precision == "fp8":
+        fraction = 0.7 if (isl, osl) in ((1024, 1024), (1024, 8192)) and concurrency >= 256 else 0.75 if (isl, osl) == (8192, 1024) and tp == 4 else 0.8
+        return fraction, ("; kv_cache_config free_gpu_memory_fraction 0.8, 0.7 at ISL 1024 with OSL 1024 or 8192 and CONC >= 256, "
+                          "0.75 at ISL 8192, OSL 1024 on TP 4 (dsr1_fp8_b200_trt.sh @ 0a919c5)")  # fmt: skip
+    return None
+
+
+def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
+                  agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None) -> EngineSettings | None:  # fmt: skip
+    """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
+    gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
+    below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
+    None: unknown, no batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and
+    gpt-oss recipes' attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for
+    agg runs (the scripts read) their fp8 KV cache (the checkpoint's for gpt-oss on H200), and for the agg DeepSeek-R1 runs of the MTP
+    recipes' image (dsr1_mtp_drafts) their MTP drafts and token budget, and for the agg runs of the
+    recipes read their KV-cache memory fraction (`precision`: the row's, which picks the DeepSeek-R1
+    recipe); None for other models."""
+    wait_iters, wait_ratio, balance, nextn, free_memory = 0, 0.0, (0, 0), 0, None
+    if model in DSR1_MODELS:
+        budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
+        if tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):  # tp is None for disagg runs
+            # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP (held at 1 or more: no engine runs a batch of 0)
+            max_batch = max(1, concurrency // tp) if attention_dp > 1 else concurrency
+            budget, citation = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_MTP_CITATION
+            free_memory = TRTLLM_DSR1_MTP_FREE_MEMORY
+        elif tp is not None:
+            free_memory = trtllm_dsr1_free_memory(system, precision, isl, osl, concurrency, tp)
+        if attention_dp > 1:
+            balance, citation = TRTLLM_DSR1_ADP_BALANCE, citation + TRTLLM_DSR1_ADP_BALANCE_CITATION
+    elif model in GPTOSS_MODELS:
+        budget, citation = 20000, TRTLLM_GPTOSS_CITATION
+        free_memory = TRTLLM_GPTOSS_FREE_MEMORY.get(system)
+        if attention_dp > 1:
+            balance, citation = TRTLLM_DEFAULT_ADP_BALANCE, citation + TRTLLM_GPTOSS_ADP_BALANCE_CITATION
+    elif model in LLAMA_70B_MODELS:
+        budget, citation, free_memory = isl + osl, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION, TRTLLM_LLAMA_FREE_MEMORY
+        if (isl, osl) == (1024, 1024) and tp is not None and tp < 8:
+            wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
+    else:
+        return None
+    kv_cache_dtype, fraction = None, None  # the scripts read launch agg runs; the disagg workers' recipes differ
+    if agg:
+        if (model, system) in TRTLLM_CHECKPOINT_KV:
+            citation += TRTLLM_CHECKPOINT_KV_CITATION
+        else:
+            kv_cache_dtype, citation = TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION
+        if free_memory is not None:
+            fraction, citation = free_memory[0], citation + free_memory[1]
+    return EngineSettings(step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, origin=SOURCE_ORIGIN, citation=citation,
+                          batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
+                          adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype, nextn=nextn,
+                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
+
+
+def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:
+    """MTP draft tokens of an InferenceX TRT-LLM DeepSeek-R1 run on the MTP recipes' image and system
+    (TRTLLM_DSR1_MTP_CITATION: 3, or 1 under attention DP); 0 for every other run."""
+    repository, _, tag = (image or "").rpartition(":")
+    on_mtp_image = repository.endswith(TRTLLM_DSR1_MTP_IMAGE[0]) and tag == TRTLLM_DSR1_MTP_IMAGE[1]
+    if model != "deepseek-ai/DeepSeek-R1" or system != TRTLLM_DSR1_MTP_SYSTEM or not on_mtp_image:
+        return 0
+    return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
