@@ -25,7 +25,47 @@ from numba import njit
 
 from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, engine_ms
 from estimator.closedloop.quantile import nearest_rank_index
-from estimator.closedloop.spec import PREFILL_RECV_WEIGHT
+from estimator.closedloop.spec import (
+    A_ADP_BATCHING_WAIT,
+    A_ADP_TIMEOUT,
+    A_BOUND,
+    A_BUDGET,
+    A_CAP,
+    A_CHUNKED,
+    A_CLIENTS,
+    A_DECODE_BUDGET,
+    A_MAX_SEQS,
+    A_MIXED,
+    A_PREFIX,
+    A_RECV_INTERVAL,
+    A_REQUESTS,
+    A_STOP,
+    A_WAIT_ITERS,
+    A_WARM,
+    AF_COMPILE,
+    AF_DISPATCH,
+    AF_ENCODER,
+    AF_K,
+    AF_PREFILL_FLOOR,
+    AF_TURNAROUND,
+    AF_WAIT_RATIO,
+    PREFILL_RECV_WEIGHT,
+    T_BOUND,
+    T_CAP,
+    T_CLIENTS,
+    T_DECODE_MAX,
+    T_DECODE_WORKERS,
+    T_PREFILL_BATCH,
+    T_PREFILL_WORKERS,
+    T_PREFIX,
+    T_REQUESTS,
+    T_STOP,
+    T_WARM,
+    TF_ENCODER,
+    TF_HANDOFF,
+    TF_K,
+    TF_TURNAROUND,
+)
 
 OK, STALLED, NONFINITE, LIMIT = 0, 1, 2, 3
 
@@ -438,13 +478,17 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
 
 
 @njit(cache=True, nogil=True)
-def agg_calendar(clients, warm, stop, cap, isl_arr, osl_arr, prefix, budget, chunked, max_seqs, mixed, recv_interval, wait_iters,
-                 wait_ratio, adp_timeout, adp_batching_wait, decode_budget, k, turnaround, encoder_ms, dispatch_ms, prefill_floor_ms, compile_ms,
-                 bound, requests, kind, params, data, hdr):  # fmt: skip
+def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
     them emit in every pass (k == 1; without mixed batches only while no request is prefilling).
-    Returns (status, stats, completed born, completed at)."""
+    ints and floats are AggSpec.pack's slots. Returns (status, stats, completed born, completed at)."""
+    clients, warm, stop, cap, prefix = ints[A_CLIENTS], ints[A_WARM], ints[A_STOP], ints[A_CAP], ints[A_PREFIX]
+    budget, chunked, max_seqs, mixed = ints[A_BUDGET], ints[A_CHUNKED] != 0, ints[A_MAX_SEQS], ints[A_MIXED] != 0
+    recv_interval, wait_iters, adp_timeout, adp_batching_wait = ints[A_RECV_INTERVAL], ints[A_WAIT_ITERS], ints[A_ADP_TIMEOUT], ints[A_ADP_BATCHING_WAIT]
+    decode_budget, bound, requests = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS]
+    wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
+    dispatch_ms, prefill_floor_ms, compile_ms = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -773,14 +817,17 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handof
 
 
 @njit(cache=True, nogil=True)
-def tandem(clients, warm, stop, cap, isl_arr, osl_arr, prefix, n_prefill, n_decode, prefill_batch, decode_max, k,
-           turnaround, handoff, encoder_ms, bound, requests, p_kind, p_params, p_data, p_hdr, d_kind, d_params, d_data, d_hdr):  # fmt: skip
+def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_kind, d_params, d_data, d_hdr):
     """The P/D tandem (oracle.tandem). Each queue keeps its earliest visible time, so finding the
     next event costs O(P + D). A decode worker's run list is sorted by visible (oracle.arrive), so
     its eligible requests are a leading run; with k == 1 its batch is a cohort that decodes in
     every iteration (as in the agg calendar) plus the first eligible hand-offs up to decode_max,
-    which then join it.
+    which then join it. ints and floats are TandemSpec.pack's slots.
     Returns (status, stats, completed born, completed at)."""
+    clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
+    n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
+    bound, requests = ints[T_BOUND], ints[T_REQUESTS]
+    k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)

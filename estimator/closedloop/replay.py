@@ -11,9 +11,6 @@ from estimator.closedloop.spec import (
     AggSpec,
     NoProgressError,
     TandemSpec,
-    agg_pass_bound,
-    request_bound,
-    tandem_event_bound,
 )
 from estimator.closedloop.stats import Completions, ReplayResult, stats_from_array
 from estimator.errors import InvalidInputError
@@ -29,12 +26,7 @@ def replay_agg(plan: RunPlan, spec: AggSpec, pricer, impl: str = "numba") -> Rep
     spec.check(plan)
     if _implementation(impl, pricer) == "python":
         return oracle.agg_calendar(plan, spec, pricer)
-    s = spec.settings
-    out = kernels.agg_calendar(
-        plan.clients, plan.warm, plan.stop, plan.dispatch_cap, plan.isl, plan.osl, spec.prefix, s.step_token_budget, s.chunked_prefill,
-        s.max_num_seqs or plan.clients, s.mixed_batches, s.recv_interval, s.batch_wait_iters, float(s.batch_wait_tokens_ratio), s.adp_balance_iters, s.adp_batching_wait_iters, spec.decode_budget_tokens, float(spec.tokens_per_decode), float(spec.turnaround_ms),
-        float(spec.encoder_ms), float(spec.dispatch_ms), float(spec.prefill_floor_ms), float(s.shape_compile_ms), agg_pass_bound(plan, spec.prefix), request_bound(plan), pricer.kind, pricer.params, pricer.data, pricer.hdr,
-    )  # fmt: skip
+    out = kernels.agg_calendar(plan.isl, plan.osl, *spec.pack(plan), pricer.kind, pricer.params, pricer.data, pricer.hdr)
     return _result(*out)
 
 
@@ -45,10 +37,7 @@ def replay_tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer
     if _implementation(impl, prefill_pricer, decode_pricer) == "python":
         return oracle.tandem(plan, spec, prefill_pricer, decode_pricer)
     out = kernels.tandem(
-        plan.clients, plan.warm, plan.stop, plan.dispatch_cap, plan.isl, plan.osl, spec.prefix, spec.prefill_workers,
-        spec.decode_workers, spec.prefill_batch, spec.decode_max_seqs, float(spec.tokens_per_decode),
-        float(spec.turnaround_ms), float(spec.handoff_ms), float(spec.encoder_ms), tandem_event_bound(plan),
-        request_bound(plan), prefill_pricer.kind, prefill_pricer.params, prefill_pricer.data, prefill_pricer.hdr,
+        plan.isl, plan.osl, *spec.pack(plan), prefill_pricer.kind, prefill_pricer.params, prefill_pricer.data, prefill_pricer.hdr,
         decode_pricer.kind, decode_pricer.params, decode_pricer.data, decode_pricer.hdr,
     )  # fmt: skip
     return _result(*out)

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from estimator.closedloop.protocol import RunPlan
 from estimator.errors import EstimatorError, InvalidInputError
 from estimator.settings import EngineSettings
@@ -15,6 +17,15 @@ class NoProgressError(EstimatorError):
     """The configuration cannot make progress (for example a prompt larger than the token budget
     with chunked prefill off); detected and reported, never looped on."""
 
+
+# Packed kernel parameters: a run's integer facts in one int64 array and its times and ratios in one
+# float64 array, read by slot (AggSpec.pack, TandemSpec.pack) instead of a long positional list.
+(A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
+ A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, N_AGG_INTS) = range(17)  # fmt: skip
+(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, N_AGG_FLOATS) = range(8)
+(T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
+ T_REQUESTS, N_TANDEM_INTS) = range(12)  # fmt: skip
+(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, N_TANDEM_FLOATS) = range(5)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
 NONFINITE_MESSAGE = "a pass price is not finite (a step without perf data, or a non-finite step time)"
@@ -42,6 +53,23 @@ class AggSpec:
         _require_time("encoder_ms", self.encoder_ms)
         _require_time("dispatch_ms", self.dispatch_ms)
         _require_time("prefill_floor_ms", self.prefill_floor_ms)
+
+    def pack(self, plan: RunPlan) -> tuple[np.ndarray, np.ndarray]:
+        """(ints, floats): the agg calendar's parameters by slot (A_*, AF_*)."""
+        s = self.settings
+        ints = np.zeros(N_AGG_INTS, dtype=np.int64)
+        ints[[A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
+              A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS]] = (
+            plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, s.step_token_budget, s.chunked_prefill,
+            s.max_num_seqs or plan.clients, s.mixed_batches, s.recv_interval, s.batch_wait_iters, s.adp_balance_iters,
+            s.adp_batching_wait_iters, self.decode_budget_tokens, agg_pass_bound(plan, self.prefix), request_bound(plan),
+        )  # fmt: skip
+        floats = np.zeros(N_AGG_FLOATS)
+        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE]] = (
+            s.batch_wait_tokens_ratio, self.tokens_per_decode, self.turnaround_ms, self.encoder_ms, self.dispatch_ms,
+            self.prefill_floor_ms, s.shape_compile_ms,
+        )  # fmt: skip
+        return ints, floats
 
     def check(self, plan: RunPlan) -> None:
         """Raise InvalidInputError for a prefix not below every input or for batch waiting set
@@ -85,6 +113,18 @@ class TandemSpec:
         _require_progress(self.tokens_per_decode)
         for name in ("turnaround_ms", "handoff_ms", "encoder_ms"):
             _require_time(name, getattr(self, name))
+
+    def pack(self, plan: RunPlan) -> tuple[np.ndarray, np.ndarray]:
+        """(ints, floats): the tandem's parameters by slot (T_*, TF_*)."""
+        ints = np.zeros(N_TANDEM_INTS, dtype=np.int64)
+        ints[[T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
+              T_REQUESTS]] = (
+            plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, self.prefill_workers, self.decode_workers,
+            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan),
+        )  # fmt: skip
+        floats = np.zeros(N_TANDEM_FLOATS)
+        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER]] = (self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms)
+        return ints, floats
 
     def check(self, plan: RunPlan) -> None:
         _require_prefix(self.prefix, plan)
