@@ -145,19 +145,22 @@ def config_rules(gitdir: str, recipes: Recipes, before: str) -> list[tuple[str, 
     """(commit, time, row) for every disaggregated conc-list entry of every config version before `before`."""
     rows = []
     for commit, when in versions(gitdir, CONFIG, before):
-        text = git(gitdir, "show", f"{commit}:{CONFIG}") if git(gitdir, "ls-tree", commit, "--", CONFIG) else ""
-        if not text:
-            continue  # the version that deleted the file
-        lines = text.split("\n")
-        root = yaml.compose(text, Loader=yaml.CSafeLoader)
-        for key_node, value_node in root.value:
-            entry = plain(value_node)
-            if not isinstance(entry, dict) or not entry.get("disagg") or "seq-len-configs" not in entry:
-                continue  # newer layouts without seq-len-configs postdate every measured run
-            for slc_node in _get(value_node, "seq-len-configs").value:
-                slc = plain(slc_node)
-                for item_node in _get(slc_node, "search-space").value:
-                    rows += _entry_rows(key_node.value, entry, slc, item_node, lines, recipes, commit, when)
+        if git(gitdir, "ls-tree", commit, "--", CONFIG):  # skips the version that deleted the file
+            rows += version_rows(git(gitdir, "show", f"{commit}:{CONFIG}"), commit, when, recipes)
+    return rows
+
+
+def version_rows(text: str, commit: str, when: str, recipes: Recipes) -> list[tuple[str, str, dict]]:
+    """(commit, time, row) for every disaggregated conc-list entry of one config text."""
+    rows, lines = [], text.split("\n")
+    for key_node, value_node in yaml.compose(text, Loader=yaml.CSafeLoader).value:
+        entry = plain(value_node)
+        if not isinstance(entry, dict) or not entry.get("disagg") or "seq-len-configs" not in entry:
+            continue  # newer layouts without seq-len-configs postdate every measured run
+        for slc_node in _get(value_node, "seq-len-configs").value:
+            slc = plain(slc_node)
+            for item_node in _get(slc_node, "search-space").value:
+                rows += _entry_rows(key_node.value, entry, slc, item_node, lines, recipes, commit, when)
     return rows
 
 

@@ -145,7 +145,7 @@ def corrected_layouts(m: Measurement, topology: Topology) -> tuple[Layout, Layou
 
 def inferencex_twin(m: Measurement, sample: Sequence[Measurement]) -> str | None:
     """The id of the InferenceX row that is the same run as `m` (same model, system, backend, precision,
-    isl/osl, concurrency, mode and layouts; TTFT and TPOT within TWIN_TOLERANCE), or None; of several
+    isl/osl, concurrency, mode and layout (_same_layout); TTFT and TPOT within TWIN_TOLERANCE), or None; of several
     such rows (one run exported twice) the first id in sort order."""
     twins = sorted(x.id for x in sample if x.source == "inferencex" and x.id != m.id and _same_run(x, m))
     return twins[0] if twins else None
@@ -153,16 +153,16 @@ def inferencex_twin(m: Measurement, sample: Sequence[Measurement]) -> str | None
 
 def _same_run(x: Measurement, m: Measurement) -> bool:
     alike = ("model", "system", "engine", "precision", "isl", "osl", "concurrency", "mode")
-    if any(getattr(x, f) != getattr(m, f) for f in alike) or _shape(x) != _shape(m):
+    if any(getattr(x, f) != getattr(m, f) for f in alike) or not _same_layout(x, m):
         return False
     return all(math.isclose(getattr(x, f), getattr(m, f), rel_tol=TWIN_TOLERANCE) for f in ("ttft_ms", "tpot_ms"))
 
 
-def _shape(m: Measurement) -> tuple:
-    """Layouts without batch_size (the recorded per-rank concurrency) and workers."""
-    def part(layout: Layout | None) -> tuple | None:
-        return None if layout is None else (layout.tp, layout.pp, layout.attention_dp, layout.moe_tp, layout.moe_ep)
-    return part(m.agg), part(m.prefill), part(m.decode)
+def _same_layout(x: Measurement, m: Measurement) -> bool:
+    """Each layout agrees in tp or in moe_ep (the two exports of one run disagree on the other columns,
+    e.g. tp 4 / moe_ep 4 recorded as tp 16 / moe_ep 4)."""
+    pairs = ((x.agg, m.agg), (x.prefill, m.prefill), (x.decode, m.decode))
+    return all((a is None) == (b is None) and (a is None or a.tp == b.tp or a.moe_ep == b.moe_ep) for a, b in pairs)
 
 
 def _measured_time(m: Measurement) -> str | None:
