@@ -1,0 +1,181 @@
+"""The disaggregated-topology resolver: config excerpts written for the test, then the real sample."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, replace
+from typing import ClassVar
+
+import pytest
+
+from measurements.loaders import load_silicon_sample
+from measurements.schema import Layout
+from measurements.topologies import derive
+from measurements.topologies.resolver import (
+    Topology,
+    Unresolved,
+    corrected_layouts,
+    inferencex_twin,
+    load_rules,
+    resolve,
+)
+
+# Two entries of one key with the same conc-list value: MTP with 11 decode workers, STP with 9 (the
+# shape of dsr1-fp8-h200-dynamo-trt); an MTP/STP pair with one topology; a pair told apart only by
+# its recipe's concurrencies.
+CONFIG = """
+dsr1-fp8-h200-dynamo-trt:
+  image: nvcr.io#nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1
+  model: deepseek-ai/DeepSeek-R1-0528
+  model-prefix: dsr1
+  runner: h200-multinode
+  precision: fp8
+  framework: dynamo-trt
+  multinode: true
+  disagg: true
+  seq-len-configs:
+  - isl: 1024
+    osl: 1024
+    search-space:
+    - spec-decoding: "mtp"
+      conc-list: [32]
+      prefill: {num-worker: 1, tp: 8, ep: 8, dp-attn: true, additional-settings: ["PREFILL_MAX_BATCH_SIZE=8"]}
+      decode: {num-worker: 11, tp: 8, ep: 8, dp-attn: false, additional-settings: ["DECODE_MAX_BATCH_SIZE=128", "DECODE_MTP_SIZE=3"]}
+    - conc-list: [32]
+      prefill: {num-worker: 1, tp: 8, ep: 8, dp-attn: true, additional-settings: ["PREFILL_MAX_BATCH_SIZE=8"]}
+      decode: {num-worker: 9, tp: 8, ep: 8, dp-attn: false, additional-settings: ["DECODE_MAX_BATCH_SIZE=256", "DECODE_MTP_SIZE=0"]}
+    - spec-decoding: "mtp"
+      conc-list: [4]
+      prefill: {num-worker: 1, tp: 8, ep: 8, dp-attn: false}
+      decode: {num-worker: 2, tp: 8, ep: 8, dp-attn: false, additional-settings: ["DECODE_MTP_SIZE=3"]}
+    - conc-list: [4]
+      prefill: {num-worker: 1, tp: 8, ep: 8, dp-attn: false}
+      decode: {num-worker: 2, tp: 8, ep: 8, dp-attn: false, additional-settings: ["DECODE_MTP_SIZE=0"]}
+  - isl: 8192
+    osl: 1024
+    search-space:
+    - conc-list: [16]
+      prefill: {num-worker: 1, tp: 8, ep: 8, dp-attn: true, additional-settings: ["CONFIG_FILE=recipes/a.yaml"]}
+      decode: {num-worker: 4, tp: 8, ep: 8, dp-attn: false}
+    - conc-list: [64]
+      prefill: {num-worker: 1, tp: 8, ep: 8, dp-attn: true, additional-settings: ["CONFIG_FILE=recipes/b.yaml"]}
+      decode: {num-worker: 1, tp: 8, ep: 8, dp-attn: true}
+"""
+COMMIT, WHEN = "c0ffee0000000000000000000000000000000000", "2026-03-01T12:00:00Z"
+
+
+class FakeRecipes:
+    """Recipe facts written for the test: a.yaml sends 16 x 4 decode workers, b.yaml sends 64."""
+
+    FACTS: ClassVar[dict[str, dict]] = {
+        "recipes/a.yaml": {"commit": "aaaa", "concurrencies": "64", "prefill_max_batch_size": 4, "decode_max_batch_size": 16, "decode_nextn": 0},
+        "recipes/b.yaml": {"commit": "bbbb", "concurrencies": "64", "prefill_max_batch_size": 4, "decode_max_batch_size": 8, "decode_nextn": 0},
+    }
+
+    def facts(self, path: str, when: str) -> dict:
+        return self.FACTS[path]
+
+
+@pytest.fixture(scope="module")
+def rules() -> list[dict[str, str]]:
+    rows = derive.version_rows(CONFIG, COMMIT, WHEN, FakeRecipes())
+    return [{k: str(v) for k, v in asdict(r).items()} for r in derive.spans(rows, {derive.CONFIG: [(COMMIT, WHEN)]})]
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_silicon_sample()
+
+
+@pytest.fixture(scope="module")
+def disagg_row(sample):
+    """A real InferenceX H200 TRT-LLM disagg row, to be re-dressed per test."""
+    return next(m for m in sample if m.mode == "disagg" and m.system == "h200_sxm" and m.engine == "trtllm" and m.source == "inferencex")
+
+
+def _row(base, concurrency, tp=8, isl=1024, measured="2026-03-02T00:00:00Z"):
+    layout = Layout(batch_size=None, workers=None, tp=tp, pp=1, attention_dp=1, moe_tp=1, moe_ep=8)
+    return replace(base, concurrency=concurrency, isl=isl, osl=1024, prefill=layout, decode=layout, model="deepseek-ai/DeepSeek-R1",
+                   precision="fp8", image="nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1", provenance=f"measured={measured}")
+
+
+def test_unique_match_by_total_concurrency(rules, disagg_row):
+    """288 = 32 x 9 decode workers: only the STP entry; 352 = 32 x 11: only the MTP one."""
+    stp = resolve(_row(disagg_row, 288), rules)
+    assert isinstance(stp, Topology), stp
+    assert (stp.decode.workers, stp.nextn, stp.conc_entry, stp.conc_basis) == (9, 0, 32, "per_decode_worker")
+    assert (stp.prefill.attention_dp, stp.prefill.max_batch_size, stp.decode.max_batch_size) == (True, 8, 256)
+    assert COMMIT[:9] in stp.citation and "conc-list: [32]" in stp.citation
+    mtp = resolve(_row(disagg_row, 352), rules)
+    assert isinstance(mtp, Topology) and (mtp.decode.workers, mtp.nextn) == (11, 3)
+
+
+def test_mtp_stp_tie_stays_unresolved_naming_both(rules, disagg_row):
+    result = resolve(_row(disagg_row, 8), rules)  # 4 x 2 decode workers: both entries, one topology
+    assert isinstance(result, Unresolved)
+    assert result.reason.startswith("2 candidate topologies") and "MTP3" in result.reason and "STP" in result.reason
+
+
+def test_recipe_concurrencies_decide_the_basis(rules, disagg_row):
+    """a.yaml sends 64 = 16 x 4 (per decode worker), b.yaml 64 (total): a row at 64 has two candidates
+    by the conc-list alone, and the recipes keep both; a row at 16 is no recipe's and matches none."""
+    both = resolve(_row(disagg_row, 64, isl=8192), rules)
+    assert isinstance(both, Unresolved) and both.reason.startswith("2 candidate topologies")
+    none = resolve(_row(disagg_row, 16, isl=8192), rules)
+    assert isinstance(none, Unresolved) and "concurrency 16" in none.reason
+
+
+def test_row_before_any_config(rules, disagg_row):
+    result = resolve(_row(disagg_row, 288, measured="2026-02-01T00:00:00Z"), rules)
+    assert isinstance(result, Unresolved) and "before 2026-02-01" in result.reason
+
+
+def test_total_gpu_count_in_tp_matches_and_is_corrected(rules, disagg_row):
+    """Recorded tp 80 in both stages = 1 x 8 + 9 x 8 GPUs: the STP entry; the layouts take the config's."""
+    m = _row(disagg_row, 288, tp=80)
+    topology = resolve(m, rules)
+    assert isinstance(topology, Topology), topology
+    prefill, decode, note = corrected_layouts(m, topology)
+    assert (prefill.tp, prefill.attention_dp, prefill.moe_ep, prefill.workers, prefill.batch_size) == (1, 8, 8, 1, 8)
+    assert (decode.tp, decode.attention_dp, decode.moe_ep, decode.workers, decode.batch_size) == (8, 1, 8, 9, 256)
+    assert "total GPU count" in note and "attention_dp 1->8" in note and "tp 80->1" in note
+
+
+def test_wrong_tp_is_not_matched(rules, disagg_row):
+    result = resolve(_row(disagg_row, 288, tp=4), rules)
+    assert isinstance(result, Unresolved) and "recorded tp" in result.reason
+
+
+def test_rule_table_cites_every_row():
+    table = load_rules()
+    assert table and all(r["repository"] and r["file"] and re.fullmatch(r"[0-9a-f]{9}", r["commit"]) and r["excerpt"] for r in table)
+    assert all(r["recipe_commit"] for r in table if r["recipe_concurrency"] or r["conc_basis"])
+
+
+def test_real_sample_coverage(sample):
+    """Coverage of the InferenceX disagg rows and the 55 agg-labelled GB200 DeepSeek-R1 rows."""
+    disagg = [m for m in sample if m.source == "inferencex" and m.mode == "disagg"]
+    agg = [m for m in sample if m.source == "inferencex" and m.mode == "agg" and m.system == "gb200" and m.model == "deepseek-ai/DeepSeek-R1"]
+    counts = {}
+    for name, rows in (("disagg", disagg), ("agg", agg)):
+        results = [(m, resolve(m)) for m in rows]
+        reasons = Counter(re.sub(r"^\d+ candidate topologies:.*", "candidates", r.reason) for _, r in results if isinstance(r, Unresolved))
+        counts[name] = (len(rows), sum(isinstance(r, Topology) for _, r in results), dict(reasons))
+        assert all(r.reason.strip() for _, r in results if isinstance(r, Unresolved))
+        for m, r in results:
+            if isinstance(r, Topology):
+                prefill, decode, note = corrected_layouts(m, r)
+                assert prefill.workers == r.prefill.workers and decode.workers == r.decode.workers and note
+    print(counts)
+    assert counts["disagg"][1] >= 1000 and counts["agg"] == (55, counts["agg"][1], counts["agg"][2]) and counts["agg"][1] >= 45
+
+
+def test_gap_analysis_twins(sample):
+    gap = [m for m in sample if re.search(r"source_file=(kimi-k2\.5|qwen3\.5-397b)-gap-analysis\.csv", m.provenance)]
+    twins = {m.id: inferencex_twin(m, sample) for m in gap}
+    by_id = {m.id: m for m in sample}
+    assert len(gap) == 123 and sum(t is not None for t in twins.values()) >= 120
+    for gid, tid in twins.items():
+        if tid is not None:
+            g, t = by_id[gid], by_id[tid]
+            assert t.source == "inferencex" and abs(t.ttft_ms - g.ttft_ms) <= 6e-4 * g.ttft_ms and t.concurrency == g.concurrency
