@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import model_architecture, native_families
-from estimator.perf import slot_sort_key, version_slots
+from estimator.perf import load_system_spec, slot_sort_key, version_slots
 from measurements import recipes
+from measurements.clients import INFERENCEX
 from measurements.kernels import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
-
+from measurements.topologies.resolver import Topology, Unresolved, resolve
+from measurements.topologies.runs import published_run
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,7 @@ class MappedRow:
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity op by op, in order (after the labels)
     allow_ep_equivalents: bool = True  # a SILICON miss at an MoE TP layout may price its EP equivalent (not the baseline's)
+    recipe: Topology | None = None  # the published disaggregated topology the run was mapped from (measurements.topologies)
 
     @property
     def baseline(self) -> MappedRow:
@@ -174,8 +177,12 @@ def map_measurement(m: Measurement) -> MappedRow:
         return MappedRow(m, None, str(exc), model_used, model_note, None, "")
     recorded = _mapped(m, model_used, model_note, data_version, version_note)
     disaggregated = recipes.multinode_disagg_reason(m.source, m.model, m.system, m.mode)
+    if m.source == INFERENCEX and (m.mode == "disagg" or disaggregated is not None):
+        published = _published(m, model_used, model_note, data_version, version_note, recorded)
+        if published is not None:
+            return published
     if disaggregated is not None:  # a multi-node disagg run labelled agg: only the baseline's pricing of the columns remains
-        return dataclasses.replace(recorded, inputs=None, reason=disaggregated, recorded=recorded)
+        return dataclasses.replace(recorded, inputs=None, reason=f"{disaggregated}; {resolve(m).reason}", recorded=recorded)
     labelled = labelled_layout(m)
     if labelled is None:
         return _with_checkpoint_quant(recorded, m)
@@ -183,6 +190,25 @@ def map_measurement(m: Measurement) -> MappedRow:
     run = dataclasses.replace(m, agg=layout)
     corrected = _mapped(run, model_used, model_note, data_version, version_note)
     return _with_checkpoint_quant(dataclasses.replace(corrected, measurement=m, layout_note=note, recorded=recorded), run)
+
+
+def _published(m: Measurement, model_used: str, model_note: str, data_version: str, version_note: str,
+               recorded: MappedRow) -> MappedRow | None:  # fmt: skip
+    """The row of an InferenceX multi-node disaggregated run mapped from its published topology
+    (measurements.topologies), its recorded mapping kept for the baseline; a row with recorded
+    worker counts whose topology is unresolved keeps its columns (None), one without them is
+    left unestimated naming why."""
+    topology = resolve(m)
+    if isinstance(topology, Unresolved):
+        if recorded.reason == DISAGG_INCOMPLETE:
+            return dataclasses.replace(recorded, reason=f"{DISAGG_INCOMPLETE}; {topology.reason}", recorded=recorded)
+        return None
+    published = published_run(m, topology, load_system_spec(m.system).mem_capacity)
+    if isinstance(published, str):
+        return dataclasses.replace(recorded, inputs=None, reason=published, recorded=recorded, recipe=topology)
+    run, note = published
+    row = _mapped(run, model_used, model_note, data_version, version_note)
+    return _with_checkpoint_quant(dataclasses.replace(row, layout_note=note, recorded=recorded, recipe=topology), run)
 
 
 def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:

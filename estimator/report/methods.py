@@ -36,6 +36,7 @@ from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.settings import EngineSettings
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
+from measurements.topologies.runs import KV_TRANSFER_NOTE
 from measurements.schema import Measurement
 
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
@@ -294,7 +295,8 @@ def _closed_loop_method(protocol: str) -> Method:
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
         priced, caveat = pricing(row)
-        return Prediction(ttft, tpot, priced, "; ".join(n for n in (caveat, kv_cap_note(replayed.settings, row.measurement)) if n))
+        transfer = KV_TRANSFER_NOTE if replayed.settings is None else ""
+        return Prediction(ttft, tpot, priced, "; ".join(n for n in (caveat, kv_cap_note(replayed.settings, row.measurement), transfer) if n))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

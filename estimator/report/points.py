@@ -11,21 +11,23 @@ import pandas as pd
 
 from estimator.report.batch import PointResult
 from estimator.settings import POINT_FIELDS
-from measurements.mapping import AggInputs, MappedRow
+from measurements.mapping import AggInputs, DisaggInputs, MappedRow
 from measurements.schema import SETTINGS_COLUMNS
 from measurements.replicates import replicate_key
 
+STAGE_COLUMNS = tuple(f"{stage}_{size}" for stage in ("prefill", "decode") for size in ("workers", "tp", "ep", "attention_dp"))
 POINT_COLUMNS = (
     "id", "method", "covered", "reason", "ttft_pred_ms", "tpot_pred_ms", "ttft_meas_ms", "tpot_meas_ms", "note",
     "prefill_step_ms", "decode_step_ms",
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
-    *(SETTINGS_COLUMNS[name] for name in POINT_FIELDS), "replicate_group",
+    *(SETTINGS_COLUMNS[name] for name in POINT_FIELDS), "replicate_group", *STAGE_COLUMNS, "recipe_key", "recipe_commit",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
     {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded",
-     "shape_compile_ms": 0.0, "kv_free_memory_fraction": None, "replicate_group": ""}
+     "shape_compile_ms": 0.0, "kv_free_memory_fraction": None, "replicate_group": "", **dict.fromkeys(STAGE_COLUMNS),
+     "recipe_key": "", "recipe_commit": ""}
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)
@@ -80,7 +82,21 @@ def row_columns(row: MappedRow) -> dict:
         "pricer": row.some_inputs.pricer if row.some_inputs else None,
         **{SETTINGS_COLUMNS[name]: getattr(m.settings, name) for name in POINT_FIELDS},
         "replicate_group": replicate_key(m),
+        **stage_columns(row),
+        "recipe_key": row.recipe.key if row.recipe else "",
+        "recipe_commit": row.recipe.commit if row.recipe else "",
     }
+
+
+def stage_columns(row: MappedRow) -> dict:
+    """The priced disaggregated stages' workers, tp, MoE EP and attention-DP sizes (empty for other rows)."""
+    inputs = row.inputs
+    if not isinstance(inputs, DisaggInputs):
+        return dict.fromkeys(STAGE_COLUMNS)
+    out = {}
+    for stage, d, workers in (("prefill", inputs.prefill, inputs.prefill_workers), ("decode", inputs.decode, inputs.decode_workers)):
+        out |= {f"{stage}_workers": workers, f"{stage}_tp": d.tp, f"{stage}_ep": d.moe_ep, f"{stage}_attention_dp": d.attention_dp}
+    return out
 
 
 def points_frame(rows: list[MappedRow], results: list[PointResult]) -> pd.DataFrame:
@@ -102,7 +118,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """The table and its provenance (empty when the sidecar is missing); a missing column raises
     ValueError (one of ADDED_POINT_COLUMNS takes its default)."""
     path = Path(path)
-    points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str},
+    points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str, "recipe_key": str, "recipe_commit": str},
                          keep_default_na=True)  # fmt: skip
     for column, default in ADDED_POINT_COLUMNS.items():
         if column not in points.columns:
@@ -111,7 +127,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
     points["covered"] = points["covered"].astype(str).str.lower() == "true"
-    for column in ("reason", "note", "model_note", "layout_note", "version_note", "replicate_group"):
+    for column in ("reason", "note", "model_note", "layout_note", "version_note", "replicate_group", "recipe_key", "recipe_commit"):
         points[column] = points[column].fillna("")
     sidecar = provenance_path(path)
     return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})

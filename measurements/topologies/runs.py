@@ -1,0 +1,75 @@
+"""A resolved disaggregated run as it was launched and measured: the config's stages, its
+speculative depth, and srt-slurm's sa-bench client (measurements.topologies.resolver).
+
+``published_run`` returns the measurement with its layouts, mode, client protocol and MTP
+settings replaced by the published ones and a note saying what was replaced, or why the run
+cannot be priced from its topology (a speculative mode the config leaves open, an acceptance
+figure not published). A stage whose batch cap the config does not set takes the engine's
+documented default, stated in the note.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from estimator.settings import engine_defaults
+from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS
+from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_CITATION
+from measurements.schema import Measurement, Protocol
+from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts
+
+SA_BENCH_CLIENT = "srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)"
+LAUNCHER = "launcher:"  # key prefix of the runs InferenceX's GB200 launcher started before its configs named them
+KV_TRANSFER_NOTE = "KV transfer between the stages is not replayed (a term of 0 ms: no published transfer time for these runs)"
+
+
+def sa_bench_protocol(concurrency: int) -> Protocol:
+    """sa-bench's measured pass at concurrency C: 5 x C prompts at rate inf (its 5 x C warm-up at
+    rate 250 is discarded before the measured pass starts)."""
+    return Protocol(
+        client=SA_BENCH_CLIENT, num_prompts=SA_BENCH.prompts_per_concurrency * concurrency, request_rate=SA_BENCH.request_rate,
+        random_range_ratio=SA_BENCH.random_range_ratio, ignore_eos=SA_BENCH.ignore_eos, client_citation=SA_BENCH.citation,
+    )  # fmt: skip
+
+
+def published_run(m: Measurement, topology: Topology, gpu_memory_bytes: int) -> tuple[Measurement, str] | str:
+    """(the run as published, the note of what was replaced), or why it cannot be priced."""
+    drafts = _drafts(m, topology)
+    if isinstance(drafts, str):
+        return drafts
+    prefill, decode, note = corrected_layouts(m, topology)
+    defaults = engine_defaults(m.engine, m.system, gpu_memory_bytes)
+    notes = [note]
+    if prefill.batch_size is None:
+        whole = max(1, defaults.step_token_budget // m.isl)
+        prefill = dataclasses.replace(prefill, batch_size=whole)
+        notes.append(f"prefill batch not in the config: the engine default budget's whole prompts ({defaults.step_token_budget} // {m.isl} = {whole})")
+    if decode.batch_size is None:
+        cap = defaults.max_num_seqs or math.ceil(m.concurrency / decode.workers / (decode.attention_dp or 1))
+        decode = dataclasses.replace(decode, batch_size=cap)
+        notes.append(f"decode batch not in the config: {'the engine default cap' if defaults.max_num_seqs else 'no engine cap, the clients per rank'} ({cap})")
+    nextn, accepted, citation = drafts
+    if citation:
+        notes.append(citation)
+    protocol = m.protocol if topology.key.startswith(LAUNCHER) else sa_bench_protocol(m.concurrency)
+    if protocol is m.protocol:
+        notes.append("client protocol of the GB200 launcher runs not published: the source's single-node client is not assumed")
+        protocol = dataclasses.replace(m.protocol, num_prompts=None, random_range_ratio=None)
+    run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol,
+                              settings=m.settings.replace(nextn=nextn, nextn_accepted=accepted))  # fmt: skip
+    return run, "; ".join(notes)
+
+
+def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
+    """(MTP drafts, accepted drafts per step, citation of the acceptance) the run decodes with, or why unknown."""
+    nextn = topology.nextn
+    if nextn is None and m.model in GPTOSS_MODELS:
+        nextn = 0  # gpt-oss checkpoints carry no MTP layers (config.json sets no num_nextn_predict_layers)
+    if nextn is None:
+        return f"the config ({topology.key} @ {topology.commit}) does not decide the speculative mode (MTP or not)"
+    if nextn == 0:
+        return 0, 0.0, ""
+    if m.engine == "trtllm" and m.model in DSR1_MODELS and nextn in TRTLLM_DSR1_MTP_ACCEPTED:
+        return nextn, TRTLLM_DSR1_MTP_ACCEPTED[nextn], f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_CITATION.split('; accepted drafts per step from ')[-1]}"
+    return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
+
