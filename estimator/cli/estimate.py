@@ -15,7 +15,7 @@ import dataclasses
 import json
 import sys
 
-from estimator.cli.common import add_deployment_args, deployment_from_args
+from estimator.cli.common import add_deployment_args, check_fits_model, deployment_from_args
 from estimator.deployment import Deployment
 from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
@@ -76,8 +76,11 @@ def estimate(args: argparse.Namespace, pricer: str):
     """The AggResult, DisaggResult or StaticResult of the command line, priced by `pricer`."""
     deployment = deployment_from_args(args)
     if args.mode == "disagg":
-        return run_disagg(role_deployment(args, deployment, "prefill"), role_deployment(args, deployment, "decode"),
-                          disagg_point(args), args.semantics, pricer)  # fmt: skip
+        prefill, decode = role_deployment(args, deployment, "prefill"), role_deployment(args, deployment, "decode")
+        for worker in (prefill, decode):
+            check_fits_model(worker.model, worker.pp, args.isl + args.osl, args.allow_long_context)
+        return run_disagg(prefill, decode, disagg_point(args), args.semantics, pricer)
+    check_fits_model(deployment.model, deployment.pp, args.isl + args.osl, args.allow_long_context)
     if args.mode == "agg":
         point = AggPoint(
             isl=args.isl, osl=args.osl, batch_size=args.batch_size, ctx_tokens=args.ctx_tokens, prefix=args.prefix,

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from estimator.cli.common import add_pricer_arg
+from estimator.cli.common import add_long_context_arg, add_pricer_arg, check_fits_model
 from estimator.cli.estimate import nextn_accepted
 from estimator.closedloop import PRICINGS, ROW, ReplayOptions
-from estimator.deployment import Backend, Deployment, QuantOverrides
+from estimator.deployment import Backend, Deployment, QuantOverrides, require_positive
 from estimator.disagg import DISAGG_COLUMNS
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
 from estimator.errors import InvalidInputError
@@ -83,6 +83,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="disagg: pick prefill and decode engines independently, one worker each, at --ttft and the largest --tpot")  # fmt: skip
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     add_pricer_arg(p)
+    add_long_context_arg(p)
     p.add_argument("--refined-sla", action="store_true", help="gate and reprice candidates by the closed-loop replay")
     p.add_argument("--replay-pricing", choices=PRICINGS, default=ROW, help="closed-loop pass pricing for --refined-sla (default row)")
     p.add_argument("--show", type=int, default=5, help="best configurations printed (default 5)")
@@ -136,6 +137,8 @@ def run_sweep(args: argparse.Namespace, report: ProgressBar):
     sla = Sla(args.ttft, tuple(args.tpot), args.request_latency)
     replay = ReplayOptions(pricing=args.replay_pricing, pricer=args.pricer) if args.refined_sla else None
     base = deployment(args)
+    for pp in args.pp_list:
+        check_fits_model(base.model, pp, args.isl + args.osl, args.allow_long_context)
     moe = MoeSizes(args.dp_list, args.moe_tp_list, args.moe_ep_list)
     if args.mode == "agg":
         layouts = sweep_layouts(base, args.tp_list, args.pp_list, args.total_gpus, moe)
@@ -160,6 +163,7 @@ def render_best(best: pd.DataFrame, mode: str, count: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_positive("show", args.show)
     path = table_path(args.out)
     report = ProgressBar(args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty()))
     try:
