@@ -116,3 +116,18 @@ def test_memory_flags_out_of_their_domain(argv, named, capsys):
     assert named in one_error_line(["estimate", *MODEL, *argv], capsys)
 
 
+
+@pytest.mark.parametrize("argv,oom", [
+    (["--batch-size", "8"], False),
+    (["--batch-size", "4096", "--isl", "8192"], True),  # 9284 GiB per GPU
+    (["--batch-size", "4096", "--isl", "8192", "--estimate-mode", "static"], True),
+    (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "4096",
+      "--decode-num-workers", "1", "--isl", "8192"], True),
+])  # fmt: skip
+def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
+    """Not only a warning on stderr: the --json row carries oom and the summary table an "Out of memory" line."""
+    assert main(["estimate", *MODEL, *argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["oom"] is oom
+    assert main(["estimate", *MODEL, *argv]) == 0
+    out, err = capsys.readouterr()
+    assert f"Out of memory:    {oom}" in out and ("OOM" in err) is oom
