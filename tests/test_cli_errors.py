@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from estimator.cli import main
@@ -131,3 +132,47 @@ def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
     assert main(["estimate", *MODEL, *argv]) == 0
     out, err = capsys.readouterr()
     assert f"Out of memory:    {oom}" in out and ("OOM" in err) is oom
+
+
+@pytest.mark.parametrize("under_a_file", [True, False], ids=["under-a-file", "a-directory"])
+def test_sweep_out_is_checked_before_the_sweep(under_a_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("estimator.cli.sweep.run_sweep", lambda *a: pytest.fail("swept before --out was checked"))
+    if under_a_file:
+        (tmp_path / "file").write_text("")
+        out, named = tmp_path / "file" / "t.csv", f"{str(tmp_path / 'file')!r} is not a directory"
+    else:
+        (out := tmp_path / "t.csv").mkdir()
+        named = "is a directory"
+    line = one_error_line([*SWEEP, "--out", str(out)], capsys)
+    assert str(out) in line and named in line
+
+
+def test_ctrl_c_inside_a_numba_kernel_writes_the_partial_table(tmp_path, capsys, monkeypatch):
+    """Ctrl-C landing inside a Numba kernel surfaces as a SystemError chained to the KeyboardInterrupt."""
+    from estimator.cli.sweep import ProgressBar
+
+    record = ProgressBar.__call__
+
+    def interrupted_after_rows(self, rows, done, total):
+        record(self, rows, done, total)
+        if self.rows:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise SystemError("<built-in function kernel> returned a result with an exception set") from exc
+
+    monkeypatch.setattr(ProgressBar, "__call__", interrupted_after_rows)
+    out = tmp_path / "partial.csv"
+    assert main([*SWEEP, "--out", str(out)]) == 130
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err and "partial table" in err and err.rstrip().endswith("interrupted")
+    assert len(pd.read_csv(out)) > 0
+
+
+def test_a_system_error_that_is_no_interrupt_is_not_taken_for_one(capsys, monkeypatch):
+    def broken(*args):
+        raise SystemError("a real bug")
+
+    monkeypatch.setattr("estimator.cli.sweep.run_sweep", broken)
+    with pytest.raises(SystemError, match="a real bug"):
+        main(SWEEP)

@@ -25,8 +25,9 @@ from estimator.closedloop import PRICINGS, Benchmark, EngineSettings, ReplayOpti
 from estimator.closedloop.engine import OP_PRICERS
 from estimator.closedloop.protocol import PROTOCOLS
 from estimator.errors import InvalidInputError
+from estimator.io import atomic_to_table
 
-FORMATS = {".csv": (pd.read_csv, "to_csv"), ".parquet": (pd.read_parquet, "to_parquet")}
+READERS = {".csv": pd.read_csv, ".parquet": pd.read_parquet}
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -54,21 +55,22 @@ def options_from_args(args: argparse.Namespace) -> ReplayOptions:
     return ReplayOptions(args.pricing, protocol, settings, args.pricer)
 
 
-def _io(path: Path):
-    try:
-        return FORMATS[path.suffix.lower()]
-    except KeyError:
-        raise InvalidInputError(f"{path}: unsupported format (use .csv or .parquet)") from None
+def _format(path: Path) -> str:
+    """The table format of a path's suffix (.csv or .parquet)."""
+    suffix = path.suffix.lower()
+    if suffix not in READERS:
+        raise InvalidInputError(f"{path}: unsupported format (use .csv or .parquet)")
+    return suffix
 
 
 def run(args: argparse.Namespace) -> int:
-    read, _ = _io(args.input)
-    _, write = _io(args.output)
+    read = READERS[_format(args.input)]
+    _format(args.output)
     options = options_from_args(args)
     if not args.input.is_file():
         raise InvalidInputError(f"{args.input}: no such file")
     refined = refine_closed_loop_latency(read(args.input), options, running_caps=True)
-    getattr(refined, write)(args.output, index=False)
+    atomic_to_table(refined, args.output)
     unpriced = int((refined["refine_reason"] != "").sum())
     print(f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"
           + (f"; {unpriced} unpriceable, reasons in refine_reason" if unpriced else ""), file=sys.stderr)

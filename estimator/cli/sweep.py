@@ -20,7 +20,8 @@ from estimator.closedloop import PRICINGS, ROW, ReplayOptions
 from estimator.deployment import Backend, Deployment, QuantOverrides, require_positive
 from estimator.disagg import DISAGG_COLUMNS
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
-from estimator.errors import InvalidInputError
+from estimator.errors import InvalidInputError, is_interrupt
+from estimator.io import TABLE_WRITERS, atomic_to_table, require_writable
 from estimator.scheduler import AGG_COLUMNS
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
@@ -37,7 +38,6 @@ from estimator.sweep.space import (
     sweep_layouts,
 )
 
-TABLE_FORMATS = (".csv", ".parquet")
 AGG_SHOWN = ("parallel", "bs", "ctx_tokens", "concurrency", "ttft", "tpot", "tokens/s/gpu", "tokens/s/user", "seq/s", "memory")
 DISAGG_SHOWN = ("(p)parallel", "(p)bs", "(p)workers", "(d)parallel", "(d)bs", "(d)workers", "num_total_gpus", "concurrency",
                 "ttft", "tpot", "tokens/s/gpu", "tokens/s/user", "seq/s")  # fmt: skip
@@ -102,17 +102,10 @@ def table_path(out: str | None) -> Path | None:
     if out is None:
         return None
     path = Path(out)
-    if path.suffix.lower() not in TABLE_FORMATS:
-        raise InvalidInputError(f"--out must end in {' or '.join(TABLE_FORMATS)}, got {out!r}")
+    if path.suffix.lower() not in TABLE_WRITERS:
+        raise InvalidInputError(f"--out must end in {' or '.join(TABLE_WRITERS)}, got {out!r}")
+    require_writable(path, "--out")
     return path
-
-
-def write_table(table: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        table.to_csv(path, index=False)
-    else:
-        table.to_parquet(path, index=False)
 
 
 class ProgressBar:
@@ -168,13 +161,13 @@ def run(args: argparse.Namespace) -> int:
     report = ProgressBar(args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty()))
     try:
         result = run_sweep(args, report)
-    except KeyboardInterrupt:
-        if path is not None:
-            write_table(pd.DataFrame(report.rows, columns=list(AGG_COLUMNS if args.mode == "agg" else DISAGG_COLUMNS)), path)
+    except (KeyboardInterrupt, SystemError) as exc:
+        if path is not None and is_interrupt(exc):
+            atomic_to_table(pd.DataFrame(report.rows, columns=list(AGG_COLUMNS if args.mode == "agg" else DISAGG_COLUMNS)), path)
             print(f"\npartial table ({len(report.rows)} rows) written to {path}", file=sys.stderr)
         raise
     print(render_best(result.best, args.mode, args.show))
     if path is not None:
-        write_table(result.table, path)
+        atomic_to_table(result.table, path)
         print(f"full table ({len(result.table)} rows) written to {path}", file=sys.stderr)
     return 0
