@@ -176,3 +176,66 @@ def test_a_system_error_that_is_no_interrupt_is_not_taken_for_one(capsys, monkey
     monkeypatch.setattr("estimator.cli.sweep.run_sweep", broken)
     with pytest.raises(SystemError, match="a real bug"):
         main(SWEEP)
+
+
+@pytest.fixture(scope="module")
+def result_rows(tmp_path_factory) -> pd.DataFrame:
+    """Three agg sweep rows to refine."""
+    path = tmp_path_factory.mktemp("rows") / "rows.csv"
+    assert main([*SWEEP[:-4], "--tp-list", "2", "--isl", "1024", "--osl", "128", "--progress", "never", "--out", str(path)]) == 0
+    return pd.read_csv(path).head(3)
+
+
+def bad_row(rows: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    bad = rows.astype({column: object})
+    bad.loc[1, column] = value
+    return bad
+
+
+@pytest.mark.parametrize("column,value,reason", [
+    ("osl", 1e20, "osl must be at most 2147483647"),
+    ("tp", None, "tp is missing"),
+    ("tp", float("nan"), "tp is missing"),
+    ("concurrency", 0, "concurrency must be a positive integer, got 0"),
+    ("concurrency", -3, "concurrency must be a positive integer, got -3"),
+    ("model", "MODEL", "must hold a JSON object, not a list"),
+])  # fmt: skip
+def test_refine_one_bad_row_never_costs_the_others(column, value, reason, result_rows, tmp_path, capsys):
+    if value == "MODEL":
+        value = config_file(tmp_path, text="[1, 2]")
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    bad_row(result_rows, column, value).to_csv(src, index=False)
+    assert main(["refine", str(src), str(out)]) == 0
+    assert "refined 2 of 3 rows" in capsys.readouterr().err
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert reason in refined["refine_reason"][1] and refined["ttft_refined"][1] == ""
+    assert (refined["refine_reason"][[0, 2]] == "").all() and (refined["ttft_refined"][[0, 2]].astype(float) > 0).all()
+
+
+@pytest.mark.parametrize("name,content,named", [
+    ("empty.csv", b"", "No columns to parse"),
+    ("binary.csv", bytes(range(256)) * 4, "cannot read"),
+    ("header.csv", b"model,isl,osl\n", "no rows"),
+    ("truncated.parquet", None, "Parquet magic bytes not found"),
+])  # fmt: skip
+def test_refine_unreadable_input_is_one_line(name, content, named, result_rows, tmp_path, capsys):
+    src = tmp_path / name
+    if content is None:
+        result_rows.to_parquet(src)
+        content = src.read_bytes()[: src.stat().st_size // 2]
+    src.write_bytes(content)
+    line = one_error_line(["refine", str(src), str(tmp_path / "out.csv")], capsys)
+    assert str(src) in line and named in line
+
+
+def test_refine_checks_its_output_before_any_row_and_keeps_its_input(result_rows, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.csv"
+    result_rows.to_csv(src, index=False)
+    before = src.read_bytes()
+    monkeypatch.setattr("estimator.cli.refine.refine_rows", lambda *a: pytest.fail("refined before OUT was checked"))
+    assert "pass --overwrite-input" in one_error_line(["refine", str(src), str(src)], capsys)
+    assert "is not a directory" in one_error_line(["refine", str(src), str(src / "out.csv")], capsys)
+    assert src.read_bytes() == before
+    monkeypatch.undo()
+    assert main(["refine", str(src), str(src), "--overwrite-input"]) == 0
+    assert "ttft_refined" in pd.read_csv(src).columns
