@@ -61,8 +61,37 @@ class Deployment:
             raise InvalidInputError(f"nextn must be >= 0, got {self.nextn}")
 
 
+# The largest size any input takes (tokens, requests, ranks): far past every model's context, and
+# small enough that sizes multiplied together stay exact in the int64 and float64 arithmetic.
+MAX_SIZE = 2**31 - 1
+# The most KV tokens one batch may hold (batch x sequence length): times the bytes one token
+# needs (below 2**22 for every bundled model) the byte counts stay within int64.
+MAX_BATCH_TOKENS = 2**40
+
+
 def require_positive(name: str, value: int) -> int:
-    """Return value if it is a positive integer, else raise InvalidInputError naming it."""
+    """Return value if it is an integer in [1, MAX_SIZE], else raise InvalidInputError naming it."""
     if isinstance(value, bool) or not isinstance(value, (int,)) or value < 1:
         raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+    if value > MAX_SIZE:
+        raise InvalidInputError(f"{name} must be at most {MAX_SIZE}, got {value}")
     return value
+
+
+def require_batch_tokens(batch_size: int, tokens: int) -> None:
+    """InvalidInputError unless batch_size requests of `tokens` tokens each stay within MAX_BATCH_TOKENS."""
+    if batch_size * tokens > MAX_BATCH_TOKENS:
+        raise InvalidInputError(f"batch_size x (isl + osl) = {batch_size} x {tokens} exceeds the {MAX_BATCH_TOKENS} KV tokens "
+                                "the memory arithmetic holds")
+
+
+def require_slot(name: str, max_seq_len: int | None, tokens: int, what: str = "isl + osl") -> None:
+    """InvalidInputError unless the KV slot max_seq_len (None: the default) holds the `tokens` (`what`) a request needs."""
+    if max_seq_len is not None and max_seq_len < tokens:
+        raise InvalidInputError(f"{name} ({max_seq_len}) must be at least {what} ({tokens})")
+
+
+def require_fraction(name: str, value: float | None) -> None:
+    """InvalidInputError unless value is None or a number in (0, 1]."""
+    if value is not None and not (isinstance(value, (int, float)) and 0.0 < value <= 1.0):
+        raise InvalidInputError(f"{name} must be within (0, 1], got {value!r}")

@@ -31,3 +31,8 @@ class PerfDataMissingError(EstimatorError):
 
 class UnsupportedModelError(EstimatorError):
     """The model family has no native op builder (use --pricer reference)."""
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Ctrl-C: a KeyboardInterrupt, or the SystemError it surfaces as when it lands inside a Numba kernel."""
+    return isinstance(exc, KeyboardInterrupt) or (isinstance(exc, SystemError) and isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt))

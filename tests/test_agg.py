@@ -276,8 +276,9 @@ def test_json_row_has_every_column_unrounded():
                        "--json", "--semantics", "legacy")
     r = json.loads(out)
     assert code == 0 and r["ttft"] == row("sglang", LEGACY, isl=32768, osl=512, batch_size=16, ctx_tokens=16384)["ttft"]
-    assert list(r)[-6:] == ["mix_step_ms", "genonly_step_ms", "prefill_step_ms", "num_mix_steps", "num_genonly_steps",
-                            "decode_tokens_per_iteration"]
+    assert list(r)[-7:] == ["mix_step_ms", "genonly_step_ms", "prefill_step_ms", "num_mix_steps", "num_genonly_steps",
+                            "decode_tokens_per_iteration", "oom"]
+    assert r["oom"] is False
 
 
 def test_detail_time_report():

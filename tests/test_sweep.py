@@ -25,10 +25,12 @@ from estimator.deployment import Deployment
 from estimator.disagg.search import Combo, WorkerLimits
 from estimator.disagg.workers import Role, WorkerRow
 from estimator.errors import InvalidInputError
-from estimator.scheduler import AggEstimator, AggPoint
+from estimator.scheduler import AggEstimator, AggPoint, StaticMode, StaticPoint
+from estimator.scheduler.static import run_static_batches
 from estimator.steps import Semantics
 from estimator.sweep import AGG_BATCH_SCHEDULE, AggGrid, AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
 from estimator.sweep.agg import agg_grid
+from estimator.sweep.driver import _per_deployment
 from estimator.sweep.refined import KneeSearch, knee_row, ladder_tpot, solo_prefill_ms
 from estimator.sweep.space import MoeSizes, moe_layouts, parallel_layouts, sweep_layouts
 
@@ -401,3 +403,31 @@ def test_moe_layouts_follow_the_reference_enumeration():
     assert sweep_layouts(QWEN, (1, 2), sizes=sizes) == parallel_layouts(QWEN, (1, 2))
     with pytest.raises(InvalidInputError, match="moe_ep"):
         moe_layouts(Deployment("Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "sglang"), sizes=MoeSizes(moe_ep=(0,)))
+
+
+def test_a_layout_that_raises_inside_its_search_is_skipped_with_its_reason(caplog):
+    """One layout's failure (here an IndexError of its own search) costs that layout only; an
+    interrupt surfacing as SystemError is never swallowed."""
+    layouts = [Deployment(QWEN.model, QWEN.system, "sglang", tp=tp) for tp in (1, 2, 4)]
+
+    def compute(d):
+        if d.tp == 2:
+            raise IndexError("index 0 is out of bounds")
+        return [d.tp]
+
+    ticks = []
+    assert _per_deployment(layouts, compute, ticks.append) == [1, 4] and ticks == [[1], [], [4]]
+    assert "skipping h200_sxm tp2 pp1 dp1: IndexError: index 0 is out of bounds" in caplog.text
+
+    def interrupted(d):
+        raise SystemError("returned a result with an exception set")
+
+    with pytest.raises(SystemError):
+        _per_deployment(layouts, interrupted, ticks.append)
+
+
+def test_a_worker_with_no_fitting_batch_prices_nothing():
+    """The Qwen3-235B-A22B-FP8 h200 sglang disagg sweep over dp, moe-tp and moe-ep 1-8 died at
+    layout 30 of 61 on reshaping the decode phase of a layout with no batch that fits (one GPU)."""
+    deployment = Deployment("Qwen/Qwen3-235B-A22B-FP8", "h200_sxm", "sglang", tp=1, attention_dp=1, moe_tp=1, moe_ep=1)
+    assert run_static_batches(deployment, StaticPoint(4096, 512, 1), (), StaticMode.GENERATION, "reference") == []

@@ -11,7 +11,7 @@ from estimator.cli import refine as refine_cmd
 from estimator.cli import report as report_cmd
 from estimator.cli import sweep as sweep_cmd
 from estimator.cli.common import resolve_pricer
-from estimator.errors import EstimatorError
+from estimator.errors import EstimatorError, is_interrupt
 
 COMMANDS = {
     "price-ops": price_ops_cmd,
@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     except EstimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not is_interrupt(exc):
+            raise
         print("interrupted", file=sys.stderr)
         return 130

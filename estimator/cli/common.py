@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 
 from estimator.deployment import Deployment, QuantOverrides, require_positive
-from estimator.models.config import is_natively_modelled
+from estimator.errors import InvalidInputError
+from estimator.models.config import is_natively_modelled, model_shape
 from estimator.pricing import PRICERS
 
 AUTO = "auto"  # native for the natively modelled architectures, the reference engine otherwise
@@ -35,6 +36,23 @@ def add_deployment_args(p: argparse.ArgumentParser) -> None:
     for kind in ("gemm", "moe", "kvcache", "fmha", "comm"):
         p.add_argument(f"--{kind}-quant-mode", default=None, help=f"override the inferred {kind} quant mode")
     add_pricer_arg(p)
+    add_long_context_arg(p)
+
+
+def add_long_context_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--allow-long-context", action="store_true",
+                   help="estimate sequences longer than the model's max_position_embeddings")  # fmt: skip
+
+
+def check_fits_model(model: str, pp: int, tokens: int, allow_long_context: bool, what: str = "isl + osl") -> None:
+    """InvalidInputError unless the model has at least pp layers and, unless allow_long_context,
+    its context holds the `tokens` (`what`) of a request."""
+    shape = model_shape(model)
+    if shape.num_layers is not None and pp > shape.num_layers:
+        raise InvalidInputError(f"pp size {pp} exceeds the {shape.num_layers} layers of {model!r}")
+    if not allow_long_context and shape.max_context is not None and tokens > shape.max_context:
+        raise InvalidInputError(f"{what} ({tokens}) exceeds the max_position_embeddings ({shape.max_context}) of {model!r}; "
+                                "--allow-long-context estimates beyond it")  # fmt: skip
 
 
 def deployment_from_args(args: argparse.Namespace) -> Deployment:

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import sys
 
-from estimator.cli.common import add_deployment_args, deployment_from_args
+from estimator.cli.common import add_deployment_args, check_fits_model, deployment_from_args
 from estimator.deployment import Deployment
 from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
@@ -76,8 +76,11 @@ def estimate(args: argparse.Namespace, pricer: str):
     """The AggResult, DisaggResult or StaticResult of the command line, priced by `pricer`."""
     deployment = deployment_from_args(args)
     if args.mode == "disagg":
-        return run_disagg(role_deployment(args, deployment, "prefill"), role_deployment(args, deployment, "decode"),
-                          disagg_point(args), args.semantics, pricer)  # fmt: skip
+        prefill, decode = role_deployment(args, deployment, "prefill"), role_deployment(args, deployment, "decode")
+        for worker in (prefill, decode):
+            check_fits_model(worker.model, worker.pp, args.isl + args.osl, args.allow_long_context)
+        return run_disagg(prefill, decode, disagg_point(args), args.semantics, pricer)
+    check_fits_model(deployment.model, deployment.pp, args.isl + args.osl, args.allow_long_context)
     if args.mode == "agg":
         return run_agg(deployment, agg_point(args), args.semantics, pricer)
     point = StaticPoint(
@@ -131,6 +134,7 @@ def step_sections(result) -> list[tuple[str, StepCost]]:
 THROUGHPUT = (("tokens/s", "tokens/s", ""), ("tokens/s/gpu", "tokens/s/gpu", ""), ("tokens/s/user", "tokens/s/user", ""),
               ("seq/s", "seq/s", ""), ("Concurrency", "concurrency", ""))  # fmt: skip
 LATENCY = (("TTFT", "ttft", " ms"), ("TPOT", "tpot", " ms"), ("Request Latency", "request_latency", " ms"))
+OOM = (("Out of memory", "oom", ""),)
 
 
 def metric_lines(row: dict, metrics) -> list[str]:
@@ -144,7 +148,7 @@ def render_disagg_summary(row: dict) -> str:
              f"{row['(d)workers']} x decode {row['(d)parallel']} bs {row['(d)bs']} ({row['(d)system']}), {row['(p)backend']} {row['(p)version']}",
              f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  GPUs {row['num_total_gpus']}"]  # fmt: skip
     memory = (("Prefill memory", "(p)memory", " GiB"), ("Decode memory", "(d)memory", " GiB"))
-    return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + memory))
+    return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + memory + OOM))
 
 
 def render_summary(row: dict) -> str:
@@ -152,7 +156,7 @@ def render_summary(row: dict) -> str:
     lines = [f"{row['model']} on {row['system']} ({row['backend']} {row['version']}), {row['parallel']}"]
     lines.append(f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  batch {row['bs']}"
                  + (f"  ctx_tokens {row['ctx_tokens']}" if "ctx_tokens" in row else ""))
-    return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + (("Memory (GPU)", "memory", " GiB"),)))
+    return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + (("Memory (GPU)", "memory", " GiB"),) + OOM))
 
 
 def render_time_detail(result, sol_result) -> str:
@@ -191,6 +195,11 @@ def render_step(title: str, step: StepCost, sol_step: StepCost) -> list[str]:
 
 def _pct(part: float, whole: float) -> float:
     return part / whole * 100.0 if whole > 0.0 else 0.0
+
+
+def out_of_memory(result) -> bool:
+    """The point does not fit: the deployment (or a disagg worker) OOMs or its batch exceeds the KV cache."""
+    return result.oom if isinstance(result, DisaggResult) else result.memory.oom or result.memory.kv_oom
 
 
 def warnings(result, batch_size: int) -> list[str]:
@@ -238,13 +247,14 @@ def run(args: argparse.Namespace) -> int:
     for line in warnings(result, args.batch_size):
         print(line, file=sys.stderr)
     refined = closed_loop_figures(args, result) if args.closed_loop else None
+    row = dict(result.row) | {"oom": out_of_memory(result)}
     if args.json:
-        print(json.dumps(dict(result.row) | ({"closed_loop": refined} if refined else {})))
+        print(json.dumps(row | ({"closed_loop": refined} if refined else {})))
         return 0
-    print((render_disagg_summary if isinstance(result, DisaggResult) else render_summary)(dict(result.row)))
+    print((render_disagg_summary if isinstance(result, DisaggResult) else render_summary)(row))
     if refined:
         print()
-        print(render_closed_loop(dict(result.row), refined))
+        print(render_closed_loop(row, refined))
     if args.detail == "time":
         print()
         print(render_time_detail(result, estimate(args, "sol")))

@@ -8,7 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from estimator.cli.common import add_deployment_args, deployment_from_args, positive
+from estimator.cli.common import (
+    add_deployment_args,
+    check_fits_model,
+    deployment_from_args,
+    positive,
+)
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
 from estimator.pricing.base import OpPrice
@@ -33,7 +38,9 @@ def price_phase(args: argparse.Namespace) -> list[OpPrice]:
         raise InvalidInputError(f"prefix ({args.prefix}) must be smaller than isl ({args.isl})")
     if args.phase == "generation" and args.prefix:
         raise InvalidInputError("--prefix applies to the context phase only")
-    pricer = make_pricer(args.pricer, deployment_from_args(args))
+    deployment = deployment_from_args(args)
+    check_fits_model(deployment.model, deployment.pp, args.isl, args.allow_long_context, "isl")
+    pricer = make_pricer(args.pricer, deployment)
     if args.phase == "context":
         return pricer.context_ops(args.batch_size, args.isl - args.prefix, args.prefix)
     return pricer.generation_ops(args.batch_size, args.isl)

@@ -12,22 +12,30 @@ the agg scheduler (default: the row's ctx_tokens with chunking for row pricing, 
 engine defaults for engine pricing); with them and engine pricing, --kv-free-memory-fraction caps
 a TensorRT-LLM agg row's running requests at its KV-cache pool (natively modelled architectures;
 other agg rows report why in refine_reason; disagg rows replay without agg scheduler settings).
+A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, a malformed model
+config) is reported in its refine_reason and the others are refined. OUT is checked before any
+row is refined and must not be IN unless --overwrite-input; it is written atomically.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from estimator.closedloop import PRICINGS, Benchmark, ReplayOptions, Steady, refine_closed_loop_latency
+from estimator.closedloop import ENGINE, PRICINGS, Benchmark, ReplayOptions, Steady, refine_closed_loop_latency
 from estimator.closedloop.engine import OP_PRICERS
+from estimator.closedloop.frame import REFINED_COLUMNS, RUNNING_CAP_COLUMN
 from estimator.closedloop.protocol import PROTOCOLS
-from estimator.errors import InvalidInputError
+from estimator.deployment import require_positive
+from estimator.errors import EstimatorError, InvalidInputError, is_interrupt
+from estimator.io import atomic_to_table, require_writable
+from estimator.models.config import model_shape
 from estimator.settings import EngineSettings
 
-FORMATS = {".csv": (pd.read_csv, "to_csv"), ".parquet": (pd.read_parquet, "to_parquet")}
+READERS = {".csv": pd.read_csv, ".parquet": pd.read_parquet}
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -43,6 +51,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kv-free-memory-fraction", type=float, default=None,
                    help="TRT-LLM agg: kv_cache_config.free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)")
     p.add_argument("--pricer", choices=OP_PRICERS, default="native", help="op pricer behind engine pricing")
+    p.add_argument("--overwrite-input", action="store_true", help="allow OUT to be IN (the input is replaced)")
 
 
 def options_from_args(args: argparse.Namespace) -> ReplayOptions:
@@ -55,21 +64,101 @@ def options_from_args(args: argparse.Namespace) -> ReplayOptions:
     return ReplayOptions(args.pricing, protocol, settings, args.pricer)
 
 
-def _io(path: Path):
+def _format(path: Path) -> str:
+    """The table format of a path's suffix (.csv or .parquet)."""
+    suffix = path.suffix.lower()
+    if suffix not in READERS:
+        raise InvalidInputError(f"{path}: unsupported format (use .csv or .parquet)")
+    return suffix
+
+
+def read_rows(path: Path) -> pd.DataFrame:
+    """The rows of IN; an empty, binary or truncated file is one line naming it."""
+    if not path.is_file():
+        raise InvalidInputError(f"{path}: no such file")
     try:
-        return FORMATS[path.suffix.lower()]
-    except KeyError:
-        raise InvalidInputError(f"{path}: unsupported format (use .csv or .parquet)") from None
+        rows = READERS[_format(path)](path)
+    except (OSError, ValueError) as exc:  # pandas' EmptyDataError and ParserError, pyarrow's ArrowInvalid, UnicodeDecodeError
+        raise InvalidInputError(f"cannot read {path}: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+    if rows.empty:
+        raise InvalidInputError(f"{path}: no rows")
+    return rows
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _require_size(record: dict, key: str) -> None:
+    """InvalidInputError unless record[key] is a whole number in [1, MAX_SIZE] (missing and NaN included)."""
+    value = record.get(key)
+    if not _present(value):
+        raise InvalidInputError(f"{key} is missing")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{key} must be a number, got {value!r}") from None
+    if not number.is_integer():
+        raise InvalidInputError(f"{key} must be an integer, got {value!r}")
+    require_positive(key, int(number))
+
+
+def row_reason(record: dict, engine: bool) -> str:
+    """Why a row cannot be refined, found before any replay ("" when nothing is wrong): a missing,
+    NaN or out-of-range isl or osl, a concurrency below 1 or out of range (absent: bs), and for
+    engine pricing, which builds the row's deployment, a missing or NaN tp per side (never a
+    silent tp 1) or a malformed model config."""
+    sides = ("(p)", "(d)") if _present(record.get("(p)workers")) else ("",)
+    try:
+        for key in ("isl", "osl", *(("concurrency",) if _present(record.get("concurrency")) else ())):
+            _require_size(record, key)
+        if engine:
+            for side in sides:
+                _require_size(record, side + "tp")
+            model_shape(str(record.get("model")))
+    except EstimatorError as exc:
+        return str(exc)
+    return ""
+
+
+def refine_rows(rows: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
+    """The refined rows, one bad row never costing the others: rows with a row_reason are not
+    replayed, and if replaying the rest together fails, each is replayed alone and a failing one
+    reports its error in refine_reason."""
+    engine = options.pricing == ENGINE
+    reasons = pd.Series([row_reason(r, engine) for r in rows.to_dict("records")], index=rows.index, dtype=object)
+    good = rows[reasons == ""]
+    try:
+        refined = refine_closed_loop_latency(good, options, running_caps=True)
+    except Exception as exc:  # a row the replay cannot take: find it by replaying each alone
+        if is_interrupt(exc):
+            raise
+        refined = pd.concat([_refine_alone(good.loc[[i]], options) for i in good.index]) if len(good) else good
+    out = rows.copy()
+    for column in (*REFINED_COLUMNS, RUNNING_CAP_COLUMN):
+        out[column] = refined.get(column, math.nan)
+    out["refine_reason"] = out["refine_reason"].where(reasons == "", reasons)
+    return out
+
+
+def _refine_alone(row: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
+    try:
+        return refine_closed_loop_latency(row, options, running_caps=True)
+    except Exception as exc:
+        if is_interrupt(exc):
+            raise
+        return row.assign(refine_reason=f"{type(exc).__name__}: {exc}")
 
 
 def run(args: argparse.Namespace) -> int:
-    read, _ = _io(args.input)
-    _, write = _io(args.output)
+    _format(args.input)
+    _format(args.output)
     options = options_from_args(args)
-    if not args.input.is_file():
-        raise InvalidInputError(f"{args.input}: no such file")
-    refined = refine_closed_loop_latency(read(args.input), options, running_caps=True)
-    getattr(refined, write)(args.output, index=False)
+    if args.output.resolve() == args.input.resolve() and not args.overwrite_input:
+        raise InvalidInputError(f"OUT {str(args.output)!r} is IN: pass --overwrite-input to replace the input")
+    require_writable(args.output, "OUT")
+    refined = refine_rows(read_rows(args.input), options)
+    atomic_to_table(refined, args.output)
     unpriced = int((refined["refine_reason"] != "").sum())
     print(f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"
           + (f"; {unpriced} unpriceable, reasons in refine_reason" if unpriced else ""), file=sys.stderr)

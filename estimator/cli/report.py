@@ -6,6 +6,7 @@ measurement CSV). --from-points re-renders an existing per-point CSV without rec
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from estimator.deployment import require_positive
 from estimator.errors import InvalidInputError
+from estimator.io import atomic_path, atomic_write_text
 from estimator.report import METHOD_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,9 +55,22 @@ def readable(load, path, what: str):
         raise InvalidInputError(f"cannot read {what} {path}: {exc}") from None
 
 
+def write_points_atomically(points, path: Path, record: dict) -> None:
+    """report.points.write_points through temporary files: the table, then its provenance sidecar,
+    each renamed over the old one."""
+    from estimator.report.points import provenance_path, write_points
+
+    with atomic_path(path) as tmp:
+        try:
+            write_points(points, tmp, record)
+            os.replace(provenance_path(tmp), provenance_path(path))
+        finally:
+            provenance_path(tmp).unlink(missing_ok=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """Compute (or read) the per-point table, write it, render the report."""
-    from estimator.report.points import read_points, write_points
+    from estimator.report.points import read_points
     from estimator.report.render import render_report
 
     require_positive("workers", args.workers)
@@ -68,10 +83,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         points, record = compute_points(args)
         methods = args.methods
-        write_points(points, args.points, record)
+        write_points_atomically(points, Path(args.points), record)
         print(f"wrote {args.points}", file=sys.stderr)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(points, record, methods), encoding="utf-8")
+    atomic_write_text(out, render_report(points, record, methods))
     print(f"wrote {out} ({time.monotonic() - start:.1f}s)", file=sys.stderr)
     return 0

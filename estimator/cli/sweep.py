@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from estimator.cli.common import add_pricer_arg
+from estimator.cli.common import add_long_context_arg, add_pricer_arg, check_fits_model
 from estimator.cli.estimate import nextn_accepted
 from estimator.closedloop import PRICINGS, ROW, ReplayOptions
-from estimator.deployment import Backend, Deployment, QuantOverrides
+from estimator.deployment import Backend, Deployment, QuantOverrides, require_positive
 from estimator.disagg import DISAGG_COLUMNS
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
-from estimator.errors import InvalidInputError
+from estimator.errors import InvalidInputError, is_interrupt
+from estimator.io import TABLE_WRITERS, atomic_to_table, require_writable
 from estimator.scheduler import AGG_COLUMNS
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
@@ -37,7 +38,6 @@ from estimator.sweep.space import (
     sweep_layouts,
 )
 
-TABLE_FORMATS = (".csv", ".parquet")
 AGG_SHOWN = ("parallel", "bs", "ctx_tokens", "concurrency", "ttft", "tpot", "tokens/s/gpu", "tokens/s/user", "seq/s", "memory")
 DISAGG_SHOWN = ("(p)parallel", "(p)bs", "(p)workers", "(d)parallel", "(d)bs", "(d)workers", "num_total_gpus", "concurrency",
                 "ttft", "tpot", "tokens/s/gpu", "tokens/s/user", "seq/s")  # fmt: skip
@@ -83,6 +83,7 @@ def register(p: argparse.ArgumentParser) -> None:
                    help="disagg: pick prefill and decode engines independently, one worker each, at --ttft and the largest --tpot")  # fmt: skip
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     add_pricer_arg(p)
+    add_long_context_arg(p)
     p.add_argument("--refined-sla", action="store_true", help="gate and reprice candidates by the closed-loop replay")
     p.add_argument("--replay-pricing", choices=PRICINGS, default=ROW, help="closed-loop pass pricing for --refined-sla (default row)")
     p.add_argument("--show", type=int, default=5, help="best configurations printed (default 5)")
@@ -101,17 +102,10 @@ def table_path(out: str | None) -> Path | None:
     if out is None:
         return None
     path = Path(out)
-    if path.suffix.lower() not in TABLE_FORMATS:
-        raise InvalidInputError(f"--out must end in {' or '.join(TABLE_FORMATS)}, got {out!r}")
+    if path.suffix.lower() not in TABLE_WRITERS:
+        raise InvalidInputError(f"--out must end in {' or '.join(TABLE_WRITERS)}, got {out!r}")
+    require_writable(path, "--out")
     return path
-
-
-def write_table(table: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        table.to_csv(path, index=False)
-    else:
-        table.to_parquet(path, index=False)
 
 
 class ProgressBar:
@@ -136,6 +130,8 @@ def run_sweep(args: argparse.Namespace, report: ProgressBar):
     sla = Sla(args.ttft, tuple(args.tpot), args.request_latency)
     replay = ReplayOptions(pricing=args.replay_pricing, pricer=args.pricer) if args.refined_sla else None
     base = deployment(args)
+    for pp in args.pp_list:
+        check_fits_model(base.model, pp, args.isl + args.osl, args.allow_long_context)
     moe = MoeSizes(args.dp_list, args.moe_tp_list, args.moe_ep_list)
     if args.mode == "agg":
         layouts = sweep_layouts(base, args.tp_list, args.pp_list, args.total_gpus, moe)
@@ -160,17 +156,18 @@ def render_best(best: pd.DataFrame, mode: str, count: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_positive("show", args.show)
     path = table_path(args.out)
     report = ProgressBar(args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty()))
     try:
         result = run_sweep(args, report)
-    except KeyboardInterrupt:
-        if path is not None:
-            write_table(pd.DataFrame(report.rows, columns=list(AGG_COLUMNS if args.mode == "agg" else DISAGG_COLUMNS)), path)
+    except (KeyboardInterrupt, SystemError) as exc:
+        if path is not None and is_interrupt(exc):
+            atomic_to_table(pd.DataFrame(report.rows, columns=list(AGG_COLUMNS if args.mode == "agg" else DISAGG_COLUMNS)), path)
             print(f"\npartial table ({len(report.rows)} rows) written to {path}", file=sys.stderr)
         raise
     print(render_best(result.best, args.mode, args.show))
     if path is not None:
-        write_table(result.table, path)
+        atomic_to_table(result.table, path)
         print(f"full table ({len(result.table)} rows) written to {path}", file=sys.stderr)
     return 0

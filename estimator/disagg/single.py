@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from estimator.deployment import Deployment, require_positive
+from estimator.deployment import (
+    Deployment,
+    require_fraction,
+    require_positive,
+    require_slot,
+)
 from estimator.disagg.combine import disagg_row
 from estimator.disagg.workers import Calibration, Role, WorkerRow, round_row, worker_row
 from estimator.errors import InvalidInputError
@@ -36,6 +41,11 @@ class DisaggPoint:
     def __post_init__(self) -> None:
         for name in ("prefill_batch_size", "prefill_workers", "decode_batch_size", "decode_workers"):
             require_positive(name, getattr(self, name))
+        for role in ("", "prefill_", "decode_"):
+            require_fraction(f"{role}free_gpu_memory_fraction", getattr(self, f"{role}free_gpu_memory_fraction"))
+        for name in ("max_seq_len", "decode_max_seq_len"):
+            require_slot(name, getattr(self, name), self.isl + self.osl)
+        require_slot("prefill_max_seq_len", self.prefill_max_seq_len, self.isl + 1, "isl + 1")
 
     def worker_point(self, role: Role) -> StaticPoint:
         """The static batch one worker of `role` runs, with the role's memory settings."""

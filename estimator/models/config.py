@@ -38,6 +38,11 @@ _NATIVE_ARCHITECTURES: Mapping[str, str] = MappingProxyType(
 # Architectures whose attention applies per-head Q/K RMSNorm (reference: extra_params["use_qk_norm"]).
 _QK_NORM_ARCHITECTURES = frozenset({"Qwen3ForCausalLM"})
 
+# Size fields every config (its text config's, for a multimodal model) gives as positive integers
+# when it gives them, and the ones that may also be null or 0 (absent from the model).
+_POSITIVE_FIELDS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size", "max_position_embeddings")
+_OPTIONAL_FIELDS = ("num_key_value_heads", "head_dim", "intermediate_size")
+
 _CONFIG_SUFFIX = "config.json"
 _QUANT_SUFFIX = "hf_quant_config.json"
 
@@ -72,6 +77,14 @@ class ModelConfig:
     quant: QuantInfo  # raw quantization info for quant-mode inference
 
 
+@dataclass(frozen=True)
+class ModelShape:
+    """The sizes of any model's config that bound a deployment and a workload."""
+
+    num_layers: int | None  # num_hidden_layers; None when the config does not give it (hybrid layer patterns)
+    max_context: int | None  # max_position_embeddings, tokens; None when the config does not give it
+
+
 def native_families() -> tuple[str, ...]:
     """The HF architectures the native dense builder supports, sorted."""
     return tuple(sorted(_NATIVE_ARCHITECTURES))
@@ -87,7 +100,15 @@ def model_architecture(model: str) -> str | None:
     """The first HF architecture a model's config lists, None when it lists none (UnknownModelError
     when no config is found)."""
     config_path, _ = _locate(model)
-    return (_load_json(config_path).get("architectures") or [None])[0]
+    return _first_architecture(model, _load_json(config_path))
+
+
+def _first_architecture(model: str, raw: dict) -> str | None:
+    """raw's first listed architecture (None for none); InvalidInputError unless it lists names."""
+    architectures = raw.get("architectures") or [None]
+    if not isinstance(architectures, list) or not isinstance(architectures[0], (str, type(None))):
+        raise InvalidInputError(f"model {model!r}: config field 'architectures' must be a list of names, got {json.dumps(architectures)}")
+    return architectures[0]
 
 
 @functools.cache
@@ -101,6 +122,20 @@ def linear_attention_layers(model: str) -> int:
     return sum(1 for kind in layer_types if kind == "linear_attention")
 
 
+@functools.cache
+def model_shape(model: str) -> ModelShape:
+    """The layer count and context length of any model's config (its text config's for a multimodal
+    model), every size field checked (UnknownModelError when no config is found, InvalidInputError
+    naming a size field that is not a positive integer)."""
+    config_path, _ = _locate(model)
+    raw = _load_json(config_path)
+    text = raw.get("text_config", raw)
+    if not isinstance(text, dict):
+        raise InvalidInputError(f"model {model!r}: config field 'text_config' must be a JSON object")
+    _check_sizes(model, text)
+    return ModelShape(text.get("num_hidden_layers"), text.get("max_position_embeddings"))
+
+
 def resolve_model_config(model: str) -> ModelConfig:
     """Resolve a model id or config path to its ModelConfig.
 
@@ -110,6 +145,7 @@ def resolve_model_config(model: str) -> ModelConfig:
     config_path, quant_path = _locate(model)
     raw = _load_json(config_path)
     architecture = _architecture(model, raw)
+    _check_sizes(model, raw)
     return ModelConfig(
         model=model,
         architecture=architecture,
@@ -163,17 +199,31 @@ def _locate(model: str) -> tuple[Path, Path]:
 
 
 def _load_json(path: Path) -> dict:
-    """Parse a JSON file; bare Infinity/NaN (found in some HF configs) read as None, as the reference."""
+    """Parse a JSON object; bare Infinity/NaN (found in some HF configs) read as None, as the reference."""
     try:
-        return json.loads(path.read_text(), parse_constant=lambda _: None)
+        data = json.loads(path.read_text(), parse_constant=lambda _: None)
     except (OSError, ValueError) as exc:
         raise UnknownModelError(f"cannot read model config {str(path)!r}: {exc}") from None
+    if not isinstance(data, dict):
+        raise UnknownModelError(f"model config {str(path)!r} must hold a JSON object, not a {type(data).__name__}")
+    return data
+
+
+def _check_sizes(model: str, raw: dict) -> None:
+    """InvalidInputError naming the first size field given as anything but an integer (a string,
+    a float, null or NaN), or below 1 (below 0 for an optional field, which may also be null)."""
+    for key in (*_POSITIVE_FIELDS, *_OPTIONAL_FIELDS):
+        if key not in raw or (raw[key] is None and key in _OPTIONAL_FIELDS):
+            continue
+        value, least = raw[key], 1 if key in _POSITIVE_FIELDS else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            shown = "null or NaN" if value is None else json.dumps(value)
+            raise InvalidInputError(f"model {model!r}: config field {key!r} must be an integer >= {least}, got {shown}")
 
 
 def _architecture(model: str, raw: dict) -> str:
     """The first listed architecture, which must have a native builder."""
-    architectures = raw.get("architectures") or [None]
-    architecture = architectures[0]
+    architecture = _first_architecture(model, raw)
     if architecture not in _NATIVE_ARCHITECTURES:
         known = ", ".join(native_families())
         raise UnsupportedModelError(

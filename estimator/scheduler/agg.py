@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from estimator.deployment import Deployment, require_positive
+from estimator.deployment import MAX_SIZE, Deployment, require_batch_tokens, require_fraction, require_positive, require_slot
 from estimator.errors import InvalidInputError
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MEMORY_FIELDS, MemoryUse, MemoryVerdict, memory_at, memory_uses, verdicts
@@ -61,8 +61,11 @@ class AggPoint:
         sizes = (("isl", self.isl), ("osl", self.osl), ("batch_size", self.batch_size), ("ctx_tokens", self.ctx_tokens),
                  ("max_seq_len", self.max_seq_len))  # fmt: skip
         for name, value in sizes:
-            if value is not None and (type(value) is not int or value < 1):  # the grid's hot path: plain ints
+            if value is not None and (type(value) is not int or not 1 <= value <= MAX_SIZE):  # the grid's hot path: plain ints
                 require_positive(name, value)
+        require_batch_tokens(self.batch_size, self.isl + self.osl)
+        require_slot("max_seq_len", self.max_seq_len, self.isl + self.osl)
+        require_fraction("free_gpu_memory_fraction", self.free_gpu_memory_fraction)
         if type(self.prefix) is not int:
             object.__setattr__(self, "prefix", int(self.prefix or 0))
         if self.prefix < 0:

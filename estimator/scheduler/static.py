@@ -13,7 +13,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from estimator.deployment import Deployment, require_positive
+from estimator.deployment import (
+    Deployment,
+    require_batch_tokens,
+    require_fraction,
+    require_positive,
+    require_slot,
+)
 from estimator.errors import InvalidInputError
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
@@ -21,6 +27,8 @@ from estimator.scheduler.memory import MemoryVerdict, memory_at, memory_uses, ve
 from estimator.scheduler.policies import POLICIES
 from estimator.steps import DEFAULT_STRIDE, ZERO_STEP, StepCost, StepModel
 from estimator.steps.phases import static_context_many, static_generation_many
+
+MAX_DECODE_SAMPLES = 2**18  # decode positions one static batch prices (osl 8M tokens at the default stride)
 
 STATIC_COLUMNS = (
     "model", "isl", "osl", "prefix", "concurrency", "request_rate", "bs", "global_bs", "ttft", "tpot", "seq/s",
@@ -57,6 +65,11 @@ class StaticPoint:
             require_positive(name, getattr(self, name))
         if self.max_seq_len is not None:
             require_positive("max_seq_len", self.max_seq_len)
+        require_batch_tokens(self.batch_size, self.isl + self.osl)
+        if (self.osl - 1) // self.stride > MAX_DECODE_SAMPLES:
+            raise InvalidInputError(f"osl ({self.osl}) over stride ({self.stride}) samples more than the {MAX_DECODE_SAMPLES} decode "
+                                    "positions a static batch prices; raise --stride")  # fmt: skip
+        require_fraction("free_gpu_memory_fraction", self.free_gpu_memory_fraction)
         if not 0 <= self.prefix < self.isl:
             raise InvalidInputError(f"prefix ({self.prefix}) must be within [0, isl ({self.isl}))")
 
@@ -81,6 +94,8 @@ def run_static_batches(deployment: Deployment, point: StaticPoint, batches: Sequ
     """run_static of `point` at every batch size, each phase priced for all of them in one call
     (a perf-data miss at any batch raises PerfDataMissingError)."""
     mode = StaticMode(mode)
+    prefill_only = mode is StaticMode.CONTEXT
+    require_slot("max_seq_len", point.max_seq_len, point.isl + (1 if prefill_only else point.osl), "isl + 1" if prefill_only else "isl + osl")
     progress = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
     model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
     n = len(batches)

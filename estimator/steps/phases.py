@@ -81,7 +81,7 @@ def static_generation(model: StepModel, batch: int, isl: int, osl: int, stride: 
 def static_generation_many(model: StepModel, batches: Sequence[int], isl: int, osl: int, stride: int = DEFAULT_STRIDE) -> list[StepCost]:
     """static_generation at every batch size, from one generation_many call."""
     offsets, weights = generation_steps(osl, stride)
-    if offsets.size == 0:
+    if offsets.size == 0 or len(batches) == 0:
         return [ZERO_STEP] * len(batches)
     fold = model.generation_fold()
     queries = np.repeat(np.array(batches, dtype=np.float64) * model.query_multiplier, offsets.size)

@@ -35,6 +35,10 @@ from estimator.sweep.sla import Sla, Workload
 
 log = logging.getLogger(__name__)
 
+# What pricing one layout can raise besides bad input: numeric and indexing failures inside its
+# search. Never SystemError (Ctrl-C inside a Numba kernel) or an interrupt.
+LAYOUT_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError)  # ValueError: EstimatorError too
+
 Report = Callable[[list, int, int], None]  # (table rows computed in this unit, units done, units total)
 
 
@@ -179,15 +183,23 @@ class _Ticker:
             self.report(self.records(rows), self.done, self.total)
 
 
+def layout_name(d: Deployment) -> str:
+    """A layout as the warnings name it: tp, pp, attention dp and, when set, MoE tp and ep."""
+    moe = "".join(f" {name}{size}" for name, size in (("moe_tp", d.moe_tp), ("moe_ep", d.moe_ep)) if size is not None)
+    return f"tp{d.tp} pp{d.pp} dp{d.attention_dp}{moe}"
+
+
 def _per_deployment(deployments: Sequence[Deployment], compute: Callable[[Deployment], list], tick: Callable[[list], None]) -> list:
-    """Every deployment's rows; a deployment that cannot be priced is skipped with a warning, and
-    its error is raised when no deployment could be priced."""
+    """Every deployment's rows; a deployment that cannot be priced (bad input, missing data, or a
+    failure inside its search) is skipped with a warning naming it and the reason, and the first
+    error is raised when no deployment could be priced."""
     rows, errors = [], []
     for deployment in deployments:
         try:
             chunk = compute(deployment)
-        except EstimatorError as exc:
-            log.warning("sweep: skipping %s tp%d pp%d dp%d: %s", deployment.system, deployment.tp, deployment.pp, deployment.attention_dp, exc)
+        except LAYOUT_ERRORS as exc:
+            reason = str(exc) if isinstance(exc, EstimatorError) else f"{type(exc).__name__}: {exc}"
+            log.warning("sweep: skipping %s %s: %s", deployment.system, layout_name(deployment), reason)
             errors.append(exc)
             chunk = []
         rows += chunk

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from estimator.deployment import require_positive
+from estimator.deployment import require_fraction, require_positive, require_slot
 from estimator.errors import InvalidInputError
 
 TTFT_BASE_TARGETS = (300, 400, 500, 600, 800, 1000, 1200, 1400, 1600, 2000, 3000, 5000, 8000)  # ms
@@ -29,8 +29,8 @@ class Workload:
             raise InvalidInputError(f"prefix must be >= 0, got {self.prefix}")
         if self.max_seq_len is not None:
             require_positive("max_seq_len", self.max_seq_len)
-        if self.free_gpu_memory_fraction is not None and not 0.0 < self.free_gpu_memory_fraction <= 1.0:
-            raise InvalidInputError(f"free_gpu_memory_fraction must be within (0, 1], got {self.free_gpu_memory_fraction}")
+        require_slot("max_seq_len", self.max_seq_len, self.isl + self.osl)
+        require_fraction("free_gpu_memory_fraction", self.free_gpu_memory_fraction)
 
     def require_prefix_below_isl(self, what: str) -> None:
         """The up-front check every sweep makes before building its grid."""

@@ -1,0 +1,69 @@
+"""Atomic output writes: every output is written to a temporary file in its own folder, then
+renamed over the target (os.replace), so an interrupted write leaves the old file or none."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from estimator.errors import InvalidInputError
+
+TABLE_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet"}  # suffix -> DataFrame method
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() gives a new file; mkstemp's own 0o600 would hide outputs from the group
+
+
+def require_writable(path: Path, what: str) -> None:
+    """InvalidInputError naming `what` unless a file can be written at `path`: not a directory, and
+    its nearest existing folder a directory this user may write in (checked before any work)."""
+    if path.is_dir():
+        raise InvalidInputError(f"{what} {str(path)!r} is a directory")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InvalidInputError(f"{what} {str(path)!r}: {str(folder)!r} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"{what} {str(path)!r}: {str(folder)!r} is not writable")
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A fresh temporary path beside `path` (its folder created) to write to; renamed over `path`
+    when the block ends, removed when it raises (KeyboardInterrupt included)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        os.chmod(tmp, _FILE_MODE)
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def atomic_to_table(table: pd.DataFrame, path: str | Path) -> None:
+    """Write `table` without its index to `path` atomically, as CSV or Parquet by its suffix."""
+    writer = TABLE_WRITERS[Path(path).suffix.lower()]
+    with atomic_path(path) as tmp:
+        getattr(table, writer)(tmp, index=False)

@@ -1,0 +1,241 @@
+"""Hostile input: every bad value gets one `error:` line naming it and exit 2, never a traceback."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from estimator.cli import main
+
+MODEL = ["--model-path", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang"]
+SWEEP = ["sweep", *MODEL, "--ttft", "5000", "--tpot", "50", "--tp-list", "8", "--progress", "never"]
+INT64_MAX = str(2**63 - 1)
+
+
+def one_error_line(argv: list[str], capsys) -> str:
+    """The single error line a bad invocation prints (asserting exit 2, no stdout, nothing else on stderr)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: "), (code, out, err)
+    return err.strip()
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--isl", INT64_MAX], f"isl + osl ({2**63 - 1 + 1024})"),
+    (["--isl", "4503599627370496", "--batch-size", "4096"], "isl + osl (4503599627371520) exceeds the max_position_embeddings (40960)"),
+    (["--isl", "4503599627370496", "--batch-size", "4096", "--allow-long-context"], "isl must be at most 2147483647, got 4503599627370496"),
+    (["--isl", "2000000", "--batch-size", "1000000", "--allow-long-context"], "batch_size x (isl + osl) = 1000000 x 2001024 exceeds"),
+    (["--isl", "40000", "--osl", "1000"], "isl + osl (41000) exceeds the max_position_embeddings (40960)"),
+    (["--osl", INT64_MAX, "--allow-long-context"], "osl must be at most 2147483647"),
+    (["--estimate-mode", "static", "--osl", "2147483647", "--batch-size", "1", "--allow-long-context"], "osl (2147483647) over stride (32)"),
+    (["--pp-size", "128"], "pp size 128 exceeds the 64 layers of 'Qwen/Qwen3-32B'"),
+    (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "8",
+      "--decode-num-workers", "1", "--decode-pp-size", "65"], "pp size 65 exceeds the 64 layers"),
+])  # fmt: skip
+def test_estimate_sizes_beyond_the_model_or_the_arithmetic(argv, named, capsys):
+    assert named in one_error_line(["estimate", *MODEL, *argv], capsys)
+
+
+def test_long_context_flag_estimates_beyond_max_position_embeddings(capsys):
+    assert main(["estimate", *MODEL, "--isl", "40000", "--osl", "1000", "--batch-size", "1", "--allow-long-context", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["isl"] == 40000 and row["ttft"] > 0 and row["tpot"] > 0
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--phase", "context", "--batch-size", "1", "--isl", INT64_MAX], "isl must be at most 2147483647"),
+    (["--phase", "generation", "--batch-size", "1", "--isl", "50000"], "isl (50000) exceeds the max_position_embeddings (40960)"),
+    (["--phase", "context", "--batch-size", "1", "--isl", "128", "--pp-size", "65"], "pp size 65 exceeds the 64 layers"),
+])  # fmt: skip
+def test_price_ops_sizes(argv, named, capsys):
+    assert named in one_error_line(["price-ops", *MODEL, *argv], capsys)
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--show", "0"], "show must be a positive integer, got 0"),
+    (["--show", "-5"], "show must be a positive integer, got -5"),
+    (["--isl", INT64_MAX], "isl must be at most 2147483647"),
+    (["--isl", "40000", "--osl", "1000"], "isl + osl (41000) exceeds the max_position_embeddings (40960)"),
+    (["--pp-list", "1", "128"], "pp size 128 exceeds the 64 layers"),
+])  # fmt: skip
+def test_sweep_sizes(argv, named, capsys):
+    assert named in one_error_line([*SWEEP, *argv], capsys)
+
+
+def config_file(tmp_path, model: str = "Qwen/Qwen3-32B", text: str | None = None, **fields) -> str:
+    """A config.json path: a bundled model's config with `fields` replaced, or `text` verbatim."""
+    from estimator.models.config import bundled_model_configs_dir
+
+    path = tmp_path / "config.json"
+    raw = json.loads((bundled_model_configs_dir() / f"{model.replace('/', '--')}_config.json").read_text())
+    path.write_text(text if text is not None else json.dumps(raw | fields))
+    return str(path)
+
+
+@pytest.mark.parametrize("fields,named", [
+    ({"num_hidden_layers": -4}, "'num_hidden_layers' must be an integer >= 1, got -4"),
+    ({"num_hidden_layers": 0}, "'num_hidden_layers' must be an integer >= 1, got 0"),
+    ({"num_hidden_layers": "64"}, "'num_hidden_layers' must be an integer >= 1, got \"64\""),
+    ({"num_attention_heads": 0}, "'num_attention_heads' must be an integer >= 1, got 0"),
+    ({"hidden_size": -5120}, "'hidden_size' must be an integer >= 1, got -5120"),
+    ({"hidden_size": 5120.5}, "'hidden_size' must be an integer >= 1, got 5120.5"),
+    ({"num_key_value_heads": -8}, "'num_key_value_heads' must be an integer >= 0, got -8"),
+    ({"max_position_embeddings": True}, "'max_position_embeddings' must be an integer >= 1, got true"),
+    ({"architectures": "Qwen3ForCausalLM"}, "'architectures' must be a list of names, got \"Qwen3ForCausalLM\""),
+])  # fmt: skip
+@pytest.mark.parametrize("model", ["Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3"], ids=["native", "reference"])
+def test_malformed_model_config_names_the_field(model, fields, named, tmp_path, capsys):
+    path = config_file(tmp_path, model, **fields)
+    assert named in one_error_line(["estimate", *MODEL[2:], "--model-path", path, "--batch-size", "8"], capsys)
+
+
+@pytest.mark.parametrize("text,named", [
+    ("[1, 2]", "must hold a JSON object, not a list"),
+    ('"Qwen3ForCausalLM"', "must hold a JSON object, not a str"),
+    ("{\"architectures\": [\"Qwen3ForCausalLM\"], \"num_hidden_layers\": NaN}", "'num_hidden_layers' must be an integer >= 1, got null or NaN"),
+    ("{\"architectures\": [\"Qwen3ForCausalLM\"], \"num_hidden_la", "cannot read model config"),
+])  # fmt: skip
+def test_config_that_is_not_a_json_object_of_sizes(text, named, tmp_path, capsys):
+    path = config_file(tmp_path, text=text)
+    assert named in one_error_line(["estimate", *MODEL[2:], "--model-path", path], capsys)
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--free-gpu-memory-fraction", "1.5"], "free_gpu_memory_fraction must be within (0, 1], got 1.5"),
+    (["--free-gpu-memory-fraction", "0"], "free_gpu_memory_fraction must be within (0, 1], got 0.0"),
+    (["--free-gpu-memory-fraction", "nan", "--estimate-mode", "static"], "free_gpu_memory_fraction must be within (0, 1], got nan"),
+    (["--max-seq-len", "10"], "max_seq_len (10) must be at least isl + osl (2048)"),
+    (["--max-seq-len", "2047", "--estimate-mode", "static_gen"], "max_seq_len (2047) must be at least isl + osl (2048)"),
+    (["--max-seq-len", "1024", "--estimate-mode", "static_ctx"], "max_seq_len (1024) must be at least isl + 1 (1025)"),
+    (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "8",
+      "--decode-num-workers", "1", "--decode-free-gpu-memory-fraction", "-0.1"], "decode_free_gpu_memory_fraction must be within (0, 1]"),
+    (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "8",
+      "--decode-num-workers", "1", "--decode-max-seq-len", "100"], "decode_max_seq_len (100) must be at least isl + osl (2048)"),
+])  # fmt: skip
+def test_memory_flags_out_of_their_domain(argv, named, capsys):
+    assert named in one_error_line(["estimate", *MODEL, *argv], capsys)
+
+
+
+@pytest.mark.parametrize("argv,oom", [
+    (["--batch-size", "8"], False),
+    (["--batch-size", "4096", "--isl", "8192"], True),  # 9284 GiB per GPU
+    (["--batch-size", "4096", "--isl", "8192", "--estimate-mode", "static"], True),
+    (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "4096",
+      "--decode-num-workers", "1", "--isl", "8192"], True),
+])  # fmt: skip
+def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
+    """Not only a warning on stderr: the --json row carries oom and the summary table an "Out of memory" line."""
+    assert main(["estimate", *MODEL, *argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["oom"] is oom
+    assert main(["estimate", *MODEL, *argv]) == 0
+    out, err = capsys.readouterr()
+    assert f"Out of memory:    {oom}" in out and ("OOM" in err) is oom
+
+
+@pytest.mark.parametrize("under_a_file", [True, False], ids=["under-a-file", "a-directory"])
+def test_sweep_out_is_checked_before_the_sweep(under_a_file, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("estimator.cli.sweep.run_sweep", lambda *a: pytest.fail("swept before --out was checked"))
+    if under_a_file:
+        (tmp_path / "file").write_text("")
+        out, named = tmp_path / "file" / "t.csv", f"{str(tmp_path / 'file')!r} is not a directory"
+    else:
+        (out := tmp_path / "t.csv").mkdir()
+        named = "is a directory"
+    line = one_error_line([*SWEEP, "--out", str(out)], capsys)
+    assert str(out) in line and named in line
+
+
+def test_ctrl_c_inside_a_numba_kernel_writes_the_partial_table(tmp_path, capsys, monkeypatch):
+    """Ctrl-C landing inside a Numba kernel surfaces as a SystemError chained to the KeyboardInterrupt."""
+    from estimator.cli.sweep import ProgressBar
+
+    record = ProgressBar.__call__
+
+    def interrupted_after_rows(self, rows, done, total):
+        record(self, rows, done, total)
+        if self.rows:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise SystemError("<built-in function kernel> returned a result with an exception set") from exc
+
+    monkeypatch.setattr(ProgressBar, "__call__", interrupted_after_rows)
+    out = tmp_path / "partial.csv"
+    assert main([*SWEEP, "--out", str(out)]) == 130
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err and "partial table" in err and err.rstrip().endswith("interrupted")
+    assert len(pd.read_csv(out)) > 0
+
+
+def test_a_system_error_that_is_no_interrupt_is_not_taken_for_one(capsys, monkeypatch):
+    def broken(*args):
+        raise SystemError("a real bug")
+
+    monkeypatch.setattr("estimator.cli.sweep.run_sweep", broken)
+    with pytest.raises(SystemError, match="a real bug"):
+        main(SWEEP)
+
+
+@pytest.fixture(scope="module")
+def result_rows(tmp_path_factory) -> pd.DataFrame:
+    """Three agg sweep rows to refine."""
+    path = tmp_path_factory.mktemp("rows") / "rows.csv"
+    assert main([*SWEEP[:-4], "--tp-list", "2", "--isl", "1024", "--osl", "128", "--progress", "never", "--out", str(path)]) == 0
+    return pd.read_csv(path).head(3)
+
+
+def bad_row(rows: pd.DataFrame, column: str, value) -> pd.DataFrame:
+    bad = rows.astype({column: object})
+    bad.loc[1, column] = value
+    return bad
+
+
+@pytest.mark.parametrize("column,value,reason", [
+    ("osl", 1e20, "osl must be at most 2147483647"),
+    ("tp", None, "tp is missing"),
+    ("tp", float("nan"), "tp is missing"),
+    ("concurrency", 0, "concurrency must be a positive integer, got 0"),
+    ("concurrency", -3, "concurrency must be a positive integer, got -3"),
+    ("model", "MODEL", "must hold a JSON object, not a list"),
+])  # fmt: skip
+def test_refine_one_bad_row_never_costs_the_others(column, value, reason, result_rows, tmp_path, capsys):
+    if value == "MODEL":
+        value = config_file(tmp_path, text="[1, 2]")
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    bad_row(result_rows, column, value).to_csv(src, index=False)
+    assert main(["refine", str(src), str(out)]) == 0
+    assert "refined 2 of 3 rows" in capsys.readouterr().err
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert reason in refined["refine_reason"][1] and refined["ttft_refined"][1] == ""
+    assert (refined["refine_reason"][[0, 2]] == "").all() and (refined["ttft_refined"][[0, 2]].astype(float) > 0).all()
+
+
+@pytest.mark.parametrize("name,content,named", [
+    ("empty.csv", b"", "No columns to parse"),
+    ("binary.csv", bytes(range(256)) * 4, "cannot read"),
+    ("header.csv", b"model,isl,osl\n", "no rows"),
+    ("truncated.parquet", None, "Parquet magic bytes not found"),
+])  # fmt: skip
+def test_refine_unreadable_input_is_one_line(name, content, named, result_rows, tmp_path, capsys):
+    src = tmp_path / name
+    if content is None:
+        result_rows.to_parquet(src)
+        content = src.read_bytes()[: src.stat().st_size // 2]
+    src.write_bytes(content)
+    line = one_error_line(["refine", str(src), str(tmp_path / "out.csv")], capsys)
+    assert str(src) in line and named in line
+
+
+def test_refine_checks_its_output_before_any_row_and_keeps_its_input(result_rows, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.csv"
+    result_rows.to_csv(src, index=False)
+    before = src.read_bytes()
+    monkeypatch.setattr("estimator.cli.refine.refine_rows", lambda *a: pytest.fail("refined before OUT was checked"))
+    assert "pass --overwrite-input" in one_error_line(["refine", str(src), str(src)], capsys)
+    assert "is not a directory" in one_error_line(["refine", str(src), str(src / "out.csv")], capsys)
+    assert src.read_bytes() == before
+    monkeypatch.undo()
+    assert main(["refine", str(src), str(src), "--overwrite-input"]) == 0
+    assert "ttft_refined" in pd.read_csv(src).columns
