@@ -70,6 +70,15 @@ class EngineSettings:
     shape_compile_ms: float = field(default=0.0, metadata=_doc(
         "host JIT compile time of a pass that prefills a token count new to the run, ms, >= 0 (SGLang's FLA l2norm "
         "kernel before PR 31558, ~90 ms per PR 23448; agg replay only); empty: 0", point=True))  # fmt: skip
+    overlap_scheduler: bool = field(default=True, metadata=_doc(
+        "true: the scheduler launches pass n+1 before it returns pass n's tokens, so they reach the client once pass n+1's "
+        "host launch is done (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
+        "event_loop_overlap, on by default; vLLM V1 async scheduling, off by default before 0.14)", point=True))  # fmt: skip
+    eager_layer_ms: float = field(default=0.0, metadata=_doc(
+        "host launch time per decoder layer of an eager pass that prefills on an MoE architecture, ms, >= 0: the pass "
+        "lasts at least layers x this (SGLang PR 12160: DeepSeek-V3 1-token eager prefill 82.64 ms over 61 layers; "
+        "ai-dynamo/aisimulate issue 277: GPT-OSS-120B on TRT-LLM 1.3.0rc14 forward CPU about 30 ms over 36 layers); 0: none "
+        "published", point=True))  # fmt: skip
     kv_free_memory_fraction: float | None = field(default=None, metadata=_doc(
         "KV-cache share of the memory left after weights and activations (TRT-LLM "
         "kv_cache_config.free_gpu_memory_fraction) of a documented launch, 0 < this <= 1; empty: undocumented. The "
@@ -85,9 +94,9 @@ class EngineSettings:
         for name, minimum in (("stream_interval", 1), ("recv_interval", 1), ("batch_wait_iters", 0), ("adp_balance_iters", 0),
                               ("adp_batching_wait_iters", 0), ("nextn", 0)):  # fmt: skip
             _set(self, name, _integer(name, getattr(self, name), minimum))
-        for name in ("chunked_prefill", "mixed_batches"):
+        for name in ("chunked_prefill", "mixed_batches", "overlap_scheduler"):
             _set(self, name, bool(getattr(self, name)))
-        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted"):
+        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted", "eager_layer_ms"):
             _set(self, name, _finite_non_negative(name, getattr(self, name)))
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
@@ -147,23 +156,32 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
 )
 
 
+# per-decoder-layer host launch time of an eager pass that prefills, ms, by framework (measured on MoE models)
+SGLANG_EAGER_LAYER_MS = 82.64 / 61  # SGLang PR 12160: DeepSeek-V3 (61 layers) 1-token prefill 82.64 ms eager vs 23.10 ms graphed
+TRTLLM_EAGER_LAYER_MS = 30.0 / 36  # ai-dynamo/aisimulate issue 277: GPT-OSS-120B (36 layers), TRT-LLM 1.3.0rc14, B200 TP2: "complete forward CPU calls still average about 30 ms"
+
+
 def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
     """The serving engine's documented default settings on a GPU with gpu_memory_bytes of memory:
 
     * vLLM V1 (``vllm serve``): budget 8192 and 1024 running requests on GPUs of at least 70 GiB
-      that are not A100s, else 2048 and 256; chunked prefill on;
+      that are not A100s, else 2048 and 256; chunked prefill on; no async scheduling (off by
+      default before 0.14);
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
-      running cap (KV-derived), no mixed chunks;
-    * TensorRT-LLM: ``max_num_tokens`` 8192, ``max_batch_size`` 2048, chunked prefill off.
+      running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
+      (piecewise CUDA graphs off by default through 0.5.9) at SGLANG_EAGER_LAYER_MS per layer;
+    * TensorRT-LLM: ``max_num_tokens`` 8192, ``max_batch_size`` 2048, chunked prefill off; overlap
+      scheduler on; eager context passes at TRTLLM_EAGER_LAYER_MS per layer.
     """
     backend = Backend.parse(backend)
     large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
     citation = ENGINE_DEFAULT_CITATIONS[backend]
     if backend is Backend.VLLM:
-        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, citation=citation)
+        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=False, citation=citation)
     if backend is Backend.SGLANG:
-        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False, citation=citation)
-    return EngineSettings(8192, False, 2048, citation=citation)
+        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False,
+                              eager_layer_ms=SGLANG_EAGER_LAYER_MS, citation=citation)  # fmt: skip
+    return EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS, citation=citation)
 
 
 def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
@@ -178,18 +196,6 @@ def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
 def reference_settings(ctx_tokens: int) -> EngineSettings:
     """The reference wiring (closed-loop.md section 1): the row's ctx_tokens as the budget, chunking on, no sequence cap."""
     return EngineSettings(int(ctx_tokens), True, None)
-
-
-# (backend, HF architecture) -> (eager forward time of a 1-token prefill, ms; decoder layers of the measured model)
-EAGER_FORWARD_MS = {(Backend.SGLANG, "DeepseekV3ForCausalLM"): (82.64, 61)}  # SGLang PR 12160 (DeepSeek-V3)
-
-
-def eager_prefill_floor_ms(backend: Backend | str, architecture: str | None, num_layers: int) -> float:
-    """The host-bound floor of an eager pass that prefills on this engine, ms: the measured eager
-    forward time of the architecture, per decoder layer of the measured model; 0 where none is
-    published (estimator/docs/engine-settings.md, eager prefill)."""
-    measured = EAGER_FORWARD_MS.get((Backend.parse(backend), architecture))
-    return measured[0] * num_layers / measured[1] if measured else 0.0
 
 
 def kv_running_cap(pool_bytes: float, kv_bytes_per_sequence: Callable[[int], float], mean_isl: float, mean_osl: float) -> int | None:

@@ -35,9 +35,12 @@ def silicon_sample_path() -> Path:
 
 
 def load_silicon_sample(path: str | Path | None = None) -> list[Measurement]:
-    """Every row of silicon_sample.csv as a Measurement, in file order."""
+    """Every row of silicon_sample.csv as a Measurement, in file order; a gap-analysis row that is an
+    InferenceX run takes its twin's protocol and settings (topologies.runs.with_twin_protocols)."""
+    from measurements.topologies.runs import with_twin_protocols  # the topologies read provenance through this module
+
     frame = pd.read_csv(path or silicon_sample_path(), dtype={"backend_version": str})
-    return [silicon_measurement(row) for row in frame.to_dict("records")]
+    return with_twin_protocols([silicon_measurement(row) for row in frame.to_dict("records")])
 
 
 def silicon_measurement(row: dict) -> Measurement:

@@ -37,7 +37,7 @@ from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.cases import replay_case
 from estimator.closedloop.rows import agg_case, case_of
 from estimator.closedloop.runs import kv_capped, prefill_floor_ms
-from estimator.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, kv_running_cap
+from estimator.settings import SGLANG_EAGER_LAYER_MS, TRTLLM_EAGER_LAYER_MS, EngineSettings, engine_defaults, kv_running_cap
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.scheduler import AggPoint, run_agg
@@ -287,11 +287,11 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
 @pytest.mark.parametrize(
     "backend,system,gib,want",
     [
-        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024)),
-        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256)),
-        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False)),
-        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False)),
-        ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048)),
+        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=False)),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=False)),
+        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False, eager_layer_ms=SGLANG_EAGER_LAYER_MS)),
+        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False, eager_layer_ms=SGLANG_EAGER_LAYER_MS)),
+        ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS)),
     ],
 )
 def test_engine_defaults_per_backend(backend, system, gib, want):
@@ -575,18 +575,42 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
     assert closed_loop_for_agg_row(row, vllm, pricing="row")["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
 
 
-def test_sglang_deepseek_prefill_passes_last_at_least_the_eager_forward_time():
+def test_eager_prefill_passes_last_at_least_layers_times_the_per_layer_host_cost():
     """SGLang prefills eagerly; a DeepSeek-V3 eager forward takes 82.64 ms however few its tokens
-    (SGLang PR 12160). C = 1: a short prompt's TTFT is that floor, a long one's its priced pass; the
-    floor scales per decoder layer and no other engine or measured architecture has one."""
+    (SGLang PR 12160). C = 1: a short prompt's TTFT is that floor, a long one's its priced pass. The
+    floor is per decoder layer of an MoE architecture, with each framework's published cost (TRT-LLM:
+    GPT-OSS-120B's 30 ms over 36 layers); a dense architecture has none."""
     deepseek = Deployment("deepseek-ai/DeepSeek-R1", "h200_sxm", "sglang", tp=8, moe_tp=8, moe_ep=1)
-    assert prefill_floor_ms(deepseek) == 82.64 and eager_prefill_floor_ms("sglang", "DeepseekV3ForCausalLM", 30) == 82.64 * 30 / 61
-    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm")) == 0.0
-    assert prefill_floor_ms(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2)) == 0.0
+    floor = prefill_floor_ms(deepseek, SGLANG_EAGER_LAYER_MS)
+    assert floor == pytest.approx(82.64, rel=1e-12) and floor == 61 * SGLANG_EAGER_LAYER_MS
+    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm"), TRTLLM_EAGER_LAYER_MS) == pytest.approx(61 * 30 / 36)
+    assert prefill_floor_ms(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), SGLANG_EAGER_LAYER_MS) == 0.0
+    assert engine_defaults("sglang", "h200_sxm", 141 << 30).eager_layer_ms == SGLANG_EAGER_LAYER_MS
+    assert engine_defaults("vllm", "h200_sxm", 141 << 30).eager_layer_ms == 0.0
     short, long = (dict(run_agg(deepseek, AggPoint(isl, 2, 1), pricer="reference").row) for isl in (16, 8192))
-    assert float(short["prefill_step_ms"]) < 82.64 < float(long["prefill_step_ms"])
-    assert closed_loop_for_agg_row(short, deepseek, pricer="reference")["ttft"] == 82.64
+    assert float(short["prefill_step_ms"]) < floor < float(long["prefill_step_ms"])
+    assert closed_loop_for_agg_row(short, deepseek, pricer="reference")["ttft"] == floor
     assert closed_loop_for_agg_row(long, deepseek, pricer="reference")["ttft"] == pytest.approx(float(long["prefill_step_ms"]), rel=2e-2)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_overlap_scheduling_returns_a_pass_s_first_tokens_after_the_next_pass_is_launched(impl):
+    """Two clients, one whole prompt per pass (the budget holds a prompt and a decoder), a host-bound prefill of
+    40 ms against 10 ms of GPU work: under overlap scheduling the first client's first token leaves
+    with the launch of the second client's prefill, 40 ms later; without it, at its pass's end. The
+    delay spans TTFT only: the closed-loop identity still holds (TPOT spans from the delivered token)."""
+    pricer = affine_pricer(10.0, 0.0, 0.0, 1.0, 1.0, 2.0)
+    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0), 2, 512, 8)
+
+    def run(overlap):
+        spec = AggSpec(EngineSettings(600, False, overlap_scheduler=overlap), prefill_floor_ms=40.0)
+        return replay_agg(plan, spec, pricer, impl)
+
+    on, off = run(True), run(False)
+    assert off.stats.ttft_max == on.stats.ttft_max == 80.0  # the second client's pass is followed by a decode pass
+    assert on.stats.ttft_mean == off.stats.ttft_mean + 40.0 / 2
+    assert on.stats.tpot_mean < off.stats.tpot_mean
+    assert on.stats == replay_agg(plan, AggSpec(EngineSettings(600, False), prefill_floor_ms=40.0), pricer, "python" if impl == "numba" else "numba").stats
 
 
 def test_the_prefill_floor_holds_only_passes_that_prefill():

@@ -36,6 +36,7 @@ from estimator.closedloop.spec import (
     A_DECODE_BUDGET,
     A_MAX_SEQS,
     A_MIXED,
+    A_OVERLAP,
     A_PREFIX,
     A_RECV_INTERVAL,
     A_REQUESTS,
@@ -486,7 +487,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     clients, warm, stop, cap, prefix = ints[A_CLIENTS], ints[A_WARM], ints[A_STOP], ints[A_CAP], ints[A_PREFIX]
     budget, chunked, max_seqs, mixed = ints[A_BUDGET], ints[A_CHUNKED] != 0, ints[A_MAX_SEQS], ints[A_MIXED] != 0
     recv_interval, wait_iters, adp_timeout, adp_batching_wait = ints[A_RECV_INTERVAL], ints[A_WAIT_ITERS], ints[A_ADP_TIMEOUT], ints[A_ADP_BATCHING_WAIT]
-    decode_budget, bound, requests = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS]
+    decode_budget, bound, requests, overlap = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS], ints[A_OVERLAP] != 0
     wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
     dispatch_ms, prefill_floor_ms, compile_ms = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
@@ -514,6 +515,11 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     draining = False  # prefills were left pending at the last release (attention-DP balance)
     n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
     compiled = np.zeros(budget + clients * decode_budget + 1 if compile_ms > 0.0 else 1, dtype=np.bool_)  # pass token counts compiled so far
+    held_c = np.empty(clients, dtype=np.int64)  # overlap: the previous pass's first tokens still decoding (oracle's held)
+    held_k = np.empty(clients, dtype=np.int64)  # their counted TTFT index (-1: not counted)
+    held_v = np.empty(clients)  # their TTFTs
+    n_held = np.int64(0)
+    held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
     for c in range(clients):
         _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0)
@@ -566,16 +572,22 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
                 break
             t = max(t, rf[wq[head], VISIBLE])
             since_recv = recv_interval
+            n_held = np.int64(0)
             continue
         dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
         dur = dur + encoder_ms * new_starts
+        host = 0.0
         if nc > 0:
             dur = max(dur + dispatch_ms, prefill_floor_ms)
+            host = prefill_floor_ms
             if compile_ms > 0.0 and _first_of_shape(compiled, takes, nc, nd * decode_budget):
                 dur = dur + compile_ms
+                host = host + compile_ms
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
             break
+        if overlap:
+            _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, host - held_slack)
         t_prev = t
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if nc > 0 else 1
@@ -583,12 +595,17 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             rf[svc[i], SERVICE] += dur
         counting = cnt[DONE] >= warm
         n_fin = 0
+        n_held, held_slack = np.int64(0), dur - host
         for i in range(nf):
             c = firsts[i]
-            _first_token(ri, rf, c, t, (rf[c, ADMIT_T] - rf[c, BORN]) + rf[c, SERVICE], counting, cnt, sc, ttfts)
+            ttft, index = (rf[c, ADMIT_T] - rf[c, BORN]) + rf[c, SERVICE], cnt[N_TTFT] if counting else -1
+            _first_token(ri, rf, c, t, ttft, counting, cnt, sc, ttfts)
             if ri[c, MADE] >= ri[c, OSL]:
                 fin[n_fin] = c
                 n_fin += 1
+            else:
+                held_c[n_held], held_k[n_held], held_v[n_held] = c, index, ttft
+                n_held += 1
         if cohort:
             if n_coh > 0:
                 epoch += 1
@@ -641,11 +658,25 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             )
             if adp_timeout > 0:  # each decode-only pass counted, the count restarting at the timeout
                 adp_count = (adp_count + (it - it_before)) % adp_timeout
+            if it > it_before:  # decode-only passes launched after the held pass: its tokens went out
+                n_held = np.int64(0)
             if status == NONFINITE:
                 break
     if status == LIMIT and cnt[DONE] >= stop:
         status = OK
     return status, _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c), done_born[: cnt[N_DONE]].copy(), done_t[: cnt[N_DONE]].copy()
+
+
+@njit(cache=True)
+def _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, delay):
+    """Overlap scheduling: one pass's first tokens reach the client delay ms later (> 0 only;
+    oracle._Run.delay_first_tokens)."""
+    if delay > 0.0:
+        for j in range(n_held):
+            rf[held_c[j], T_FIRST] = rf[held_c[j], T_FIRST] + delay
+            if held_k[j] >= 0:
+                ttfts[held_k[j]] = held_v[j] + delay
+            sc[WORST] = max(sc[WORST], held_v[j] + delay)
 
 
 @njit(cache=True)

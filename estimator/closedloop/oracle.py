@@ -92,6 +92,17 @@ class _Run:
             self.ttfts.append(ttft)
         self.worst = max(self.worst, ttft)
 
+    def delay_first_tokens(self, held: list, delay: float) -> None:
+        """Overlap scheduling: one pass's first tokens (held: (request, counted TTFT index or None,
+        TTFT)) reach the client delay ms later (> 0 only); TPOT then spans from the delivered first
+        token. A request whose first token is its last is returned with its finish, not delayed."""
+        if delay > 0.0:
+            for r, index, ttft in held:
+                r.t_first = r.t_first + delay
+                if index is not None:
+                    self.ttfts[index] = ttft + delay
+                self.worst = max(self.worst, ttft + delay)
+
     def decode(self, r: Request, t: float, k: float, counting: bool) -> None:
         """One decode emission: k more tokens committed, floor-differences emitted, capped at osl."""
         before = r.progress
@@ -199,6 +210,8 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     settings, waited = spec.settings, 0  # waited: passes held since the last release (batch waiting)
     balance = _AdpBalance(settings.adp_balance_iters, settings.adp_batching_wait_iters)
     compiled: set[int] = set()  # pass token counts compiled so far (settings.py, shape_compile_ms)
+    held: list = []  # overlap: the previous pass's first tokens still decoding, as (request, counted TTFT index or None, TTFT)
+    held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
@@ -234,17 +247,23 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 raise NoProgressError(STALLED_MESSAGE)
             t = max(t, waiting[0].visible)  # idle jump to the next dispatch
             since_recv = recv_interval  # an idle scheduler loops on to its next intake at once
+            held = []
             continue
         dur = pricer.pass_ms(PassShape(tuple(starts), tuple(takes), len(decs), sum(r.isl + r.made for r in decs)))
         dur = dur + spec.encoder_ms * new_starts
+        host = 0.0  # the pass's host launch time (eager prefill launches and inline compiles)
         if takes:
             dur = max(dur + spec.dispatch_ms, spec.prefill_floor_ms)
+            host = spec.prefill_floor_ms
             tokens = sum(takes) + len(decs) * spec.decode_budget_tokens
             if spec.settings.shape_compile_ms > 0.0 and tokens not in compiled:
                 compiled.add(tokens)
                 dur = dur + spec.settings.shape_compile_ms
+                host = host + spec.settings.shape_compile_ms
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
+        if spec.settings.overlap_scheduler:  # the previous pass's tokens go out once this pass is launched
+            run.delay_first_tokens(held, host - held_slack)
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if takes else 1
         for r in active:
@@ -252,8 +271,12 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 r.service += dur
         # ---- emissions: completed prompts first, then decoders, each in list order ----
         counting = run.counting
+        held, held_slack = [], dur - host
         for r in firsts:
-            run.first_token(r, t, (r.admitted_at - r.born) + r.service, counting)
+            ttft, index = (r.admitted_at - r.born) + r.service, len(run.ttfts) if counting else None
+            run.first_token(r, t, ttft, counting)
+            if r.made < r.osl:
+                held.append((r, index, ttft))
         for r in decs:
             run.decode(r, t, spec.tokens_per_decode, counting)
         for r in firsts + decs:

@@ -20,13 +20,13 @@ from estimator.closedloop.stats import LatencyStats
 from estimator.deployment import Backend, Deployment
 from estimator.disagg.single import DisaggPoint
 from estimator.errors import InvalidInputError
-from estimator.models.config import is_natively_modelled, model_architecture
+from estimator.models.config import is_natively_modelled
 from estimator.perf.system_spec import load_system_spec
 from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import EngineSettings, eager_prefill_floor_ms, engine_defaults, kv_running_cap
+from estimator.settings import EngineSettings, engine_defaults, kv_running_cap
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
         settings = settings.replace(adp_balance_iters=0, adp_batching_wait_iters=0)
     settings = kv_capped(settings, deployment, run.batch_size, run.isl, run.visual_tokens, run.osl, protocol)
     spec = AggSpec(settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
-                   encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment), prefill_floor_ms=prefill_floor_ms(deployment))  # fmt: skip
+                   encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment), prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms))  # fmt: skip
     return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(deployment, pricer))
 
 
@@ -169,10 +169,13 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
 
 
 @functools.cache
-def prefill_floor_ms(deployment: Deployment) -> float:
-    """The host-bound floor of an eager pass that prefills (settings.eager_prefill_floor_ms), ms;
-    cached per deployment (it reads the model's config file)."""
-    return eager_prefill_floor_ms(deployment.backend, model_architecture(deployment.model), deployment_facts(deployment).num_layers)
+def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float) -> float:
+    """The host launch time of an eager pass that prefills, ms: layers x the framework's per-layer
+    cost (EngineSettings.eager_layer_ms) on an MoE architecture, the kind both published points
+    measured (DeepSeek-V3 on SGLang, GPT-OSS-120B on TRT-LLM); 0 for a dense one, whose layers
+    launch fewer kernels and for which no point is published. Cached per deployment."""
+    facts = deployment_facts(deployment)
+    return eager_layer_ms * facts.num_layers if facts.num_experts > 0 else 0.0
 
 
 def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,

@@ -21,7 +21,7 @@ class NoProgressError(EstimatorError):
 # Packed kernel parameters: a run's integer facts in one int64 array and its times and ratios in one
 # float64 array, read by slot (AggSpec.pack, TandemSpec.pack) instead of a long positional list.
 (A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
- A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, N_AGG_INTS) = range(17)  # fmt: skip
+ A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, N_AGG_FLOATS) = range(8)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
  T_REQUESTS, N_TANDEM_INTS) = range(12)  # fmt: skip
@@ -59,10 +59,11 @@ class AggSpec:
         s = self.settings
         ints = np.zeros(N_AGG_INTS, dtype=np.int64)
         ints[[A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
-              A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS]] = (
+              A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP]] = (
             plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, s.step_token_budget, s.chunked_prefill,
             s.max_num_seqs or plan.clients, s.mixed_batches, s.recv_interval, s.batch_wait_iters, s.adp_balance_iters,
             s.adp_batching_wait_iters, self.decode_budget_tokens, agg_pass_bound(plan, self.prefix), request_bound(plan),
+            s.overlap_scheduler,
         )  # fmt: skip
         floats = np.zeros(N_AGG_FLOATS)
         floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE]] = (

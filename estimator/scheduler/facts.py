@@ -47,6 +47,7 @@ class DeploymentFacts:
     kv_bytes_per_sequence: Callable[[int], float]  # KV bytes one sequence of n tokens holds per GPU
     moe_workspace_elements: int  # width * attention_dp * experts * topk of the MoE dispatch workspace (0: none)
     moe_ep: int  # MoE expert parallel size (divides the workspace)
+    num_experts: int  # routed experts per MoE layer (0: a dense model)
     family: str  # reference model family, e.g. "LLAMA"
     tp: int  # tensor parallel size
     nextn: int  # MTP draft depth
@@ -83,6 +84,7 @@ def native_facts(deployment: Deployment) -> DeploymentFacts:
         kv_bytes_per_sequence=LinearKv(quant_profile("kv", model.quant.kvcache).bytes_per_element, kv_elements),
         moe_workspace_elements=0,
         moe_ep=1,
+        num_experts=0,
         family=cfg.family,
         tp=tp,
         nextn=deployment.nextn,
@@ -114,6 +116,7 @@ def reference_facts(deployment: Deployment) -> DeploymentFacts:
         kv_bytes_per_sequence=model.get_kvcache_bytes_per_sequence,
         moe_workspace_elements=workspace,
         moe_ep=c.moe_ep_size or 1,
+        num_experts=int(getattr(model, "_num_experts", 0) or 0),
         family=family,
         tp=deployment.tp,
         nextn=deployment.nextn,

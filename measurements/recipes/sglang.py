@@ -5,7 +5,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from estimator.settings import SOURCE_ORIGIN, EngineSettings
+from estimator.deployment import Backend
+from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
 from measurements.recipes.models import DSR1_MODELS, QWEN35_MODELS
 
 
@@ -109,7 +110,7 @@ def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None
     flags = entry[0](tp, concurrency) if entry is not None and tp is not None else None
     if flags is None:
         return None
-    return EngineSettings(
+    return engine_defaults(Backend.SGLANG, system, 0).replace(  # the recipe sets the memory-dependent default (the budget)
         step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=None, origin=SOURCE_ORIGIN,
         citation=f"SemiAnalysisAI/InferenceX {entry[1]}", stream_interval=flags.stream_interval, mixed_batches=False,
         recv_interval=flags.recv_interval,

@@ -5,18 +5,23 @@ speculative depth, and srt-slurm's sa-bench client (measurements.topologies.reso
 settings replaced by the published ones and a note saying what was replaced, or why the run
 cannot be priced from its topology (a speculative mode the config leaves open, an acceptance
 figure not published). A stage whose batch cap the config does not set takes the engine's
-documented default, stated in the note.
+documented default, stated in the note; a prefill batch holds at most the whole prompts of the
+engine's default token budget (a prefill pass is bounded by max_num_tokens / chunked-prefill-size,
+which the configs do not carry).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections import defaultdict
+from collections.abc import Sequence
 
 from estimator.settings import engine_defaults
 from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS
 from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_CITATION
 from measurements.schema import Measurement, Protocol
-from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts
+from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
+from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts, inferencex_twin
 
 SA_BENCH_CLIENT = "srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)"
 LAUNCHER = "launcher:"  # key prefix of the runs InferenceX's GB200 launcher started before its configs named them
@@ -40,10 +45,11 @@ def published_run(m: Measurement, topology: Topology, gpu_memory_bytes: int) -> 
     prefill, decode, note = corrected_layouts(m, topology)
     defaults = engine_defaults(m.engine, m.system, gpu_memory_bytes)
     notes = [note]
-    if prefill.batch_size is None:
-        whole = max(1, defaults.step_token_budget // m.isl)
+    whole = max(1, defaults.step_token_budget // m.isl)  # whole prompts one prefill pass holds at the engine's default budget
+    if prefill.batch_size is None or prefill.batch_size > whole:
+        what = "not in the config" if prefill.batch_size is None else f"{prefill.batch_size} in the config (a running-request cap)"
+        notes.append(f"prefill batch {what}: the whole prompts of the engine default budget ({defaults.step_token_budget} // {m.isl} = {whole})")
         prefill = dataclasses.replace(prefill, batch_size=whole)
-        notes.append(f"prefill batch not in the config: the engine default budget's whole prompts ({defaults.step_token_budget} // {m.isl} = {whole})")
     if decode.batch_size is None:
         cap = defaults.max_num_seqs or math.ceil(m.concurrency / decode.workers / (decode.attention_dp or 1))
         decode = dataclasses.replace(decode, batch_size=cap)
@@ -73,3 +79,24 @@ def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
         return nextn, TRTLLM_DSR1_MTP_ACCEPTED[nextn], f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_CITATION.split('; accepted drafts per step from ')[-1]}"
     return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
 
+
+
+def with_twin_protocols(sample: Sequence[Measurement]) -> list[Measurement]:
+    """The sample with each gap-analysis row that is an InferenceX run (its twin in the sample,
+    resolver.inferencex_twin; aiconfigurator PR 738 compared the two) given its twin's client
+    protocol and launch settings, citing the twin; every other row as it is."""
+    key = lambda m: (m.model, m.system, m.engine, m.isl, m.osl, m.concurrency)  # noqa: E731 - the twins' shared facts
+    candidates = defaultdict(list)
+    for m in sample:
+        if m.source == INFERENCEX:
+            candidates[key(m)].append(m)
+    out = []
+    for m in sample:
+        twin_id = inferencex_twin(m, candidates[key(m)]) if m.source == AIC_GAP_ANALYSIS else None
+        if twin_id is not None:
+            twin = next(x for x in candidates[key(m)] if x.id == twin_id)
+            citation = f"{twin.protocol.client_citation}; as run by its InferenceX twin {twin_id} (TTFT and TPOT within 0.06%)"
+            m = dataclasses.replace(m, protocol=dataclasses.replace(twin.protocol, client_citation=citation), settings=twin.settings,
+                                    ttft_statistic=twin.ttft_statistic, tpot_definition=twin.tpot_definition)  # fmt: skip
+        out.append(m)
+    return out
