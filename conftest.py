@@ -6,6 +6,7 @@
 * Numba's on-disk cache is unsafe under concurrent writers, so every xdist worker gets its own
   cache directory, seeded from a cache the controller warmed once before the workers started.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,11 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
-    "ci", derandomize=True, deadline=None, max_examples=25, print_blob=True,
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=25,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("dev", deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])

@@ -2,6 +2,7 @@
 
 Run: `python -m benchmarks.bench_agg`. Not a test: it prints medians and ratios for one operating point.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,8 @@ import time
 
 from estimator.deployment import Deployment
 from estimator.pricing import native_model
-from estimator.scheduler import AggPoint, run_agg
 from estimator.pricing.reference import reference_database
+from estimator.scheduler import AggPoint, run_agg
 from parity.agg_cases import reference_model
 
 POINT_ARGS = {"model": "Qwen/Qwen3-32B-FP8", "system": "h200_sxm", "backend": "sglang", "tp": 2}
@@ -40,9 +41,7 @@ def reference_run_agg(deployment: Deployment):
     version = native_model(deployment).version
     model, database = reference_model(deployment, version), reference_database(deployment.system, deployment.backend.value, version)
     runtime = RuntimeConfig(batch_size=POINT.batch_size, isl=POINT.isl, osl=POINT.osl, prefix=POINT.prefix)
-    return lambda: get_backend(deployment.backend.value).run_agg(
-        model, database, runtime, ctx_tokens=POINT.ctx_tokens, decode_tokens_per_iteration=1.0
-    )
+    return lambda: get_backend(deployment.backend.value).run_agg(model, database, runtime, ctx_tokens=POINT.ctx_tokens, decode_tokens_per_iteration=1.0)
 
 
 def reference_cli_estimate():
@@ -50,8 +49,15 @@ def reference_cli_estimate():
     from aiconfigurator.cli.api import cli_estimate
 
     return lambda: cli_estimate(
-        POINT_ARGS["model"], POINT_ARGS["system"], mode="agg", backend_name=POINT_ARGS["backend"], isl=POINT.isl,
-        osl=POINT.osl, batch_size=POINT.batch_size, ctx_tokens=POINT.ctx_tokens, tp_size=POINT_ARGS["tp"],
+        POINT_ARGS["model"],
+        POINT_ARGS["system"],
+        mode="agg",
+        backend_name=POINT_ARGS["backend"],
+        isl=POINT.isl,
+        osl=POINT.osl,
+        batch_size=POINT.batch_size,
+        ctx_tokens=POINT.ctx_tokens,
+        tp_size=POINT_ARGS["tp"],
     )
 
 
@@ -80,8 +86,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="CLI runs per command (median)")
     args = parser.parse_args()
     deployment = Deployment(POINT_ARGS["model"], POINT_ARGS["system"], POINT_ARGS["backend"], tp=POINT_ARGS["tp"])
-    point = f"{POINT_ARGS['model']} {POINT_ARGS['system']} {POINT_ARGS['backend']} tp{POINT_ARGS['tp']}, " \
-            f"bs {POINT.batch_size}, isl {POINT.isl}, osl {POINT.osl}, ctx_tokens {POINT.ctx_tokens}"
+    point = (
+        f"{POINT_ARGS['model']} {POINT_ARGS['system']} {POINT_ARGS['backend']} tp{POINT_ARGS['tp']}, "
+        f"bs {POINT.batch_size}, isl {POINT.isl}, osl {POINT.osl}, ctx_tokens {POINT.ctx_tokens}"
+    )
     print(f"point: {point}")
     ours = {s: per_call_ms(lambda s=s: run_agg(deployment, POINT, s), args.calls) for s in ("legacy", "uncached")}
     theirs = per_call_ms(reference_run_agg(deployment), max(args.calls // 10, 10))
@@ -90,8 +98,10 @@ def main() -> None:
     print(f"  reference run_agg (fresh backend) {theirs:.3f} ms -> ratio {theirs / ours['legacy']:.1f}x")
     print(f"  reference cli_estimate(mode='agg') {theirs_api:.3f} ms -> ratio {theirs_api / ours['legacy']:.1f}x")
     ours_cli, theirs_cli = (cli_seconds(c, args.repeats) for c in cli_commands())
-    print(f"CLI wall time (median of {args.repeats}): ours {ours_cli:.2f} s, aiconfigurator cli estimate "
-          f"{theirs_cli:.2f} s -> ours/theirs = {ours_cli / theirs_cli:.2f}")
+    print(
+        f"CLI wall time (median of {args.repeats}): ours {ours_cli:.2f} s, aiconfigurator cli estimate "
+        f"{theirs_cli:.2f} s -> ours/theirs = {ours_cli / theirs_cli:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ implementations return bit-identical results on the fixed row set.
 * Engine pricing: 200 run_agg rows of Qwen3-32B-FP8 on h200_sxm (sglang, tp2), cold (price tables
   built) and warm (tables cached), steady protocol, and the benchmark protocol warm.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,6 @@ import time
 
 import pandas as pd
 
-from estimator.settings import EngineSettings
 from estimator.closedloop import (
     AggSpec,
     Benchmark,
@@ -34,10 +34,11 @@ from estimator.closedloop import (
     replay_tandem,
     run_plan,
 )
-from estimator.closedloop.pricing import flat_pricer, row_pricer
 from estimator.closedloop.cases import MEMO
+from estimator.closedloop.pricing import flat_pricer, row_pricer
 from estimator.deployment import Deployment
 from estimator.scheduler import AggPoint, run_agg
+from estimator.settings import EngineSettings
 
 BATCHES = [*range(1, 16), 16, 20, 24, 28, 32, 40, 48, 56, *range(64, 256, 16), *range(256, 512, 32), 512]
 LENGTHS = [(1024, 1024), (1024, 8192), (8192, 1024)]
@@ -54,11 +55,13 @@ def fixed_rows() -> list[tuple[str, callable]]:
     agg_prices = row_pricer(120.0, 1024, 45.0)
     long_prices = row_pricer(900.0, 8192, 30.0)
     prefill, decode = flat_pricer(120.0, 0.0), flat_pricer(0.0, 40.0)
+    agg = AggSpec(EngineSettings(8192, True))
     return [
-        ("agg bs256 1024/1024 steady", lambda impl: replay_agg(run_plan(Steady(), 256, 1024, 1024), AggSpec(EngineSettings(8192, True)), agg_prices, impl)),
-        ("agg bs64 8192/1024 benchmark", lambda impl: replay_agg(run_plan(Benchmark(), 64, 8192, 1024), AggSpec(EngineSettings(8192, True)), long_prices, impl)),
+        ("agg bs256 1024/1024 steady", lambda impl: replay_agg(run_plan(Steady(), 256, 1024, 1024), agg, agg_prices, impl)),
+        ("agg bs64 8192/1024 benchmark", lambda impl: replay_agg(run_plan(Benchmark(), 64, 8192, 1024), agg, long_prices, impl)),
         ("disagg C512 4P4D 1024/1024 steady", lambda impl: replay_tandem(run_plan(Steady(), 512, 1024, 1024), TandemSpec(4, 4, 1, 256), prefill, decode, impl)),
-        ("disagg C64 1P2D 1024/1024 benchmark", lambda impl: replay_tandem(run_plan(Benchmark(), 64, 1024, 1024), TandemSpec(1, 2, 2, 64), prefill, decode, impl)),
+        ("disagg C64 1P2D 1024/1024 benchmark",
+         lambda impl: replay_tandem(run_plan(Benchmark(), 64, 1024, 1024), TandemSpec(1, 2, 2, 64), prefill, decode, impl)),
     ]  # fmt: skip
 
 
@@ -98,8 +101,10 @@ def bench_bulk_row_pricing(count: int) -> None:
     start, cpu_start = time.perf_counter(), time.process_time()
     out = refine_closed_loop_latency(rows, ReplayOptions("row"), threads=2)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    print(f"\nRefining {count} unique rows, row pricing, steady protocol, 2 threads: {wall:.2f} s wall, {cpu:.2f} s CPU "
-          f"({int((out.refine_reason == '').sum())} priced; wall ~ CPU / 2 on two idle cores)")
+    print(
+        f"\nRefining {count} unique rows, row pricing, steady protocol, 2 threads: {wall:.2f} s wall, {cpu:.2f} s CPU "
+        f"({int((out.refine_reason == '').sum())} priced; wall ~ CPU / 2 on two idle cores)"
+    )
 
 
 def engine_rows(count: int) -> pd.DataFrame:

@@ -7,6 +7,7 @@ step and a full context phase), cold start from import to first price for both p
 processes), and the warm table load time. Every number is a median over repeats; ratios are
 reference time / native time. Not a test: nothing here asserts on time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,14 +57,17 @@ def per_op(family: str, n_queries: int, repeats: int) -> dict:
             _reference_prices(st, q)
 
     native()
-    return {"what": f"per-op {family}", "queries": len(priced),
-            "native_s": _median_time(native, repeats) / len(priced), "reference_s": _median_time(reference, repeats) / len(priced)}
+    return {
+        "what": f"per-op {family}",
+        "queries": len(priced),
+        "native_s": _median_time(native, repeats) / len(priced),
+        "reference_s": _median_time(reference, repeats) / len(priced),
+    }
 
 
 def _reference_prices(st, q) -> bool:
     try:
-        price_ops_json(st.system, st.backend, st.version, [q.op.spec()], is_context=q.is_context,
-                       batch_size=q.batch, s=q.s, prefix=q.prefix)
+        price_ops_json(st.system, st.backend, st.version, [q.op.spec()], is_context=q.is_context, batch_size=q.batch, s=q.s, prefix=q.prefix)
         return True
     except Exception:  # noqa: BLE001 - misses are excluded from the throughput sample
         return False
@@ -80,6 +84,7 @@ def per_step(repeats: int) -> list[dict]:
     rng = np.random.default_rng(11)
     rows = []
     for phase, n_ops in (("generation", len(native.generation_names)), ("context", len(native.context_names))):
+
         def shapes():
             b = rng.integers(1, 257, 200) if phase == "generation" else rng.integers(1, 9, 200)
             s = rng.integers(128, 32768, 200)
@@ -149,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    rows = [per_op("gemm", 300, args.repeats), per_op("context_attention", 300, args.repeats),
-            per_op("generation_attention", 300, args.repeats)]
+    rows = [per_op("gemm", 300, args.repeats), per_op("context_attention", 300, args.repeats), per_op("generation_attention", 300, args.repeats)]
     rows += per_step(args.repeats)
     rows += cold_start(max(3, args.repeats // 2))
     if args.json:

@@ -16,6 +16,7 @@ with the interpreter's default collector; alternating with the warm heap frozen 
 as a long-running sweep service would do after loading); and, heap frozen, every one of our sweeps
 and then every one of the reference's (each side in steady use, as timeit runs it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,8 +96,10 @@ def main() -> None:
         for (name, (mode, tps)), (targets, sla) in ((s, t) for s in SWEEPS.items() for t in TARGETS.items()):
             offset = shift + (1 if targets != "one target" else 0)  # every case and regime prices fresh workloads
             ours, theirs, rows = run_case(mode, tps, dataclasses.replace(sla), fresh(workloads, args.repeats, offset), alone)
-            print(f"  {name:<16} {targets:<17} ours {_ms(ours)}, aiconfigurator {_ms(theirs)} -> "
-                  f"{statistics.median(theirs) / statistics.median(ours):5.1f}x  (identical: {rows} best rows)")
+            print(
+                f"  {name:<16} {targets:<17} ours {_ms(ours)}, aiconfigurator {_ms(theirs)} -> "
+                f"{statistics.median(theirs) / statistics.median(ours):5.1f}x  (identical: {rows} best rows)"
+            )
 
 
 def _ms(seconds: list[float]) -> str:

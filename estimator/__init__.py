@@ -1,4 +1,5 @@
 """LLM-serving performance estimator: native Numba op pricer, step composition and schedulers."""
+
 from estimator.numba_cache import key_numba_cache
 
 key_numba_cache()  # before any submodule imports numba

@@ -1,4 +1,5 @@
 """What is being estimated: a model on a GPU system under a serving backend with a parallel layout."""
+
 from __future__ import annotations
 
 import enum
@@ -81,8 +82,7 @@ def require_positive(name: str, value: int) -> int:
 def require_batch_tokens(batch_size: int, tokens: int) -> None:
     """InvalidInputError unless batch_size requests of `tokens` tokens each stay within MAX_BATCH_TOKENS."""
     if batch_size * tokens > MAX_BATCH_TOKENS:
-        raise InvalidInputError(f"batch_size x (isl + osl) = {batch_size} x {tokens} exceeds the {MAX_BATCH_TOKENS} KV tokens "
-                                "the memory arithmetic holds")
+        raise InvalidInputError(f"batch_size x (isl + osl) = {batch_size} x {tokens} exceeds the {MAX_BATCH_TOKENS} KV tokens the memory arithmetic holds")
 
 
 def require_slot(name: str, max_seq_len: int | None, tokens: int, what: str = "isl + osl") -> None:

@@ -1,5 +1,6 @@
 """Atomic output writes: every output is written to a temporary file in its own folder, then
 renamed over the target (os.replace), so an interrupted write leaves the old file or none."""
+
 from __future__ import annotations
 
 import contextlib

@@ -8,6 +8,7 @@ file that defines or calls jitted code: any change to any of them starts a fresh
 The warmers compile one kernel family each into the cache; the families share no jitted function,
 so two processes may warm them at once (the report's workers do, on a cold cache).
 """
+
 from __future__ import annotations
 
 import hashlib

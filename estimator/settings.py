@@ -6,14 +6,16 @@ default and where the value is documented (``metadata["doc"]``, also the measure
 documentation); ``engine_defaults`` applies each backend's documented defaults in one place.
 Engine behaviour behind the fields: ``estimator/docs/engine-settings.md``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from estimator.deployment import Backend
 from estimator.errors import InvalidInputError
@@ -149,8 +151,10 @@ def _integer(name: str, value: Any, minimum: int) -> int:
 ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
     {
         Backend.VLLM: "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default)",
-        Backend.SGLANG: ("sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
-                         "pool; enable_mixed_chunk False (a step prefills or decodes)"),  # fmt: skip
+        Backend.SGLANG: (
+            "sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
+            "pool; enable_mixed_chunk False (a step prefills or decodes)"
+        ),  # fmt: skip
         Backend.TRTLLM: "tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8192, max_batch_size 2048, enable_chunked_prefill False",
     }
 )
@@ -158,7 +162,9 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
 
 # per-decoder-layer host launch time of an eager pass that prefills, ms, by framework (measured on MoE models)
 SGLANG_EAGER_LAYER_MS = 82.64 / 61  # SGLang PR 12160: DeepSeek-V3 (61 layers) 1-token prefill 82.64 ms eager vs 23.10 ms graphed
-TRTLLM_EAGER_LAYER_MS = 30.0 / 36  # ai-dynamo/aisimulate issue 277: GPT-OSS-120B (36 layers), TRT-LLM 1.3.0rc14, B200 TP2: "complete forward CPU calls still average about 30 ms"
+TRTLLM_EAGER_LAYER_MS = (
+    30.0 / 36
+)  # ai-dynamo/aisimulate issue 277: GPT-OSS-120B (36 layers), TRT-LLM 1.3.0rc14, B200 TP2: "complete forward CPU calls still average about 30 ms"
 
 
 def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:

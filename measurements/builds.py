@@ -1,4 +1,5 @@
 """Engine builds: what a run's recorded version, image and date say its build does (SGLang's per-shape Triton compiles)."""
+
 from __future__ import annotations
 
 import re

@@ -1,10 +1,11 @@
 """Benchmark clients per measurement source, each as its source documents it (None: undocumented)."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 from measurements.schema import Protocol
 

@@ -44,6 +44,7 @@ or B300 under vLLM), the same arithmetic at the other granularity is a measured 
 op, priced before the reference's empirical transfer (HYBRID mode). The fallbacks change as few
 ops as possible: the experts, then the GEMMs, then both.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ and MoE EP M (``..._tp8_ep8_<n>``) while the columns give N x N GPUs (tp 64 for 
 ``tp8_ep8`` run), and some ids name nothing but their columns give N x N GPUs beyond an SXM node.
 `run_layout` reads such a row as the N-GPU run (see measurements/README.md, "Layout of the run").
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -4,6 +4,7 @@ Both yield `Measurement`s. The project's files use the flat columns of `schema.C
 (empty cell = not recorded); `write_measurements` writes that format and `load_measurements`
 reads it back unchanged.
 """
+
 from __future__ import annotations
 
 import csv
@@ -11,8 +12,9 @@ import dataclasses
 import importlib.util
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 

@@ -25,6 +25,7 @@ prices when they price with SILICON data. When they differ only in scale granula
 carries inputs at the checkpoint's granularity op by op (`MappedRow.granularity_fallbacks`), which
 those methods price where the labels' SILICON data lack an op, before the reference's HYBRID mode.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -162,9 +163,7 @@ def _without_launch_settings(inputs: AggInputs | DisaggInputs | None) -> AggInpu
     """The inputs with the KV cache dtype left to the checkpoint and no MTP drafts (the baseline's: its rows carry neither)."""
     if inputs is None:
         return None
-    bare = inputs.with_deployments(
-        tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None), nextn=0) for d in inputs.deployments)
-    )
+    bare = inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None), nextn=0) for d in inputs.deployments))
     return dataclasses.replace(bare, nextn_accepted=0.0)
 
 

@@ -2,11 +2,12 @@
 
 Two rows are replicates when every recorded fact an estimator reads is the same: the whole
 `Measurement` but its id, provenance, measured date and measured latencies, plus the id's own
-deployment stem (`id_stem`: the id less its date and serial, keeping any layout or config name
+deployment stem and, for an InferenceX row, the published topology its measured date resolves to (`id_stem`: the id less its date and serial, keeping any layout or config name
 it carries). An estimator is a function of those facts, so it gives replicates one
 prediction; where their measurements disagree, part of its error is the measurements' own
 (`best_constant`, `replicate_floor`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -15,7 +16,9 @@ import re
 import numpy as np
 
 from measurements.layout import ID_LAYOUT
+from measurements.clients import INFERENCEX
 from measurements.schema import Measurement, flatten
+from measurements.topologies.resolver import resolve
 
 NOT_RECORDED = frozenset({"id", "provenance", "measured_date", "ttft_ms", "tpot_ms"})  # what replicates may differ in
 _DATE_PREFIX = re.compile(r"^\d{4}_\d{2}_\d{2}_")
@@ -32,7 +35,8 @@ def id_stem(row_id: str) -> str:
 def replicate_key(m: Measurement) -> str:
     """A 16-hex-digit digest of what an estimator reads from the row; equal for replicates only."""
     facts = {column: value for column, value in flatten(m).items() if column not in NOT_RECORDED}
-    text = repr((id_stem(m.id), sorted(facts.items())))  # flat columns: the key does not depend on how the schema nests them
+    published = resolve(m) if m.source == INFERENCEX else None  # the config in force on the measured date decides a disagg run's topology
+    text = repr((id_stem(m.id), sorted(facts.items()), published))  # flat columns: the key does not depend on how the schema nests them
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

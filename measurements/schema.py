@@ -6,15 +6,17 @@ TPOT and how they are defined). Missing facts stay None; nothing is filled in to
 The project's own measurement files use the flat columns of `CSV_COLUMNS` (documented in
 `COLUMN_DOCS`); `flatten` / `unflatten` convert between the two.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.settings import EngineSettings
@@ -108,7 +110,20 @@ def _base_type(hint: Any) -> type:
 
 
 CSV_COLUMNS = tuple(column_types())
-ADDED_COLUMNS = frozenset({"recv_interval", "batch_wait_iters", "batch_wait_tokens_ratio", "adp_balance_iters", "adp_batching_wait_iters", "kv_cache_dtype", "nextn", "nextn_accepted", "shape_compile_ms", "kv_free_memory_fraction"})  # columns added after the first format: a file without them reads them as empty
+ADDED_COLUMNS = frozenset(
+    {
+        "recv_interval",
+        "batch_wait_iters",
+        "batch_wait_tokens_ratio",
+        "adp_balance_iters",
+        "adp_batching_wait_iters",
+        "kv_cache_dtype",
+        "nextn",
+        "nextn_accepted",
+        "shape_compile_ms",
+        "kv_free_memory_fraction",
+    }
+)  # columns added after the first format: a file without them reads them as empty
 
 _LAYOUT_DOCS = {
     "batch_size": "max concurrent requests per attention-DP rank of one worker",

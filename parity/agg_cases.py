@@ -3,6 +3,7 @@
 The model and database are built exactly as `aiconfigurator cli estimate` builds them; a fresh backend
 object serves every call (the reference's result cache ignores the prefix).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,7 @@ class AggCase:
     @property
     def id(self) -> str:
         d, p = self.deployment, self.point
-        return (f"{d.model.split('/')[1]}-{d.system}-{d.backend.value}-tp{d.tp}-n{d.nextn}-b{p.batch_size}"
-                f"-{p.isl}x{p.osl}-p{p.prefix}-{self.budget}")
+        return f"{d.model.split('/')[1]}-{d.system}-{d.backend.value}-tp{d.tp}-n{d.nextn}-b{p.batch_size}-{p.isl}x{p.osl}-p{p.prefix}-{self.budget}"
 
 
 def _ctx_tokens(budget: str, isl: int, batch: int) -> int | None:
@@ -104,9 +104,7 @@ def reference_model(deployment: Deployment, literal_version: str):
     from aiconfigurator.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
 
     q = deployment.quant
-    moe_tp, moe_ep = _resolve_moe_parallelism(
-        deployment.tp, deployment.attention_dp, deployment.moe_tp, deployment.moe_ep, model_path=deployment.model
-    )
+    moe_tp, moe_ep = _resolve_moe_parallelism(deployment.tp, deployment.attention_dp, deployment.moe_tp, deployment.moe_ep, model_path=deployment.model)
     config = _build_model_config(
         deployment.tp, deployment.pp, deployment.attention_dp, moe_tp, moe_ep,
         q.gemm, q.kvcache, q.fmha, q.moe, q.comm, forward_model=None, enable_encoder_dp=True, attention_backend=None,
@@ -154,5 +152,3 @@ def reference_agg_row(deployment: Deployment, point: AggPoint, literal_version: 
         kv_oom=summary.check_kv_cache_oom(),
     )
     return row
-
-

@@ -3,6 +3,7 @@
 A side is either a mapping metric -> float or an exception. Both sides raising the same class
 passes; one side raising while the other computes fails.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,8 +66,7 @@ def failures(diffs: list[MetricDiff]) -> list[MetricDiff]:
     return [d for d in diffs if not d.ok]
 
 
-def explain(diffs: list[MetricDiff], limit: int = 20, *, labels: tuple[str, str] = ("expected", "actual"),
-            only_failures: bool = True) -> str:
+def explain(diffs: list[MetricDiff], limit: int = 20, *, labels: tuple[str, str] = ("expected", "actual"), only_failures: bool = True) -> str:
     """A fixed-width table of metrics: record, metric, expected, actual, delta, delta %, tolerance, status.
 
     only_failures=False lists every metric of the diffed records, so the moved ones stand out."""
@@ -74,8 +74,10 @@ def explain(diffs: list[MetricDiff], limit: int = 20, *, labels: tuple[str, str]
     if not bad:
         return "all metrics within tolerance"
     shown = bad if only_failures else diffs
-    lines = [f"{len(bad)} metric(s) out of tolerance (showing {min(limit, len(shown))} of {len(shown)}):",
-             f"{'record':<60} {'metric':<28} {labels[0]:>22} {labels[1]:>22} {'delta':>12} {'delta %':>10} {'rel tol':>8} status"]
+    lines = [
+        f"{len(bad)} metric(s) out of tolerance (showing {min(limit, len(shown))} of {len(shown)}):",
+        f"{'record':<60} {'metric':<28} {labels[0]:>22} {labels[1]:>22} {'delta':>12} {'delta %':>10} {'rel tol':>8} status",
+    ]
     for d in shown[:limit]:
         lines.append(
             f"{d.record[:60]:<60} {d.metric[:28]:<28} {_fmt(d.expected):>22} {_fmt(d.actual):>22} "

@@ -7,6 +7,7 @@ The golden files' lifecycle (append, refresh, change report) belongs to `python 
 this extension never reports unasserted records as unused (the CI tier asserts a subset).
 `pytest --snapshot-update` is refused with more than one xdist worker.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ from typing import Any
 from syrupy.data import Snapshot, SnapshotCollection, SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 
-from parity.goldens import GOLDENS_DIR, canonical, diff_record, explained, golden_file_text, read_golden_file
 from parity.compare import failures
+from parity.goldens import GOLDENS_DIR, canonical, diff_record, explained, golden_file_text, read_golden_file
 
 
 class GoldenUpdateRefused(RuntimeError):

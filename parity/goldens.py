@@ -5,6 +5,7 @@ File layout (sorted keys, full float repr, one trailing newline):
 A record whose computation raised is stored as {"<error>": "<exception class name>"}; comparing
 errors is symmetric (same class passes, one-sided fails).
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ the CI tier is a fixed, seeded, representative subset (every system, backend, mo
 workload appears at least once). Test ids read like
 `h200_sxm-sglang-Qwen3-32B-FP8-tp2-isl4096-osl512-p1024-b16-Cdef-n0`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -71,10 +72,7 @@ class Shape:
 
 
 def full_matrix() -> tuple[Shape, ...]:
-    return tuple(
-        Shape(system, backend, model, tp, w)
-        for system, backend, model, tp, w in itertools.product(SYSTEMS, BACKENDS, MODELS, TPS, WORKLOADS)
-    )
+    return tuple(Shape(system, backend, model, tp, w) for system, backend, model, tp, w in itertools.product(SYSTEMS, BACKENDS, MODELS, TPS, WORKLOADS))
 
 
 def ci_matrix() -> tuple[Shape, ...]:

@@ -3,6 +3,7 @@
 Queries deliberately include off-grid shapes, past-the-frontier shapes and misses. Every query
 is one op at one phase shape; both sides see the identical OpSpec (lane order included).
 """
+
 from __future__ import annotations
 
 import functools
@@ -17,8 +18,7 @@ from estimator.perf.system_spec import QUANT_PROFILES
 from estimator.pricing.native import NativePricer
 from estimator.pricing.reference import price_ops_json, reference_database
 
-FAMILIES = ("gemm", "context_attention", "generation_attention", "custom_allreduce", "elementwise", "embedding", "p2p",
-            "nccl", "moe")
+FAMILIES = ("gemm", "context_attention", "generation_attention", "custom_allreduce", "elementwise", "embedding", "p2p", "nccl", "moe")
 NCCL_OPERATIONS = ("all_gather", "alltoall", "reduce_scatter", "all_reduce")
 
 
@@ -61,8 +61,15 @@ def _gemm_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
         n = int(rng.choice(sites_n)) if on_grid else _loguniform_int(rng, 8, 300_000)
         k = int(rng.choice(sites_n)) if on_grid and rng.random() < 0.7 else _loguniform_int(rng, 8, 100_000)
         name = "context_logits_gemm" if rng.random() < 0.05 else f"q{i}_gemm"
-        op = O.Gemm(name=name, scale_factor=float(rng.choice([1.0, 64.0])), n=n, k=k, quant_mode=str(rng.choice(dtypes)),
-                    low_precision_input=bool(rng.random() < 0.5), seq_split=int(rng.choice([1, 1, 1, 2])))
+        op = O.Gemm(
+            name=name,
+            scale_factor=float(rng.choice([1.0, 64.0])),
+            n=n,
+            k=k,
+            quant_mode=str(rng.choice(dtypes)),
+            low_precision_input=bool(rng.random() < 0.5),
+            seq_split=int(rng.choice([1, 1, 1, 2])),
+        )
         is_ctx = bool(rng.random() < 0.5)
         out.append(OpQuery(op, is_ctx, _loguniform_int(rng, 1, 512), _loguniform_int(rng, 1, 70_000) if is_ctx else 1))
     return out
@@ -85,8 +92,13 @@ def _attention_fields(rng, lanes: tuple[str, ...]) -> tuple[dict, str]:
     n, n_kv = _heads(rng)
     kv, fmha = _attention_dtypes(rng)
     fields = dict(
-        scale_factor=float(rng.choice([1.0, 64.0])), n=n, n_kv=n_kv, head_size=int(rng.choice([64, 128, 128, 128, 256])),
-        window_size=int(rng.choice([0, 0, 0, 128, 1024])), kv_cache_dtype=kv, lane_order=lanes,
+        scale_factor=float(rng.choice([1.0, 64.0])),
+        n=n,
+        n_kv=n_kv,
+        head_size=int(rng.choice([64, 128, 128, 128, 256])),
+        window_size=int(rng.choice([0, 0, 0, 128, 1024])),
+        kv_cache_dtype=kv,
+        lane_order=lanes,
     )
     return fields, fmha
 
@@ -96,8 +108,9 @@ def _context_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
     out = []
     for _ in range(n_queries):
         fields, fmha = _attention_fields(rng, lanes)
-        op = O.ContextAttention(name="context_attention", fmha_quant_mode=fmha, use_qk_norm=bool(rng.random() < 0.5),
-                                cp_size=int(rng.choice([1] * 8 + [2, 4])), **fields)
+        op = O.ContextAttention(
+            name="context_attention", fmha_quant_mode=fmha, use_qk_norm=bool(rng.random() < 0.5), cp_size=int(rng.choice([1] * 8 + [2, 4])), **fields
+        )
         s = _loguniform_int(rng, 1, 40_000)
         prefix = 0 if rng.random() < 0.5 else _loguniform_int(rng, 1, 30_000)
         out.append(OpQuery(op, True, _loguniform_int(rng, 1, 400), s, prefix))
@@ -117,8 +130,13 @@ def _generation_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
 def _allreduce_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
     out = []
     for _ in range(n_queries):
-        op = O.CustomAllReduce(name="ar", scale_factor=float(rng.choice([1.0, 64.0])), hidden_size=_loguniform_int(rng, 256, 20_000),
-                               tp_size=int(rng.choice([1, 2, 4, 8, 16])), seq_split=int(rng.choice([1, 1, 2])))
+        op = O.CustomAllReduce(
+            name="ar",
+            scale_factor=float(rng.choice([1.0, 64.0])),
+            hidden_size=_loguniform_int(rng, 256, 20_000),
+            tp_size=int(rng.choice([1, 2, 4, 8, 16])),
+            seq_split=int(rng.choice([1, 1, 2])),
+        )
         is_ctx = bool(rng.random() < 0.5)
         out.append(OpQuery(op, is_ctx, _loguniform_int(rng, 1, 512), _loguniform_int(rng, 1, 40_000) if is_ctx else 1))
     return out
@@ -138,11 +156,15 @@ def _nccl_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
     """Collected and uncollected (dtype, operation, num_gpus), sizes below, inside and past the curves."""
     out = []
     for _ in range(n_queries):
-        op = O.Nccl(name="nccl", scale_factor=float(rng.choice([1.0, 64.0])), hidden_size=_nccl_elements(rng),
-                    num_gpus=int(rng.choice([1, 2, 2, 4, 4, 8, 8, 16, 32, 3, 6])),
-                    dtype=str(rng.choice(["half", "half", "half", "int8", "int8", "fp8"])),
-                    operation=str(rng.choice([*NCCL_OPERATIONS, *NCCL_OPERATIONS, "broadcast"])),
-                    seq_split=int(rng.choice([1, 1, 2, 4])))
+        op = O.Nccl(
+            name="nccl",
+            scale_factor=float(rng.choice([1.0, 64.0])),
+            hidden_size=_nccl_elements(rng),
+            num_gpus=int(rng.choice([1, 2, 2, 4, 4, 8, 8, 16, 32, 3, 6])),
+            dtype=str(rng.choice(["half", "half", "half", "int8", "int8", "fp8"])),
+            operation=str(rng.choice([*NCCL_OPERATIONS, *NCCL_OPERATIONS, "broadcast"])),
+            seq_split=int(rng.choice([1, 1, 2, 4])),
+        )
         is_ctx = bool(rng.random() < 0.5)
         batch = 2 ** int(rng.integers(0, 10)) if rng.random() < 0.3 else _loguniform_int(rng, 1, 512)
         out.append(OpQuery(op, is_ctx, batch, _loguniform_int(rng, 1, 40_000) if is_ctx else 1))
@@ -207,10 +229,23 @@ def _moe_queries(rng, st: StackTables, n_queries: int) -> list[OpQuery]:
         c = st.moe.curves[key]
         points = tokens[c_off[c] : c_off[c + 1]].astype(np.int64)
         dp = int(rng.choice([1, 1, 1, 2, 4]))
-        op = O.Moe(name="moe", scale_factor=float(rng.choice([1.0, 58.0])), hidden_size=hidden, inter_size=inter, topk=topk,
-                   num_experts=experts, moe_tp_size=tp, moe_ep_size=ep, attention_dp_size=dp, quant_mode=quant,
-                   workload_distribution=dist, is_gated=bool(rng.random() < 0.85), enable_eplb=bool(rng.random() < 0.3),
-                   is_context=bool(rng.random() < 0.5), moe_backend="deepep_moe" if rng.random() < 0.03 else None)
+        op = O.Moe(
+            name="moe",
+            scale_factor=float(rng.choice([1.0, 58.0])),
+            hidden_size=hidden,
+            inter_size=inter,
+            topk=topk,
+            num_experts=experts,
+            moe_tp_size=tp,
+            moe_ep_size=ep,
+            attention_dp_size=dp,
+            quant_mode=quant,
+            workload_distribution=dist,
+            is_gated=bool(rng.random() < 0.85),
+            enable_eplb=bool(rng.random() < 0.3),
+            is_context=bool(rng.random() < 0.5),
+            moe_backend="deepep_moe" if rng.random() < 0.03 else None,
+        )
         x = max(1, _moe_target_tokens(rng, points, grid == "min_latency" and rng.random() < 0.7) // dp)
         if rng.random() < 0.5:
             batch = int(rng.choice([1, 1, 2, 3]))
@@ -229,13 +264,23 @@ def _memop_queries(rng, n_queries: int, make) -> list[OpQuery]:
 
 
 def _elementwise(rng) -> O.Op:
-    return O.Elementwise(name="ew", scale_factor=float(rng.choice([1.0, 64.0])), bytes_per_token=float(_loguniform_int(rng, 8, 200_000)),
-                         scale_num_tokens=int(rng.choice([1, 1, 2, 4])), seq_split=int(rng.choice([1, 1, 2])))
+    return O.Elementwise(
+        name="ew",
+        scale_factor=float(rng.choice([1.0, 64.0])),
+        bytes_per_token=float(_loguniform_int(rng, 8, 200_000)),
+        scale_num_tokens=int(rng.choice([1, 1, 2, 4])),
+        seq_split=int(rng.choice([1, 1, 2])),
+    )
 
 
 def _embedding(rng) -> O.Op:
-    return O.Embedding(name="emb", scale_factor=1.0, vocab_size=_loguniform_int(rng, 1000, 200_000), hidden_size=_loguniform_int(rng, 256, 20_000),
-                       seq_split=int(rng.choice([1, 1, 2])))
+    return O.Embedding(
+        name="emb",
+        scale_factor=1.0,
+        vocab_size=_loguniform_int(rng, 1000, 200_000),
+        hidden_size=_loguniform_int(rng, 256, 20_000),
+        seq_split=int(rng.choice([1, 1, 2])),
+    )
 
 
 def _p2p(rng) -> O.Op:
@@ -273,8 +318,7 @@ def price_native(st: StackTables, q: OpQuery) -> dict | BaseException:
 
 def price_reference(st: StackTables, q: OpQuery) -> dict | BaseException:
     try:
-        row = price_ops_json(st.system, st.backend, st.version, ops_spec([q.op]), is_context=q.is_context,
-                             batch_size=q.batch, s=q.s, prefix=q.prefix)
+        row = price_ops_json(st.system, st.backend, st.version, ops_spec([q.op]), is_context=q.is_context, batch_size=q.batch, s=q.s, prefix=q.prefix)
         return {"latency_ms": row[0].latency_ms, "source": row[0].source}
     except Exception as exc:  # noqa: BLE001
         return exc

@@ -9,6 +9,7 @@ record with before, after, delta % and the component that moved (goldens/CHANGES
 
 Refuses to run inside a pytest-xdist worker pool and on a dirty git tree unless --allow-dirty.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -109,8 +110,16 @@ def provenance(argv: list[str]) -> dict:
 
 
 def change_report(moved: list[Moved], added: list[str], prov: dict) -> str:
-    lines = ["# Golden change report", "", f"- command: `{prov['command']}`", f"- git head: `{prov['git_head']}`",
-             f"- date: {prov['date']}", f"- records added: {len(added)}", f"- records moved: {len(moved)}", ""]
+    lines = [
+        "# Golden change report",
+        "",
+        f"- command: `{prov['command']}`",
+        f"- git head: `{prov['git_head']}`",
+        f"- date: {prov['date']}",
+        f"- records added: {len(added)}",
+        f"- records moved: {len(moved)}",
+        "",
+    ]
     if moved:
         lines += ["| record | metric | before | after | delta % | moved component(s) |", "|---|---|---|---|---|---|"]
         for m in moved:

@@ -1,4 +1,5 @@
 """The stacks every per-op parity lane covers: current versions of three systems x three backends."""
+
 from __future__ import annotations
 
 SYSTEMS = ("h200_sxm", "h100_sxm", "b200_sxm")

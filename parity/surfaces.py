@@ -7,6 +7,7 @@ closed_loop.steady (the engine-priced steady replay of the uncached agg point).
 Every metric name maps to the component it measures, which the change report uses to attribute
 a moved record.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -44,8 +45,7 @@ COMPONENTS = {
 
 
 def deployment_of(shape: Shape) -> Deployment:
-    return Deployment(shape.model, shape.system, shape.backend, version=shape.version, tp=shape.tp, pp=shape.pp,
-                      nextn=shape.workload.nextn)
+    return Deployment(shape.model, shape.system, shape.backend, version=shape.version, tp=shape.tp, pp=shape.pp, nextn=shape.workload.nextn)
 
 
 def step_model(shape: Shape) -> StepModel:
@@ -54,8 +54,7 @@ def step_model(shape: Shape) -> StepModel:
 
 def point_of(shape: Shape) -> AggPoint:
     w = shape.workload
-    return AggPoint(isl=w.isl, osl=w.osl, batch_size=w.batch, ctx_tokens=w.ctx_tokens, prefix=w.prefix,
-                    nextn_accepted=w.nextn_accepted)
+    return AggPoint(isl=w.isl, osl=w.osl, batch_size=w.batch, ctx_tokens=w.ctx_tokens, prefix=w.prefix, nextn_accepted=w.nextn_accepted)
 
 
 @functools.cache
@@ -131,8 +130,16 @@ def disagg_surface(semantics: Semantics) -> Callable[[Shape], dict]:
         from estimator.disagg import DisaggPoint, run_disagg
 
         w = shape.workload
-        point = DisaggPoint(isl=w.isl, osl=w.osl, prefill_batch_size=1, prefill_workers=1, decode_batch_size=w.batch,
-                            decode_workers=1, prefix=w.prefix, nextn_accepted=w.nextn_accepted)
+        point = DisaggPoint(
+            isl=w.isl,
+            osl=w.osl,
+            prefill_batch_size=1,
+            prefill_workers=1,
+            decode_batch_size=w.batch,
+            decode_workers=1,
+            prefix=w.prefix,
+            nextn_accepted=w.nextn_accepted,
+        )
         deployment = deployment_of(shape)
         return _numeric(run_disagg(deployment, deployment, point, semantics).row)
 

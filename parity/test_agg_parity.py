@@ -2,6 +2,7 @@
 run_agg row (a fresh backend per point, the CLI's model and database) at rel 1e-9, OOM verdicts
 included: dense models with the native and the reference pricer, MoE/MLA/hybrid models (no native
 op builder) with the reference pricer."""
+
 from __future__ import annotations
 
 import pytest

@@ -2,6 +2,7 @@
 ``DisaggInferenceSession.run_disagg`` row (the estimate CLI's model configs, 1.1 / 1.8 / 1.08
 corrections, 0.9 / 0.92 rate matching, 3-decimal rounding before combining) at rel 1e-9, the OOM
 verdict included, over models x systems x backends x workloads x worker shapes."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,8 +38,10 @@ class DisaggCase:
     def id(self) -> str:
         p, d, x = self.prefill, self.decode, self.point
         memory = "".join(f"-{k}{v:g}" for k, v in self.memory_settings().items())
-        return (f"{p.model.split('/')[1]}-{p.system}-{p.backend.value}-n{p.nextn}-p{x.prefill_workers}xtp{p.tp}b{x.prefill_batch_size}"
-                f"-d{x.decode_workers}xtp{d.tp}b{x.decode_batch_size}-{x.isl}x{x.osl}-p{x.prefix}{memory}")
+        return (
+            f"{p.model.split('/')[1]}-{p.system}-{p.backend.value}-n{p.nextn}-p{x.prefill_workers}xtp{p.tp}b{x.prefill_batch_size}"
+            f"-d{x.decode_workers}xtp{d.tp}b{x.decode_batch_size}-{x.isl}x{x.osl}-p{x.prefix}{memory}"
+        )
 
     def memory_settings(self) -> dict:
         """The point's KV budget fractions and slot lengths that are set, under the reference's keyword names."""
@@ -74,7 +77,8 @@ def ci_cases() -> list[DisaggCase]:
 
 
 VERIFIED = DisaggCase(
-    Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2),
+    Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2),
+    Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2),
     DisaggPoint(32768, 512, 1, 2, 16, 1),
 )  # legacy-semantics.md 3.2
 _QWEN = {b: Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", b, tp=2) for b in ("sglang", "trtllm", "vllm")}

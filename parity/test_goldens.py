@@ -4,6 +4,7 @@ The CI tier asserts the seeded subset (parity.matrix.ci_matrix); `--full` assert
 matrix. A failure prints an explained per-metric diff (golden, live, delta, delta %, tolerance,
 status) naming the record. Re-pin with `python -m parity.pin` (see README, "Re-pinning goldens").
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -3,6 +3,7 @@
 500 seeded random queries per op family per stack, including off-grid, past-the-frontier and
 miss queries. A miss must raise on both sides (error symmetry).
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,5 +1,6 @@
 """Whole-phase parity: every op of the native op list priced natively equals the reference engine's
 own compiled model (its op builder and its pricer) at rel 1e-12, names, order and sources included."""
+
 from __future__ import annotations
 
 import numpy as np

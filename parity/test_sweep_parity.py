@@ -2,6 +2,7 @@
 the same candidate set (every agg grid point that fits; every disagg worker candidate), the same
 best rows in the same order, every number at rel 1e-9. Tasks span models, systems, backends,
 workloads, prefixes, MTP and targets (TTFT with one or several TPOTs, request latency)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,10 @@ class SweepTask:
     @property
     def id(self) -> str:
         targets = f"rl{self.sla.request_latency:g}" if self.sla.request_latency else f"ttft{self.sla.ttft:g}-tpot{'_'.join(f'{t:g}' for t in self.sla.tpots)}"
-        return (f"{self.mode}-{self.model.split('/')[1]}-{self.system}-{self.backend}-{self.isl}x{self.osl}-p{self.prefix}"
-                f"-n{self.nextn}-tp{''.join(map(str, self.tps))}-{targets}{'-autoscale' if self.autoscale else ''}")
+        return (
+            f"{self.mode}-{self.model.split('/')[1]}-{self.system}-{self.backend}-{self.isl}x{self.osl}-p{self.prefix}"
+            f"-n{self.nextn}-tp{''.join(map(str, self.tps))}-{targets}{'-autoscale' if self.autoscale else ''}"
+        )
 
     @property
     def layouts(self) -> list[Deployment]:

@@ -1,5 +1,6 @@
 """The agg scheduler: verified legacy numbers, the uncached budget rules, prefix-0 byte identity,
 the result cache, and the estimate command's errors."""
+
 from __future__ import annotations
 
 import contextlib
@@ -67,13 +68,16 @@ def test_cli_reproduction_table(case):
     assert rounded(r, "seq/s", "mix_step_ms", "genonly_step_ms") == (want[6], want[7], want[8])
     assert (r["num_mix_steps"], r["num_genonly_steps"]) == (32, 480)
     assert (r["balance_score"], r["num_ctx_reqs"], r["num_gen_reqs"], r["num_tokens"], r["gen_tokens"], r["concurrency"]) == (
-        0.0625, 1, 15, 16399, 15, 16,
+        0.0625,
+        1,
+        15,
+        16399,
+        15,
+        16,
     )
 
 
-@pytest.mark.parametrize(
-    "backend,activations,total", [("sglang", 2.4460, 55.46), ("vllm", 1.6265, 53.94), ("trtllm", 0.8125, 53.13)]
-)
+@pytest.mark.parametrize("backend,activations,total", [("sglang", 2.4460, 55.46), ("vllm", 1.6265, 53.94), ("trtllm", 0.8125, 53.13)])
 def test_memory_breakdown(backend, activations, total):
     result = run_agg(qwen(backend), AggPoint(32768, 512, 16, 16384), LEGACY)
     use = result.memory.use
@@ -230,8 +234,13 @@ def test_prefix_at_or_above_isl_is_rejected_before_pricing():
 def test_result_cache_separates_every_input():
     estimator = AggEstimator(qwen("sglang"), UNCACHED)
     base = AggPoint(8192, 256, 8, 4096)
-    variants = [base, AggPoint(8192, 256, 8, 4096, prefix=2048), AggPoint(8192, 256, 8, 4096, seq_imbalance_scale=1.5),
-                AggPoint(8192, 256, 8, 4096, gen_seq_imbalance_scale=1.5), AggPoint(8192, 256, 8, 4096, free_gpu_memory_fraction=0.1)]
+    variants = [
+        base,
+        AggPoint(8192, 256, 8, 4096, prefix=2048),
+        AggPoint(8192, 256, 8, 4096, seq_imbalance_scale=1.5),
+        AggPoint(8192, 256, 8, 4096, gen_seq_imbalance_scale=1.5),
+        AggPoint(8192, 256, 8, 4096, free_gpu_memory_fraction=0.1),
+    ]
     rows = [estimator.estimate(v).row for v in variants]
     assert estimator.estimate(base) is estimator.estimate(AggPoint(8192, 256, 8, 4096))
     assert len({json.dumps(dict(r)) for r in rows[:4]}) == 4
@@ -264,26 +273,39 @@ def test_prefix_zero_cli_output_is_byte_identical(p):
     """Where the batch cap and whole-batch rule are inert, both semantics print the same bytes."""
     b, isl, osl, frac, backend, nextn = p
     ctx = max(1, int(frac * (isl if b == 1 else (b - 1) * isl)))
-    args = ["--backend", backend, "--batch-size", str(b), "--isl", str(isl), "--osl", str(osl), "--ctx-tokens", str(ctx),
-            "--nextn", str(nextn), "--nextn-accepted", str(nextn / 2)]
+    args = [
+        "--backend",
+        backend,
+        "--batch-size",
+        str(b),
+        "--isl",
+        str(isl),
+        "--osl",
+        str(osl),
+        "--ctx-tokens",
+        str(ctx),
+        "--nextn",
+        str(nextn),
+        "--nextn-accepted",
+        str(nextn / 2),
+    ]
     for view in (["--json"], ["--detail", "time"]):
         legacy, uncached = cli(*args, *view, "--semantics", "legacy"), cli(*args, *view)
         assert legacy[0] == 0 and legacy == uncached
 
 
 def test_json_row_has_every_column_unrounded():
-    code, out, _ = cli("--backend", "sglang", "--batch-size", "16", "--isl", "32768", "--osl", "512", "--ctx-tokens", "16384",
-                       "--json", "--semantics", "legacy")
+    code, out, _ = cli(
+        "--backend", "sglang", "--batch-size", "16", "--isl", "32768", "--osl", "512", "--ctx-tokens", "16384", "--json", "--semantics", "legacy"
+    )
     r = json.loads(out)
     assert code == 0 and r["ttft"] == row("sglang", LEGACY, isl=32768, osl=512, batch_size=16, ctx_tokens=16384)["ttft"]
-    assert list(r)[-7:] == ["mix_step_ms", "genonly_step_ms", "prefill_step_ms", "num_mix_steps", "num_genonly_steps",
-                            "decode_tokens_per_iteration", "oom"]
+    assert list(r)[-7:] == ["mix_step_ms", "genonly_step_ms", "prefill_step_ms", "num_mix_steps", "num_genonly_steps", "decode_tokens_per_iteration", "oom"]
     assert r["oom"] is False
 
 
 def test_detail_time_report():
-    code, out, _ = cli("--backend", "sglang", "--batch-size", "16", "--isl", "32768", "--osl", "512", "--ctx-tokens", "16384",
-                       "--detail", "time")
+    code, out, _ = cli("--backend", "sglang", "--batch-size", "16", "--isl", "32768", "--osl", "512", "--ctx-tokens", "16384", "--detail", "time")
     assert code == 0
     assert "Scheduling: 32 mix steps + 480 gen-only steps" in out
     assert "  ttft               6703.254 ms    3386.704 ms    50.5%" in out
@@ -311,12 +333,9 @@ def test_static_modes(mode):
         (["--estimate-mode", "static", "--prefix", "9000", "--isl", "9000"], "prefix (9000) must be within [0, isl (9000))"),
         (["--backend", "tgi"], "unknown backend 'tgi'"),
     ],
-    ids=["prefix-at-isl", "zero-budget", "negative-batch", "mtp-without-acceptance", "acceptance-above-nextn",
-         "static-prefix", "unknown-backend"],
+    ids=["prefix-at-isl", "zero-budget", "negative-batch", "mtp-without-acceptance", "acceptance-above-nextn", "static-prefix", "unknown-backend"],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, message):
     argv = argv if "--backend" in argv else ["--backend", "sglang", *argv]
     code, out, err = cli(*argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and message in err
-
-

@@ -1,4 +1,5 @@
 """Hostile input: every bad value gets one `error:` line naming it and exit 2, never a traceback."""
+
 from __future__ import annotations
 
 import json
@@ -115,7 +116,6 @@ def test_config_that_is_not_a_json_object_of_sizes(text, named, tmp_path, capsys
 ])  # fmt: skip
 def test_memory_flags_out_of_their_domain(argv, named, capsys):
     assert named in one_error_line(["estimate", *MODEL, *argv], capsys)
-
 
 
 @pytest.mark.parametrize("argv,oom", [

@@ -1,4 +1,5 @@
 """`price-ops --json`: one schema and the same numbers under both pricers; bad input exits 2."""
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,7 @@
 """Closed-loop replay: the reference cases of closed-loop.md section 5 (row pricing, steady protocol),
 the section 6 corrections, engine pricing against the step composition, the DataFrame API and the
 refine command."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,6 +21,8 @@ from estimator.closedloop import (
     TandemSpec,
     closed_loop_for_agg_row,
     filter_closed_loop_sla,
+    kernels,
+    oracle,
     pick_under_closed_loop_sla,
     refine_closed_loop_latency,
     replay_agg,
@@ -28,24 +31,23 @@ from estimator.closedloop import (
     run_plan,
     solo_prefill_ms,
 )
+from estimator.closedloop.cases import replay_case
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
-from estimator.closedloop import kernels, oracle
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
-from estimator.closedloop.cases import replay_case
 from estimator.closedloop.rows import agg_case, case_of
 from estimator.closedloop.runs import kv_capped, prefill_floor_ms
-from estimator.settings import SGLANG_EAGER_LAYER_MS, TRTLLM_EAGER_LAYER_MS, EngineSettings, engine_defaults, kv_running_cap
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
+from estimator.pricing import make_pricer
 from estimator.scheduler import AggPoint, run_agg
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
+from estimator.settings import SGLANG_EAGER_LAYER_MS, TRTLLM_EAGER_LAYER_MS, EngineSettings, engine_defaults, kv_running_cap
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
-from estimator.pricing import make_pricer
 
 IMPLS = ("numba", "python")
 ROW = ReplayOptions("row")
@@ -216,7 +218,9 @@ def test_case_13_pick_falls_back_to_a_compliant_batch():
     small, large = AGG_ROW | {"bs": 2, "tokens/s": 10.0}, AGG_ROW | {"bs": 16, "tokens/s": 20.0}
     out = refined([small, large])
     assert [matches(v, r) for v, r in zip(out.iloc[0][["ttft_refined", "tpot_refined", "throughput_refined"]], ("101.92", "5.0", "7.78452"))] == [True] * 3
-    assert [matches(v, r) for v, r in zip(out.iloc[1][["ttft_refined", "tpot_refined", "throughput_refined"]], ("161.0716", "26.2685", "15.96544"))] == [True] * 3
+    assert [matches(v, r) for v, r in zip(out.iloc[1][["ttft_refined", "tpot_refined", "throughput_refined"]], ("161.0716", "26.2685", "15.96544"))] == [
+        True
+    ] * 3
     midpoint = (out.ttft_refined[0] + out.ttft_refined[1]) / 2
     assert filter_closed_loop_sla(pd.DataFrame([large]), ttft_ms=midpoint, options=ROW).empty
     assert list(pick_under_closed_loop_sla(pd.DataFrame([small, large]), ttft_ms=midpoint, options=ROW).bs) == [2]
@@ -839,10 +843,14 @@ def test_refine_command_round_trip(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "source,target,flags",
-    [("rows.csv", "out.txt", []), ("rows.csv", "out.csv", ["--budget", "0"]), ("missing.csv", "out.csv", []),
-     ("rows.csv", "out.csv", ["--budget", "8192", "--kv-free-memory-fraction", "1.5"]),
-     ("rows.csv", "out.csv", ["--kv-free-memory-fraction", "0.9"]),
-     ("rows.csv", "out.csv", ["--budget", "8192", "--pricing", "row", "--kv-free-memory-fraction", "0.9"])],
+    [
+        ("rows.csv", "out.txt", []),
+        ("rows.csv", "out.csv", ["--budget", "0"]),
+        ("missing.csv", "out.csv", []),
+        ("rows.csv", "out.csv", ["--budget", "8192", "--kv-free-memory-fraction", "1.5"]),
+        ("rows.csv", "out.csv", ["--kv-free-memory-fraction", "0.9"]),
+        ("rows.csv", "out.csv", ["--budget", "8192", "--pricing", "row", "--kv-free-memory-fraction", "0.9"]),
+    ],
     ids=["bad-format", "bad-budget", "missing-input", "bad-kv-fraction", "kv-fraction-without-budget", "kv-fraction-row-pricing"],
 )
 def test_refine_command_rejects_bad_input(tmp_path, capsys, source, target, flags):

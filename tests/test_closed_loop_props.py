@@ -14,6 +14,7 @@ tandem, row (affine) and engine pricing, steady and benchmark protocols:
   completion, so N * mean latency = C * T_end - the drain (the clients' idle time after their last
   request), exactly up to float rounding; with fixed lengths mean latency = TTFT + (osl - 1)*TPOT.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,11 +24,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from estimator.settings import EngineSettings
 from estimator.closedloop import AggSpec, Benchmark, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
 from estimator.closedloop.pricing import PassShape, affine_pricer, engine_pricer, row_pricer
 from estimator.deployment import Deployment
+from estimator.settings import EngineSettings
 
 MAX_CLIENTS = 24
 EXTENT = TableExtent(tokens=2048, chunks=64, chunk=2048, start=2048, rows=128, kv=4096)
@@ -58,8 +59,12 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
     isl = draw(st.integers(1, 1500))
     plan = run_plan(draw(protocol), draw(clients), isl, draw(st.integers(1, 48)))
     budget = draw(st.integers(2, 24) | st.integers(16, 2048))  # small budgets starve decoders
-    wait_iters, wait_ratio = draw(st.sampled_from([(0, 0.0), (0, 0.0)]) | st.tuples(st.integers(0, 30), st.sampled_from([0.0, 0.1, 0.5, 0.9, 2.0])))  # TRT-LLM batch waiting
-    balance = (0, 0) if wait_iters or wait_ratio else draw(st.sampled_from([(0, 0)]) | st.tuples(st.integers(1, 8) | st.integers(1, 60), st.integers(0, 10)))  # its ADP balance
+    wait_iters, wait_ratio = draw(
+        st.sampled_from([(0, 0.0), (0, 0.0)]) | st.tuples(st.integers(0, 30), st.sampled_from([0.0, 0.1, 0.5, 0.9, 2.0]))
+    )  # TRT-LLM batch waiting
+    balance = (
+        (0, 0) if wait_iters or wait_ratio else draw(st.sampled_from([(0, 0)]) | st.tuples(st.integers(1, 8) | st.integers(1, 60), st.integers(0, 10)))
+    )  # its ADP balance
     settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)), mixed_batches=draw(st.booleans()),
                                recv_interval=draw(st.sampled_from([1, 1, 3, 30])), batch_wait_iters=wait_iters,
                                batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0], adp_batching_wait_iters=balance[1],

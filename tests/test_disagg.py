@@ -1,5 +1,6 @@
 """Disagg: static worker rows, the single-point row in both semantics, rate matching, the search
 orderings, and the estimate command's disagg mode."""
+
 from __future__ import annotations
 
 import contextlib
@@ -52,7 +53,6 @@ def test_verified_legacy_row():
     assert (r["tokens/s"], r["tokens/s/gpu"], r["tokens/s/user"], r["seq/s"]) == (448.819, 74.803, 42.921, 0.877)
     assert (r["(p)seq/s/worker"], r["(d)seq/s/worker"], r["(p)memory"], r["(d)memory"]) == (0.487, 1.344, 27.402, 53.115)
     assert (r["num_total_gpus"], r["concurrency"], r["(p)workers"], r["(d)workers"]) == (6, 16, 2, 1)
-
 
 
 @pytest.mark.parametrize("role", list(Role))
@@ -137,8 +137,9 @@ def test_rate_is_the_slower_degraded_pool(n_p, n_d, limited_by):
 
 def test_calibration_factors_are_the_reference_defaults():
     assert Calibration() == Calibration(1.1, 1.08, 1.8, 0.9, 0.92)
-    custom = disagg_row(worker(), 1, worker(), 1, Calibration(ttft_factor=1.0, prefill_degradation=1.0, decode_degradation=1.0),
-                        decode_tokens_per_iteration=1.0)
+    custom = disagg_row(
+        worker(), 1, worker(), 1, Calibration(ttft_factor=1.0, prefill_degradation=1.0, decode_degradation=1.0), decode_tokens_per_iteration=1.0
+    )
     assert (custom["ttft"], custom["seq/s"]) == (100.0, 2.0)
 
 
@@ -263,7 +264,7 @@ def test_estimate_disagg_warns_on_oom():
                                           ("--decode-batch-size", "--decode-batch-size is required")])  # fmt: skip
 def test_estimate_disagg_requires_worker_shapes(drop, message):
     i = DISAGG_ARGS.index(drop)
-    code, _, err = cli(DISAGG_ARGS[:i] + DISAGG_ARGS[i + 2:])
+    code, _, err = cli(DISAGG_ARGS[:i] + DISAGG_ARGS[i + 2 :])
     assert code == 2 and err.strip() == f"error: {message} for --estimate-mode disagg"
 
 

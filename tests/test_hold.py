@@ -1,5 +1,6 @@
 """The past-the-frontier hold: the tree walk with subtree pruning answers exactly as the flat scan
 over the slice's leaves (the reference's single pass), at queries inside and far outside the grid."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ imports only itself and the layers below it, and ``measurements`` reaches the co
 public API only: ``estimator`` or one of its direct modules and packages (``estimator.settings``,
 ``estimator.closedloop``), and from a package only the names its ``__init__`` exports.
 """
+
 from __future__ import annotations
 
 import ast

@@ -6,6 +6,7 @@ not monotone (measured kernels: a decode step can get up to ~27% cheaper from ba
 h100/vllm), and the native pricer reproduces them exactly; `test_silicon_tables_are_not_monotone`
 pins that fact so nobody "fixes" the invariant by smoothing data.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,7 @@ def _sol_ttft(deployment, semantics, isl, osl, batch, budget) -> float:
     return run_agg(deployment, AggPoint(isl=isl, osl=osl, batch_size=batch, ctx_tokens=budget), semantics, "sol").row["ttft"]
 
 
-@given(DEPLOYMENTS, st.integers(64, 16000), st.integers(1, 4000), st.integers(1, 64), st.integers(2, 1024),
-       st.one_of(st.none(), st.floats(0.01, 1.0)))
+@given(DEPLOYMENTS, st.integers(64, 16000), st.integers(1, 4000), st.integers(1, 64), st.integers(2, 1024), st.one_of(st.none(), st.floats(0.01, 1.0)))
 def test_ttft_non_decreasing_in_isl(deployment, isl, extra, batch, osl, budget_fraction):
     """With a budget of at most one prompt (the default, or a chunking budget) and decode outlasting
     prefill (S < D), a longer prompt never gets its first token sooner. Outside that regime the
@@ -77,8 +77,14 @@ def test_legacy_over_batch_budget_breaks_ttft_monotonicity():
     assert _sol_ttft(deployment, Semantics.UNCACHED, 82, 2, 1, 2048) >= _sol_ttft(deployment, Semantics.UNCACHED, 65, 2, 1, 2048)
 
 
-@given(DEPLOYMENTS, SEMANTICS, st.lists(st.integers(1, 40000), min_size=2, max_size=12, unique=True),
-       st.integers(0, 64), st.integers(1, 16000), st.integers(1, 2048))
+@given(
+    DEPLOYMENTS,
+    SEMANTICS,
+    st.lists(st.integers(1, 40000), min_size=2, max_size=12, unique=True),
+    st.integers(0, 64),
+    st.integers(1, 16000),
+    st.integers(1, 2048),
+)
 def test_mixed_step_non_decreasing_in_context_tokens(deployment, semantics, ctx, decode, isl, osl):
     ctx = sorted(ctx)
     model = StepModel(sol_pricer(deployment))
@@ -108,8 +114,26 @@ def _estimate_json(argv: list[str], capsys) -> str:
 
 @pytest.mark.parametrize("semantics", ["legacy", "uncached"])
 def test_identical_inputs_give_byte_identical_output(semantics, capsys):
-    argv = ["--model-path", "Qwen/Qwen3-32B-FP8", "--system", "h200_sxm", "--backend", "sglang", "--tp-size", "2",
-            "--batch-size", "16", "--isl", "8192", "--osl", "512", "--prefix", "2048", "--semantics", semantics]
+    argv = [
+        "--model-path",
+        "Qwen/Qwen3-32B-FP8",
+        "--system",
+        "h200_sxm",
+        "--backend",
+        "sglang",
+        "--tp-size",
+        "2",
+        "--batch-size",
+        "16",
+        "--isl",
+        "8192",
+        "--osl",
+        "512",
+        "--prefix",
+        "2048",
+        "--semantics",
+        semantics,
+    ]
     first = _estimate_json(argv, capsys)
     again = _estimate_json(argv, capsys)
     assert first == again and json.loads(first)["ttft"] > 0
@@ -121,8 +145,7 @@ def test_reused_estimator_returns_each_points_own_result(backend, prefix, seq_sc
     shared = AggEstimator(deployment, Semantics.UNCACHED)
     base = AggPoint(isl=8192, osl=256, batch_size=8, ctx_tokens=4096)
     shared.estimate(base)
-    other = AggPoint(isl=8192, osl=256, batch_size=8, ctx_tokens=4096, prefix=prefix,
-                     seq_imbalance_scale=seq_scale, gen_seq_imbalance_scale=gen_scale)
+    other = AggPoint(isl=8192, osl=256, batch_size=8, ctx_tokens=4096, prefix=prefix, seq_imbalance_scale=seq_scale, gen_seq_imbalance_scale=gen_scale)
     reused = shared.estimate(other).row
     fresh = run_agg(deployment, other, Semantics.UNCACHED).row
     assert reused == fresh

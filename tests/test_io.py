@@ -1,4 +1,5 @@
 """Atomic output writes: an interrupted write leaves the old file (or none) and no temporary file."""
+
 from __future__ import annotations
 
 import os

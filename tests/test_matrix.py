@@ -1,4 +1,5 @@
 """The shape matrix: readable unique ids, and a CI tier that covers every axis value."""
+
 from __future__ import annotations
 
 import pytest

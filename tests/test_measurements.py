@@ -1,5 +1,6 @@
 """Measured serving data: the silicon_sample.csv loader, source protocols, the project CSV format, and
 the mapping of rows to estimator inputs (aliases, versions, reasons)."""
+
 from __future__ import annotations
 
 import collections
@@ -9,11 +10,10 @@ import math
 import pandas as pd
 import pytest
 
+from estimator.errors import InvalidInputError
 from estimator.perf.versions import version_slots
 from estimator.settings import GIB, engine_defaults
 from measurements import builds, clients, kernels, recipes
-from measurements.recipes import models as recipe_models_
-from measurements.recipes import sglang as sglang_recipes
 from measurements.layout import run_layout
 from measurements.loaders import default_settings, load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
@@ -28,7 +28,8 @@ from measurements.mapping import (
     nearest_data_version,
     resolve_model,
 )
-from estimator.errors import InvalidInputError
+from measurements.recipes import models as recipe_models_
+from measurements.recipes import sglang as sglang_recipes
 from measurements.schema import ADDED_COLUMNS, COLUMN_DOCS, CSV_COLUMNS, SETTINGS_COLUMNS, flatten, unflatten
 
 SETTINGS_FIELDS_BY_COLUMN = {column: name for name, column in SETTINGS_COLUMNS.items()}
@@ -165,6 +166,7 @@ def test_sglang_recipe_flags(model, precision, system, tp, concurrency, flags):
 
 def test_image_bound_recipe_applies_to_its_image_line_only():
     """Qwen3.5 FP8 B200 is resolved for the v0.5.9 runs only: a later image keeps the engine defaults."""
+
     def settings(image):
         return recipes.recipe_settings(clients.INFERENCEX, "sglang", 1024, 1024, 16, "Qwen/Qwen3.5-397B-A17B", "b200_sxm", "fp8", 4, "agg", image)
 
@@ -458,7 +460,9 @@ def test_unestimable_reasons_of_the_sample(mapped):
     workers is unestimated only with its topology's reason (none resolved, several candidates, an
     undecided speculative mode or an unpublished acceptance rate)."""
     disaggregated = recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "agg")
-    reasons = collections.Counter(row.reason for row in mapped if row.reason and row.recipe is None and not row.reason.startswith((DISAGG_INCOMPLETE, disaggregated)))
+    reasons = collections.Counter(
+        row.reason for row in mapped if row.reason and row.recipe is None and not row.reason.startswith((DISAGG_INCOMPLETE, disaggregated))
+    )
     assert reasons == {"tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2}
     incomplete = [r.reason for r in mapped if r.reason and r.reason.startswith((DISAGG_INCOMPLETE, disaggregated))]
     assert incomplete and all(reason.split("; ")[-1] for reason in incomplete)
@@ -916,8 +920,14 @@ def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):
     """Every SGLang Qwen3.5 run of the sample whose build is dated predates the fix; the others
     record only "nightly-dev" (no image, no date) and are not assumed; no other row compiles per shape."""
     compiling = {r.measurement.id for r in mapped if r.some_inputs and r.measurement.settings.shape_compile_ms}
-    qwen35 = [r.measurement for r in mapped if r.some_inputs and r.model_used == "Qwen/Qwen3.5-397B-A17B" and r.measurement.engine == "sglang"
-              and "InferenceX twin" not in r.measurement.protocol.client_citation]  # a twin takes its InferenceX run's build
+    qwen35 = [
+        r.measurement
+        for r in mapped
+        if r.some_inputs
+        and r.model_used == "Qwen/Qwen3.5-397B-A17B"
+        and r.measurement.engine == "sglang"
+        and "InferenceX twin" not in r.measurement.protocol.client_citation
+    ]  # a twin takes its InferenceX run's build
     compiling -= {r.measurement.id for r in mapped if "InferenceX twin" in r.measurement.protocol.client_citation}
     undated = {m.id for m in qwen35 if (m.engine_version, m.image, m.measured_date) == ("nightly-dev", None, None)}
     assert compiling == {m.id for m in qwen35} - undated and len(compiling) > 250 and len(undated) < 20

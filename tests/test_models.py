@@ -5,6 +5,7 @@ The reference side builds models with ``get_model`` and serializes them with ``b
 ``resolve_context_fmha_by_data`` and ``resolve_nvfp4_for_system`` before ``get_model``; natively the
 same decisions come from the context-attention parquet's (attn_dtype, kv_cache_dtype) pairs.
 """
+
 from __future__ import annotations
 
 import copy
@@ -56,7 +57,7 @@ ATTENTION_TAGS = {"ContextAttention": "context", "GenerationAttention": "generat
 # --------------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ref_database(backend: str):
     """(literal version, loaded reference perf database) of SYSTEM/backend."""
     from aiconfigurator_core.sdk import engine
@@ -65,7 +66,7 @@ def ref_database(backend: str):
     return version, engine._maybe_load_database(SYSTEM, backend, version, None)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ref_build(
     model: str,
     backend: str,
@@ -123,7 +124,7 @@ def ref_build(
     return {"context": spec["context_ops"], "generation": spec["generation_ops"], "quant": quant, "weights": weights}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parquet_fmha_kv_pairs(backend: str) -> frozenset[tuple[str, str]]:
     """(attn_dtype, kv_cache_dtype) pairs of SYSTEM/backend's context-attention table, read from the parquet."""
     import pyarrow.parquet as pq
@@ -148,7 +149,7 @@ def lane_orders(ref: dict) -> dict[str, tuple[str, ...]]:
     orders = {}
     for phase in PHASES:
         for op in ref[phase]:
-            (tag, body), = op.items()
+            ((tag, body),) = op.items()
             if tag in ATTENTION_TAGS:
                 orders[ATTENTION_TAGS[tag]] = tuple(body["lane_order"])
     return orders
@@ -172,9 +173,7 @@ def native_build(
 ) -> dict:
     """The native build in the same shape as ref_build (OpSpec lists, quant names, weight bytes)."""
     cfg = resolve_model_config(model)
-    deployment = Deployment(
-        model, SYSTEM, backend, tp=tp, pp=pp, attention_dp=attention_dp, nextn=nextn, quant=overrides
-    )
+    deployment = Deployment(model, SYSTEM, backend, tp=tp, pp=pp, attention_dp=attention_dp, nextn=nextn, quant=overrides)
     pairs = parquet_fmha_kv_pairs(backend) if cli else None
     quant = infer_quant(cfg, backend, overrides, pairs, native_fp4=SYSTEM_HAS_FP4 if cli else True)
     phases = build_dense_ops(cfg, deployment, quant, lanes)
@@ -191,8 +190,8 @@ def spec_mismatches(native: list[dict], ref: list[dict]) -> list[str]:
     and every field value and JSON type (so 64 vs 64.0 or 1 vs True is a difference)."""
     problems = [f"length {len(native)} != {len(ref)}"] if len(native) != len(ref) else []
     for index, (ours, theirs) in enumerate(zip(native, ref)):
-        (our_tag, our_body), = ours.items()
-        (their_tag, their_body), = theirs.items()
+        ((our_tag, our_body),) = ours.items()
+        ((their_tag, their_body),) = theirs.items()
         where = f"#{index} {their_body.get('name')}"
         if our_tag != their_tag:
             problems.append(f"{where}: tag {our_tag} != {their_tag}")
@@ -306,9 +305,7 @@ def _int_for_bool(ops: list[dict]) -> None:
 
 
 @reference
-@pytest.mark.parametrize(
-    "perturb", [_bump_gemm_n, _swap_ops, _drop_last, _flip_qk_norm, _reorder_lanes, _extra_field, _int_for_bool]
-)
+@pytest.mark.parametrize("perturb", [_bump_gemm_n, _swap_ops, _drop_last, _flip_qk_norm, _reorder_lanes, _extra_field, _int_for_bool])
 def test_comparison_flags_perturbed_reference(perturb) -> None:
     ref = ref_build("Qwen/Qwen3-32B-FP8", "sglang", 2, 2, 2)
     native = native_build("Qwen/Qwen3-32B-FP8", "sglang", 2, 2, 2, lanes=lane_orders(ref))
@@ -440,6 +437,7 @@ def test_unknown_override_is_rejected() -> None:
 # --------------------------------------------------------------------------------------------------
 # Synthetic checkpoints given as directories (quantization formats, architecture variants, quirks)
 # --------------------------------------------------------------------------------------------------
+
 
 def _qc(**fields: object) -> dict:
     """config.json edits that set its quantization_config."""

@@ -1,4 +1,5 @@
 """The Numba cache key: any change to a module that defines or calls jitted code starts a fresh cache."""
+
 from __future__ import annotations
 
 import os

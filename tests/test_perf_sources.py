@@ -1,6 +1,7 @@
 """Parity of the native perf-table resolution (paths, versions, sources, system specs, lanes) with
 aiconfigurator-core 0.12.0, plus error behaviour. Every parity comparison goes through `mismatches`,
 and each has a companion test proving a perturbed value is flagged."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,11 +58,7 @@ def mismatches(expected: Mapping | Sequence, got: Mapping | Sequence) -> list[st
     exp = dict(expected) if isinstance(expected, Mapping) else dict(enumerate(expected))
     act = dict(got) if isinstance(got, Mapping) else dict(enumerate(got))
     keys = sorted(exp.keys() | act.keys(), key=str)
-    return [
-        f"{k}: expected {exp.get(k, _MISSING)!r}, got {act.get(k, _MISSING)!r}"
-        for k in keys
-        if exp.get(k, _MISSING) != act.get(k, _MISSING)
-    ]
+    return [f"{k}: expected {exp.get(k, _MISSING)!r}, got {act.get(k, _MISSING)!r}" for k in keys if exp.get(k, _MISSING) != act.get(k, _MISSING)]
 
 
 def stack_id(*parts: object) -> str:
@@ -82,9 +79,7 @@ def ref_sources(system: str, backend: str, version: str, table: str) -> tuple[tu
         )
     )  # fmt: skip
     return tuple(
-        (r["path"], r["channel"], r["version"], tuple(r["ks_filter"]) if r["ks_filter"] is not None else None)
-        for r in report["records"]
-        if r["exists"]
+        (r["path"], r["channel"], r["version"], tuple(r["ks_filter"]) if r["ks_filter"] is not None else None) for r in report["records"] if r["exists"]
     )
 
 
@@ -254,11 +249,7 @@ def test_errors_name_the_bad_value(call, error, names):
 
 # ----------------------------------------------------------------------------- sources
 
-SOURCE_CASES = [
-    pytest.param(s, b, v, t, id=stack_id(s, b, v, t))
-    for s, b, v in CURRENT_STACKS + NEXT_TRTLLM_STACKS
-    for t in TABLE_FAMILIES
-]
+SOURCE_CASES = [pytest.param(s, b, v, t, id=stack_id(s, b, v, t)) for s, b, v in CURRENT_STACKS + NEXT_TRTLLM_STACKS for t in TABLE_FAMILIES]
 
 
 @pytest.mark.reference

@@ -1,5 +1,6 @@
 """The re-pin command: append-only by default, named refreshes, attributed change report,
 byte-identical no-op re-runs, and its refusals."""
+
 from __future__ import annotations
 
 import pytest
@@ -78,9 +79,7 @@ def test_refresh_by_key_prefix_moves_only_that_record(goldens_dir, monkeypatch):
 
 
 def test_derived_only_move_is_attributed_to_the_closed_form():
-    assert P.attribute("k", {"ttft": 1.0, "shared_ms": 2.0}, {"ttft": 1.1, "shared_ms": 2.0}) == (
-        "derived only (queue factor / closed-form formula)",
-    )
+    assert P.attribute("k", {"ttft": 1.0, "shared_ms": 2.0}, {"ttft": 1.1, "shared_ms": 2.0}) == ("derived only (queue factor / closed-form formula)",)
     assert P.attribute("k", {"ttft": 1.0}, {"<error>": "KeyError"}) == ("outcome (error vs value)",)
 
 

@@ -1,6 +1,7 @@
 """Deployments without a native op builder (MoE, MLA, hybrid attention): deployment facts read off the
 reference's model, the reference pricer's narrowed views, the HYBRID database mode, and the
 closed-loop tables built for expensive pricers."""
+
 from __future__ import annotations
 
 import argparse

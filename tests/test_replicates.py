@@ -1,5 +1,6 @@
 """Replicate runs: the key separates exactly what an estimator reads, and the floor is the least
 summed APE one prediction per group can reach."""
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,5 @@
 """Perf-table loading for every shipped (system, backend, version) stack, and the on-disk cache."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -71,7 +72,6 @@ def test_bad_stack_names_the_bad_value(args, error, named):
 
 
 # ---- categorical keys: the hashed codes against the plain Python definition ----------------------
-
 
 
 @st.composite

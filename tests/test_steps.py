@@ -1,5 +1,6 @@
 """Step composition: the native pricer's steps equal the reference engine's own steps (rel 1e-12),
 the uncached mixed step's request groups and their closed forms, and name folding."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,9 +25,9 @@ from estimator.steps import (
     static_context,
     static_generation,
 )
-from estimator.steps.phases import static_context_many, static_generation_many
 from estimator.steps.fold import MIXED_SOURCE, op_fold
 from estimator.steps.mixed import GENERATION_ATTENTION, SCALED_CONTEXT_ATTENTION, request_groups
+from estimator.steps.phases import static_context_many, static_generation_many
 
 REL = 1e-12
 QWEN_FP8 = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2)
@@ -137,7 +138,6 @@ def test_many_steps_equal_one_at_a_time():
     shapes = [MixedShape(*s) for s in MIXED]
     for semantics in Semantics:
         assert mixed_steps(model, shapes, semantics) == [mixed_step(model, s, semantics) for s in shapes]
-
 
 
 @st.composite

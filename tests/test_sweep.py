@@ -1,5 +1,6 @@
 """Sweeps: the agg grid (budgets, guards, dedup, memory stops) in both semantics, batched pricing
 equal to run_agg, prefix-0 identity, errors and warnings, refined-SLA mode, and the sweep command."""
+
 from __future__ import annotations
 
 import contextlib
@@ -314,7 +315,10 @@ def test_sweep_writes_byte_identical_tables(tmp_path, suffix):
     table = pd.read_csv(paths[0]) if suffix == ".csv" else pd.read_parquet(paths[0])
     expected = sweep_agg(parallel_layouts(QWEN, (1, 2)), Workload(4096, 512), Sla(2000.0, (30.0, 50.0)), semantics=LEGACY)
     assert len(table) == len(expected.table) and outputs[0][1].splitlines()[1].split()[:3] == [
-        expected.best["parallel"][0], str(expected.best["bs"][0]), str(expected.best["ctx_tokens"][0])]
+        expected.best["parallel"][0],
+        str(expected.best["bs"][0]),
+        str(expected.best["ctx_tokens"][0]),
+    ]
 
 
 def test_sweep_disagg_prints_the_best_configurations():

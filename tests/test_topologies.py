@@ -1,4 +1,5 @@
 """The disaggregated-topology resolver: config excerpts written for the test, then the real sample."""
+
 from __future__ import annotations
 
 import re
@@ -95,8 +96,18 @@ def disagg_row(sample):
 
 def _row(base, concurrency, tp=8, isl=1024, measured="2026-03-02T00:00:00Z"):
     layout = Layout(batch_size=None, workers=None, tp=tp, pp=1, attention_dp=1, moe_tp=1, moe_ep=8)
-    return replace(base, concurrency=concurrency, isl=isl, osl=1024, prefill=layout, decode=layout, model="deepseek-ai/DeepSeek-R1",
-                   precision="fp8", image="nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1", provenance=f"measured={measured}")
+    return replace(
+        base,
+        concurrency=concurrency,
+        isl=isl,
+        osl=1024,
+        prefill=layout,
+        decode=layout,
+        model="deepseek-ai/DeepSeek-R1",
+        precision="fp8",
+        image="nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post1",
+        provenance=f"measured={measured}",
+    )
 
 
 def test_unique_match_by_total_concurrency(rules, disagg_row):

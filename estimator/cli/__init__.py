@@ -1,4 +1,5 @@
 """Command line: `python -m estimator <command> ...`. Bad input prints one line and exits 2."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """Arguments shared by commands: the deployment and the pricer."""
+
 from __future__ import annotations
 
 import argparse

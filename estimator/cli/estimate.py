@@ -8,6 +8,7 @@ prompt tokens against the --ctx-tokens budget. --json prints the full unrounded 
 --decode-* size and memory setting defaults to the shared one (the reference's short forms
 --p-tp, --d-bs, --p-workers, ... are accepted).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,9 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--osl", type=int, default=1024, help="output tokens per request (default 1024)")
     p.add_argument("--prefix", type=int, default=0, help="cached prefix tokens per request, part of --isl")
     p.add_argument("--batch-size", "--bs", type=int, default=128, help="max concurrent requests (default 128)")
-    p.add_argument("--ctx-tokens", type=int, default=None, help="agg prefill budget per step, tokens "
-                   "(default: isl for legacy, max(isl - prefix, 1) for uncached)")
+    p.add_argument(
+        "--ctx-tokens", type=int, default=None, help="agg prefill budget per step, tokens (default: isl for legacy, max(isl - prefix, 1) for uncached)"
+    )
     p.add_argument("--nextn-accepted", type=float, default=None, help="accepted draft tokens per decode step")
     p.add_argument("--stride", type=int, default=DEFAULT_STRIDE, help="static decode sampling stride")
     p.add_argument("--free-gpu-memory-fraction", type=float, default=None, help="KV budget fraction (default: backend's)")
@@ -44,9 +46,15 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--semantics", choices=[s.value for s in Semantics], default=Semantics.UNCACHED.value)
     p.add_argument("--detail", choices=("time",), default=None, help="time: scheduling and per-op tables")
     p.add_argument("--json", action="store_true", help="print the full unrounded result row as one JSON object")
-    p.add_argument("--closed-loop", choices=("steady", "benchmark"), nargs="?", const="steady", default=None,
-                   help="agg/disagg: also replay the point closed-loop (engine-priced passes; protocol steady by "
-                        "default) and print the refined figures beside the closed-form ones")
+    p.add_argument(
+        "--closed-loop",
+        choices=("steady", "benchmark"),
+        nargs="?",
+        const="steady",
+        default=None,
+        help="agg/disagg: also replay the point closed-loop (engine-priced passes; protocol steady by "
+        "default) and print the refined figures beside the closed-form ones",
+    )
     for role in ("prefill", "decode"):
         short = role[0]
         for size, alias in ROLE_SIZES.items():
@@ -65,10 +73,7 @@ def nextn_accepted(args: argparse.Namespace) -> float:
     if args.nextn <= 0:
         return 0.0
     if args.nextn_accepted is None:
-        raise InvalidInputError(
-            f"nextn={args.nextn} requires --nextn-accepted (average accepted draft tokens per step, "
-            f"0 <= nextn_accepted <= nextn)"
-        )
+        raise InvalidInputError(f"nextn={args.nextn} requires --nextn-accepted (average accepted draft tokens per step, 0 <= nextn_accepted <= nextn)")
     return args.nextn_accepted
 
 
@@ -154,8 +159,10 @@ def render_disagg_summary(row: dict) -> str:
 def render_summary(row: dict) -> str:
     """A short human-readable summary of a result row."""
     lines = [f"{row['model']} on {row['system']} ({row['backend']} {row['version']}), {row['parallel']}"]
-    lines.append(f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  batch {row['bs']}"
-                 + (f"  ctx_tokens {row['ctx_tokens']}" if "ctx_tokens" in row else ""))
+    lines.append(
+        f"  isl {row['isl']}  osl {row['osl']}  prefix {row['prefix']}  batch {row['bs']}"
+        + (f"  ctx_tokens {row['ctx_tokens']}" if "ctx_tokens" in row else "")
+    )
     return "\n".join(lines + metric_lines(row, LATENCY + THROUGHPUT + (("Memory (GPU)", "memory", " GiB"),) + OOM))
 
 
@@ -188,8 +195,10 @@ def render_step(title: str, step: StepCost, sol_step: StepCost) -> list[str]:
         share = op.latency_ms / total
         bar = "█" * round(share * BAR_WIDTH) + "░" * (BAR_WIDTH - round(share * BAR_WIDTH))
         sol = sol_of.get(op.name, 0.0)
-        lines.append(f"  {op.name:<{width}s}  {op.latency_ms:>10.3f} ms  {sol:>10.3f} ms  {_pct(sol, op.latency_ms):>6.1f}%"
-                     f"  {bar}  {share * 100.0:>5.1f}%  [{op.source}]")
+        lines.append(
+            f"  {op.name:<{width}s}  {op.latency_ms:>10.3f} ms  {sol:>10.3f} ms  {_pct(sol, op.latency_ms):>6.1f}%"
+            f"  {bar}  {share * 100.0:>5.1f}%  [{op.source}]"
+        )
     return lines
 
 
@@ -233,9 +242,11 @@ def closed_loop_figures(args: argparse.Namespace, result) -> dict:
 
 def render_closed_loop(row: dict, refined: dict) -> str:
     """Closed-form vs closed-loop figures side by side (ms)."""
-    lines = [f"Closed loop ({refined['protocol']} protocol, {refined['pricing']}-priced passes, budget {refined.get('step_token_budget')}, "
-             f"chunked {refined.get('chunked_prefill')})",
-             f"  {'metric':<16} {'closed form':>14} {'closed loop':>14}"]
+    lines = [
+        f"Closed loop ({refined['protocol']} protocol, {refined['pricing']}-priced passes, budget {refined.get('step_token_budget')}, "
+        f"chunked {refined.get('chunked_prefill')})",
+        f"  {'metric':<16} {'closed form':>14} {'closed loop':>14}",
+    ]
     for name in ("ttft", "tpot", "request_latency"):
         lines.append(f"  {name:<16} {row[name]:>11.3f} ms {refined[name]:>11.3f} ms")
     lines.append(f"  {'ttft p50 / p99':<16} {'':>14} {refined['ttft_p50']:>7.1f} / {refined['ttft_p99']:.1f} ms")

@@ -1,4 +1,5 @@
 """List the bundled model configs and which pricer can price each (native or reference only)."""
+
 from __future__ import annotations
 
 import argparse

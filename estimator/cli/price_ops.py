@@ -3,6 +3,7 @@
 For --phase context, --isl is the full prompt length: the ops see isl - prefix new tokens over
 prefix cached ones. For --phase generation, --isl is the KV position s of the decode step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,8 +58,7 @@ def render_table(ops: list[OpPrice]) -> str:
 def run(args: argparse.Namespace) -> int:
     ops = price_phase(args)
     if args.json:
-        payload = {"ops": [{"name": o.name, "latency_ms": o.latency_ms, "source": o.source} for o in ops],
-                   "total_ms": sum(o.latency_ms for o in ops)}
+        payload = {"ops": [{"name": o.name, "latency_ms": o.latency_ms, "source": o.source} for o in ops], "total_ms": sum(o.latency_ms for o in ops)}
         print(json.dumps(payload))
     else:
         print(render_table(ops))

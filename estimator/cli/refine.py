@@ -16,6 +16,7 @@ A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, a ma
 config) is reported in its refine_reason and the others are refined. OUT is checked before any
 row is refined and must not be IN unless --overwrite-input; it is written atomically.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,12 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=int, default=None, help="agg tokens per step (max_num_batched_tokens / chunked_prefill_size / max_num_tokens)")
     p.add_argument("--chunked", action=argparse.BooleanOptionalAction, default=True, help="agg chunked prefill (with --budget)")
     p.add_argument("--max-num-seqs", type=int, default=None, help="agg running requests per rank (with --budget)")
-    p.add_argument("--kv-free-memory-fraction", type=float, default=None,
-                   help="TRT-LLM agg: kv_cache_config.free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)")
+    p.add_argument(
+        "--kv-free-memory-fraction",
+        type=float,
+        default=None,
+        help="TRT-LLM agg: kv_cache_config.free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)",
+    )
     p.add_argument("--pricer", choices=OP_PRICERS, default="native", help="op pricer behind engine pricing")
     p.add_argument("--overwrite-input", action="store_true", help="allow OUT to be IN (the input is replaced)")
 
@@ -160,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     refined = refine_rows(read_rows(args.input), options)
     atomic_to_table(refined, args.output)
     unpriced = int((refined["refine_reason"] != "").sum())
-    print(f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"
-          + (f"; {unpriced} unpriceable, reasons in refine_reason" if unpriced else ""), file=sys.stderr)
+    print(
+        f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"
+        + (f"; {unpriced} unpriceable, reasons in refine_reason" if unpriced else ""),
+        file=sys.stderr,
+    )
     return 0

@@ -6,6 +6,7 @@ configurations; --out writes the full table of evaluated operating points (.csv 
 --refined-sla gates and reprices candidates by the closed-loop replay. Ctrl-C writes the rows
 computed so far.
 """
+
 from __future__ import annotations
 
 import argparse

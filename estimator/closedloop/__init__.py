@@ -14,6 +14,8 @@ Layers, bottom up:
 
 Specs: ../shared/docs/closed-loop.md (algorithms, wiring, reference cases, the defects of section 6).
 """
+
+from estimator.closedloop.cases import ENGINE, PRICINGS, ROW
 from estimator.closedloop.frame import (
     REFINED_COLUMNS,
     filter_closed_loop_sla,
@@ -23,7 +25,6 @@ from estimator.closedloop.frame import (
 )
 from estimator.closedloop.protocol import Benchmark, Steady, run_plan
 from estimator.closedloop.replay import replay_agg, replay_tandem
-from estimator.closedloop.cases import ENGINE, PRICINGS, ROW
 from estimator.closedloop.rows import (
     ReplayOptions,
     closed_loop_for_agg_row,

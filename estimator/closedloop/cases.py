@@ -1,5 +1,6 @@
 """Replay cases: everything one replay depends on (its memo key), made ready for its kernel, and
 the memoized replay (estimator.closedloop.runs builds engine-priced cases, rows the row-priced ones)."""
+
 from __future__ import annotations
 
 from collections import OrderedDict

@@ -31,6 +31,7 @@ lattices are nested and every node is priced on its own, so a slice equals a fre
 bit); the assembled tables are cached per (model, extent). A node whose shape has no perf data is
 NaN; a pass that lands on it prices as NaN and the replay reports the row unpriceable.
 """
+
 from __future__ import annotations
 
 import functools
@@ -248,7 +249,9 @@ class _ComponentPricers:
         fold = op_fold(pricer.context_names, pricer.context_sources, only, exclude)
         return sequential_sum(fold.apply(lat))
 
-    def generation(self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False) -> np.ndarray:
+    def generation(
+        self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False
+    ) -> np.ndarray:
         pricer = self.attention if attention else self.full
         lat = _price_tolerant(lambda s: pricer.generation_many(s, self.model.gen_scale), shapes, len(pricer.generation_names))
         fold = op_fold(pricer.generation_names, pricer.generation_sources, only, exclude)

@@ -12,12 +12,13 @@ per rank (``max_num_seqs_refined``).
 tokens/s = seq/s x (osl - 1) (aiconfigurator's run_agg), disagg rows seq/s x osl (its disagg
 summary), so a repriced row ranks against unrepriced rows of its kind on equal terms.
 """
+
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Mapping
 
 import pandas as pd
 
@@ -141,7 +142,7 @@ def reprice_closed_loop_row(row: Mapping, options: ReplayOptions | None = None) 
     """A dict copy of a result row with its latency and throughput columns from the replay
     (unchanged when the row cannot be priced)."""
     out = dict(row)
-    (ttft, _, _, tpot, rps, reason), = _refine_records([out], options or ReplayOptions(), 1)
+    ((ttft, _, _, tpot, rps, reason),) = _refine_records([out], options or ReplayOptions(), 1)
     if reason:
         return out
     osl = int(out["osl"])

@@ -16,6 +16,7 @@
 * Numba's on-disk cache keys on this file only: after editing pricing.py or quantile.py, clear the
   cache (the jitted callees are compiled into these kernels).
 """
+
 from __future__ import annotations
 
 import math
@@ -548,8 +549,24 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             hold = False
             if batch_waiting or adp_timeout > 0:  # decide on the pass as it would be formed (a hold walk)
                 nc, nf, nd, ns, new_starts, kv_sum, _, walked, prompt_tokens = _form_pass(
-                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
-                    starts, takes, firsts, decs, svc, True,
+                    order,
+                    n_act,
+                    ri,
+                    rf,
+                    t,
+                    prefix,
+                    budget - n_coh * decode_budget,
+                    chunked,
+                    max_seqs,
+                    decode_budget,
+                    mixed,
+                    running,
+                    starts,
+                    takes,
+                    firsts,
+                    decs,
+                    svc,
+                    True,
                 )
                 if batch_waiting:
                     hold, waited = _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, nd + n_coh, decode_budget, budget)
@@ -557,8 +574,24 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
                     hold, adp_count, adp_batched = _adp_balance(adp_count, adp_batched, adp_timeout, adp_batching_wait, draining, walked, nd + n_coh)
             if not hold:  # a held pass is the walk above (nothing taken); else form the pass
                 nc, nf, nd, ns, new_starts, kv_sum, running, _, _ = _form_pass(
-                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs, decode_budget, mixed, running,
-                    starts, takes, firsts, decs, svc, False,
+                    order,
+                    n_act,
+                    ri,
+                    rf,
+                    t,
+                    prefix,
+                    budget - n_coh * decode_budget,
+                    chunked,
+                    max_seqs,
+                    decode_budget,
+                    mixed,
+                    running,
+                    starts,
+                    takes,
+                    firsts,
+                    decs,
+                    svc,
+                    False,
                 )
                 if adp_timeout > 0:
                     draining = _prefill_pending(ri, order, n_act)
@@ -653,8 +686,27 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
             it_before = it
             t, epoch, kv_coh, it, since_recv, status, run_v, run_c = _decode_stretch(
-                t, epoch, kv_coh, it, bound, hk[0] - epoch - 1, n_coh, next_due, since_recv, recv_interval, cnt[DONE] >= warm, encoder_ms,
-                kind, params, data, hdr, starts, takes, cnt, run_v, run_c,
+                t,
+                epoch,
+                kv_coh,
+                it,
+                bound,
+                hk[0] - epoch - 1,
+                n_coh,
+                next_due,
+                since_recv,
+                recv_interval,
+                cnt[DONE] >= warm,
+                encoder_ms,
+                kind,
+                params,
+                data,
+                hdr,
+                starts,
+                takes,
+                cnt,
+                run_v,
+                run_c,
             )
             if adp_timeout > 0:  # each decode-only pass counted, the count restarting at the timeout
                 adp_count = (adp_count + (it - it_before)) % adp_timeout
@@ -702,7 +754,11 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv
         if flat:
             dur = flat_dur
         else:
-            dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if kind == AFFINE else engine_ms(params, data, hdr, np.int64(0), starts, takes, n_coh, kv)
+            dur = (
+                affine_ms(params, np.int64(0), starts, takes, n_coh, kv)
+                if kind == AFFINE
+                else engine_ms(params, data, hdr, np.int64(0), starts, takes, n_coh, kv)
+            )
         dur = dur + encoder_ms * 0
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
@@ -835,7 +891,11 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handof
         if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= t):
             break
         it += 1
-        dur = affine_ms(params, np.int64(0), starts, takes, members[j], kv[j]) if kind == AFFINE else engine_ms(params, data, hdr, np.int64(0), starts, takes, members[j], kv[j])
+        dur = (
+            affine_ms(params, np.int64(0), starts, takes, members[j], kv[j])
+            if kind == AFFINE
+            else engine_ms(params, data, hdr, np.int64(0), starts, takes, members[j], kv[j])
+        )
         if not (0.0 <= dur < np.inf):
             return it, NONFINITE, run_v, run_c
         end = t + dur
@@ -910,7 +970,11 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             for b in range(nb):
                 starts[b] = prefix
                 takes[b] = ri[batch[b], NEW]
-            dur = affine_ms(p_params, nb, starts, takes, np.int64(0), np.int64(0)) if p_kind == AFFINE else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
+            dur = (
+                affine_ms(p_params, nb, starts, takes, np.int64(0), np.int64(0))
+                if p_kind == AFFINE
+                else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
+            )
             dur = dur + encoder_ms
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
@@ -956,7 +1020,11 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                     kv_sum += ri[c, ISL] + ri[c, MADE]
             if nb == 0:
                 continue
-            dur = affine_ms(d_params, np.int64(0), starts, takes, nb, kv_sum) if d_kind == AFFINE else engine_ms(d_params, d_data, d_hdr, np.int64(0), starts, takes, nb, kv_sum)
+            dur = (
+                affine_ms(d_params, np.int64(0), starts, takes, nb, kv_sum)
+                if d_kind == AFFINE
+                else engine_ms(d_params, d_data, d_hdr, np.int64(0), starts, takes, nb, kv_sum)
+            )
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break
@@ -1035,8 +1103,26 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             if in_step[w] == 0 and rlen[w] + n_coh[w] > 0:
                 t_fixed = min(t_fixed, max(d_free[w], rmin[w]))
         it, status, run_v, run_c = _workers_stretch(
-            t_fixed, d_free, epoch, kv_coh, in_step, next_done, next_handoff, decode_max, cnt[DONE] >= warm, it, bound,
-            d_kind, d_params, d_data, d_hdr, starts, takes, cnt, run_v, run_c,
+            t_fixed,
+            d_free,
+            epoch,
+            kv_coh,
+            in_step,
+            next_done,
+            next_handoff,
+            decode_max,
+            cnt[DONE] >= warm,
+            it,
+            bound,
+            d_kind,
+            d_params,
+            d_data,
+            d_hdr,
+            starts,
+            takes,
+            cnt,
+            run_v,
+            run_c,
         )
         if status == NONFINITE:
             break

@@ -9,6 +9,7 @@ lengths, a rank-1 (Korobov) lattice whose generator a is the integer nearest N*(
 is coprime to N. Input and output lengths are thereby decorrelated from each other and from the
 dispatch order, as independent draws would be.
 """
+
 from __future__ import annotations
 
 import math

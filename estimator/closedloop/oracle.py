@@ -12,6 +12,7 @@ recv_interval weighted passes, settings.py), and a pass price that must be finit
 NoProgressError). The tandem's window closes at its last completion; the reference closed it at
 the launch of the last decode iteration, one decode step early.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from estimator.closedloop.protocol import NO_DISPATCH_CAP, RunPlan
 from estimator.closedloop.pricing import PassShape
+from estimator.closedloop.protocol import NO_DISPATCH_CAP, RunPlan
 from estimator.closedloop.spec import (
-    PREFILL_RECV_WEIGHT,
     LIMIT_MESSAGE,
     NONFINITE_MESSAGE,
+    PREFILL_RECV_WEIGHT,
     STALLED_MESSAGE,
     AggSpec,
     NoProgressError,

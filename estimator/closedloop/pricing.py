@@ -21,11 +21,13 @@ it) and decoding requests (their count and summed KV length). Three pricers exis
 ``affine_ms`` and ``engine_ms`` are jitted once: the Numba kernels call them directly and the
 Python replay through ``price_pass``, so the two cannot disagree on a price.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit

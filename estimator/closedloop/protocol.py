@@ -9,6 +9,7 @@
   completion replaced at once until all N are dispatched; lengths from a deterministic length
   distribution; statistics over every request, start-up burst and drain included.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -7,6 +7,7 @@ n=7 gives the 4th, n=50, q=0.99 gives index 49. Empty input has no quantile (NaN
 Both the literal Python replay and the Numba kernels call these jitted functions, so the rule
 cannot drift between them.
 """
+
 from __future__ import annotations
 
 import math

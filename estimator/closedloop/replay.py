@@ -1,4 +1,5 @@
 """Run a replay: the agg calendar or the P/D tandem, by the Numba kernels or the literal Python oracle."""
+
 from __future__ import annotations
 
 from estimator.closedloop import kernels, oracle

@@ -26,12 +26,13 @@ passes that prefill also pay the engine's dispatch overhead as the reference's l
 (vLLM 0.8 ms per layer: eager prefill launches, once per pass); tandem workers price each pass at
 the busiest attention-DP rank's share.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from estimator.closedloop.cases import ENGINE, PRICINGS, AggCase, Case, ClosedLoop, RowSteps, TandemCase, replay_case
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
@@ -114,6 +115,7 @@ def is_disagg(row: Mapping) -> bool:
 
 def deployment_from_row(row: Mapping, side: str = "") -> Deployment:
     """The deployment of a row's columns; side is "" (agg), "(p)" or "(d)"."""
+
     def col(name: str, default=_ABSENT):
         sided = _value(row, side + name, None) if side else None
         return sided if sided is not None else _value(row, name, default)

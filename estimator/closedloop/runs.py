@@ -7,6 +7,7 @@ the refined-SLA sweeps call. Agg runs replay one attention-DP rank at C = ``batc
 engine's scheduler settings (``None``: the backend's documented defaults); disagg runs replay the
 whole P/D system at C = ``concurrency`` (the tandem reads no scheduler settings yet).
 """
+
 from __future__ import annotations
 
 import functools
@@ -148,8 +149,11 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     else:
         settings = settings.replace(adp_balance_iters=0, adp_batching_wait_iters=0)
     settings = kv_capped(settings, deployment, run.batch_size, run.isl, run.visual_tokens, run.osl, protocol)
-    spec = AggSpec(settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
-                   encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment), prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms))  # fmt: skip
+    spec = AggSpec(
+        settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
+        encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment),
+        prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
+    )  # fmt: skip
     return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(deployment, pricer))
 
 

@@ -1,4 +1,5 @@
 """The facts a replay runs on besides its run plan and pass pricer, and how a replay can fail."""
+
 from __future__ import annotations
 
 import math
@@ -80,9 +81,7 @@ class AggSpec:
         budget = self.settings.step_token_budget
         largest = int(plan.isl.max()) - self.prefix
         if not self.settings.chunked_prefill and largest > budget:
-            raise NoProgressError(
-                f"stalled: a prompt of {largest} uncached tokens exceeds the token budget {budget} and chunked prefill is off"
-            )
+            raise NoProgressError(f"stalled: a prompt of {largest} uncached tokens exceeds the token budget {budget} and chunked prefill is off")
         if self.decode_budget_tokens > budget:
             raise NoProgressError(f"stalled: a decode step needs {self.decode_budget_tokens} budget tokens, the budget is {budget}")
         if self.settings.batch_waiting and self.settings.adp_balance_iters:

@@ -15,6 +15,7 @@ which adds value x length over the runs of equal consecutive gaps (one run per p
 stretch; the Numba replay never holds one entry per gap); quantiles follow
 estimator.closedloop.quantile. ITL statistics are NaN when no gap was counted (osl == 1).
 """
+
 from __future__ import annotations
 
 import math

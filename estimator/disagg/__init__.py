@@ -1,4 +1,5 @@
 """Disaggregated serving: static worker rows, the single-point disagg row and the disagg search."""
+
 from estimator.disagg.combine import DISAGG_COLUMNS, disagg_row, system_rate
 from estimator.disagg.single import DisaggPoint, DisaggResult, run_disagg
 from estimator.disagg.workers import Calibration, Role, WorkerRow, round_row, worker_row

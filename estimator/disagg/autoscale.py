@@ -7,10 +7,11 @@ TPOT, strictly below), or, when none does, the closest ones; every prefill x dec
 worker each is a row, and the top-N by tokens/s/gpu are returned. Orderings follow the reference,
 ties included (stable multi-key sorts, pandas quicksort for the final ranking).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from estimator.disagg.combine import disagg_row
 from estimator.disagg.ranking import quicksort_desc

@@ -7,9 +7,10 @@ the slower pool's, each degraded (0.9 prefill, 0.92 decode). The row also record
 encoder time (the closed-loop replay's prefill step), and ``decode_tokens_per_iteration``: the
 output tokens one decode iteration commits (1 + accepted MTP drafts; the replay's decode progress).
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from estimator.disagg.workers import Calibration
 

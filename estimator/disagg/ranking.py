@@ -1,7 +1,9 @@
 """Row orderings that reproduce the reference's pandas rankings exactly, ties included."""
+
 from __future__ import annotations
 
-from typing import Callable, Hashable, Iterable, Sequence, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
 

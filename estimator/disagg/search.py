@@ -6,12 +6,13 @@ Orderings follow the reference exactly, ties included: prefill candidates by a s
 (seq/s/gpu desc, global_bs asc) sort, decode candidates grouped by ``parallel`` (sorted keys) and
 ordered by pandas' quicksort on seq/s/gpu, the first best combination per category kept.
 """
+
 from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -27,9 +28,7 @@ from estimator.steps import Semantics
 
 log = logging.getLogger(__name__)
 
-DECODE_BATCH_SCHEDULE = (
-    tuple(range(1, 16)) + tuple(range(16, 32, 2)) + tuple(range(32, 128, 4)) + tuple(range(128, 512, 8)) + (512,)
-)
+DECODE_BATCH_SCHEDULE = tuple(range(1, 16)) + tuple(range(16, 32, 2)) + tuple(range(32, 128, 4)) + tuple(range(128, 512, 8)) + (512,)
 DEFAULT_PREFILL_MAX_NUM_TOKENS = 16384  # sweep_disagg's prefill token budget per batch
 DEFAULT_DECODE_MAX_NUM_TOKENS = 512  # sweep_disagg's decode batch cap
 MAX_PREFILL_CANDIDATES = 32  # prefill candidates kept per constraint

@@ -1,9 +1,10 @@
 """Single-point disagg: fixed prefill and decode workers (aiconfigurator ``DisaggInferenceSession.run_disagg``
 as the estimate CLI calls it, legacy-semantics.md 3.2)."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from estimator.deployment import (
     Deployment,
@@ -94,6 +95,12 @@ def run_disagg(
         raise InvalidInputError(f"prefill and decode serve different models ({prefill.model!r} vs {decode.model!r})")
     semantics = Semantics.parse(semantics)
     workers = [worker_row(d, point.worker_point(r), r, semantics, calibration, pricer) for d, r in ((prefill, Role.PREFILL), (decode, Role.DECODE))]
-    row = disagg_row(workers[0].row, point.prefill_workers, workers[1].row, point.decode_workers, calibration,
-                     decode_tokens_per_iteration=workers[1].decode_tokens_per_iteration)
+    row = disagg_row(
+        workers[0].row,
+        point.prefill_workers,
+        workers[1].row,
+        point.decode_workers,
+        calibration,
+        decode_tokens_per_iteration=workers[1].decode_tokens_per_iteration,
+    )
     return DisaggResult(round_row(row) if semantics is Semantics.LEGACY else row, *workers)

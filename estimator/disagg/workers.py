@@ -6,22 +6,22 @@ op latency is multiplied by the role's correction before the phase is summed. Le
 the row to 3 decimals before the decode speculative projection and again after it, as the
 reference's summary DataFrames do; uncached mode never rounds.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import enum
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.scheduler import StaticMode, StaticPoint
-from estimator.scheduler.static import run_static_batches
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import MemoryVerdict
-from estimator.scheduler.static import project_speculative, static_row
+from estimator.scheduler.static import project_speculative, run_static_batches, static_row
 from estimator.steps import Semantics, StepCost
 
 LEGACY_DECIMALS = 3  # the reference rounds every summary DataFrame to 3 decimals

@@ -4,6 +4,7 @@ Sites are (n, k) shapes each owning an m-curve. A known site answers from its ow
 linear, or a k_tail = 3 median util hold past the sweep); an unknown shape transfers util from up to
 4 covering neighbour sites within 2 octaves in log2 (n, k), with the scale-up frontier waiver.
 """
+
 from __future__ import annotations
 
 import math

@@ -15,6 +15,7 @@ named by its base slot. Logical layouts (all float64 keys sorted ascending withi
   grid2 = (s_off, k0, o1, k1, v, leaf_xy, leaf_log): same with two levels.
   curve = (c_off, x, y): curve c owns points c_off[c]:c_off[c+1] (comm message sizes, MoE tokens).
 """
+
 from __future__ import annotations
 
 import math
@@ -358,9 +359,7 @@ def grid3_query(fdat, idat, hdr, base, g, q, transform_axis, kind, p):
     """Resolve query q (3 coords) in slice g of the grid3 at slot `base`: interior, else hold past the frontier."""
     s_off, o1, o2 = iv(idat, hdr, base), iv(idat, hdr, base + 2), iv(idat, hdr, base + 4)
     v = fv(fdat, hdr, base + 6)
-    st, val = _grid3_interior(
-        s_off, fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), o2, fv(fdat, hdr, base + 5), v, g, q, transform_axis, kind, p
-    )
+    st, val = _grid3_interior(s_off, fv(fdat, hdr, base + 1), o1, fv(fdat, hdr, base + 3), o2, fv(fdat, hdr, base + 5), v, g, q, transform_axis, kind, p)
     if st == OUT_OF_RANGE:
         xyz = fv(fdat, hdr, base + 7).reshape((-1, 3))
         logs = fv(fdat, hdr, base + 8).reshape((-1, 3))

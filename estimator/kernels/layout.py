@@ -4,6 +4,7 @@ Every table array occupies a slot: hdr[2*slot]:hdr[2*slot+1] is its extent in fd
 arrays) or idat (int64 arrays). Two-dimensional leaf coordinate arrays are stored flattened,
 row-major. Slot numbers are fixed by the table order below.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -10,6 +10,7 @@ packed as (fdat, idat, hdr), see estimator.kernels.layout.
 Constants passed to jitted callees (SOL kinds, table slots, depths) are wrapped in np.int64: Numba
 compiles a separate copy of the callee, and of everything it calls, for each literal int argument.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,8 @@ import math
 import numpy as np
 from numba import njit
 
-from estimator.kernels.gemm import gemm_query
 from estimator.kernels import layout as L
+from estimator.kernels.gemm import gemm_query
 from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query, token_curve_query
 from estimator.kernels.sol import (
     N_PARAMS,
@@ -307,8 +308,7 @@ def price_each(kinds, ints, floats, fdat, idat, hdr, shapes, is_context):
     lat = np.zeros(n_ops)
     status = np.zeros(n_ops, dtype=np.int64)
     for i in range(n_ops):
-        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], fdat, idat, hdr, shapes[i, 0], shapes[i, 1], shapes[i, 2],
-                                       is_context[i], 1.0)
+        status[i], lat[i] = _price_one(kinds[i], ints[i], floats[i], fdat, idat, hdr, shapes[i, 0], shapes[i, 1], shapes[i, 2], is_context[i], 1.0)
     return lat, status
 
 
@@ -322,7 +322,5 @@ def price_ops_many(kinds, ints, floats, fdat, idat, hdr, shapes, is_context, imb
     status = np.zeros((n, n_ops), dtype=np.int64)
     for r in range(n):
         for i in range(n_ops):
-            status[r, i], lat[r, i] = _price_one(
-                kinds[i], ints[i], floats[i], fdat, idat, hdr, shapes[r, 0], shapes[r, 1], shapes[r, 2], is_context, imbalance
-            )
+            status[r, i], lat[r, i] = _price_one(kinds[i], ints[i], floats[i], fdat, idat, hdr, shapes[r, 0], shapes[r, 1], shapes[r, 2], is_context, imbalance)
     return lat, status

@@ -3,6 +3,7 @@
 Each kind reads a float64 parameter vector p and the query coordinates q in the table's axis order.
 Every SOL is max(math, memory) time; see perf-tables.md section 3.1.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Model configs, quant-mode inference and native op-list builders."""
+
 from estimator.models.config import (
     ModelConfig,
     QuantInfo,

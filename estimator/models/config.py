@@ -12,16 +12,18 @@ Accepted model strings:
   ``config.json`` replaced by ``hf_quant_config.json`` (``config.json`` -> ``hf_quant_config.json``,
   ``X_config.json`` -> ``X_hf_quant_config.json``), read if present.
 """
+
 from __future__ import annotations
 
 import functools
 import importlib.util
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from estimator.errors import InvalidInputError, UnknownModelError, UnsupportedModelError
 
@@ -227,8 +229,7 @@ def _architecture(model: str, raw: dict) -> str:
     if architecture not in _NATIVE_ARCHITECTURES:
         known = ", ".join(native_families())
         raise UnsupportedModelError(
-            f"model {model!r} has architecture {architecture!r}, which has no native op builder "
-            f"(native: {known}); use the reference pricer"
+            f"model {model!r} has architecture {architecture!r}, which has no native op builder (native: {known}); use the reference pricer"
         )
     return architecture
 
@@ -272,10 +273,7 @@ def _quant_info(raw: dict, hf_quant: dict | None) -> QuantInfo:
     quant_cfg = _effective_quantization_config(raw, hf_quant)
     hf_section = _hf_section(hf_quant)
     quant_algo = _normalize_quant_algo(
-        hf_section.get("quant_algo")
-        or quant_cfg.get("quant_algo")
-        or quant_cfg.get("quant_method")
-        or quant_cfg.get("quantization_method")
+        hf_section.get("quant_algo") or quant_cfg.get("quant_algo") or quant_cfg.get("quant_method") or quant_cfg.get("quantization_method")
     )
     if quant_algo == "fp8" and quant_cfg.get("weight_block_size"):
         quant_algo = "fp8_block"

@@ -13,10 +13,11 @@ the MTP factor (L+nextn)/L; context ops never are. MiMo-7B's checkpoint MTP laye
 (the reference maps MiMoForCausalLM to its plain LLAMA builder). attention_dp does not change the
 per-GPU ops. Context parallelism is not modelled (cp_size 1, seq_split 1).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
@@ -86,9 +87,7 @@ def build_dense_ops(
     shape = _gpu_shape(cfg, deployment.tp)
     lanes = lane_orders or {}
     return PhaseOps(
-        context=_phase_ops(
-            CONTEXT, cfg, deployment, quant, shape, lanes.get(CONTEXT, DEFAULT_LANE_ORDER), multiplier=1.0
-        ),
+        context=_phase_ops(CONTEXT, cfg, deployment, quant, shape, lanes.get(CONTEXT, DEFAULT_LANE_ORDER), multiplier=1.0),
         generation=_phase_ops(
             GENERATION,
             cfg,
@@ -179,12 +178,9 @@ def _elementwise(name: str, scale: float, dim_in: int, dim_out: int) -> Elementw
     return Elementwise(name, scale, bytes_per_token=float(ACTIVATION_BYTES * (dim_in + dim_out)))
 
 
-def _attention(
-    phase: str, cfg: ModelConfig, quant: QuantModes, shape: _GpuShape, scale: float, lane_order: tuple[str, ...]
-) -> Op:
+def _attention(phase: str, cfg: ModelConfig, quant: QuantModes, shape: _GpuShape, scale: float, lane_order: tuple[str, ...]) -> Op:
     """The phase's attention op (full attention: window 0)."""
-    common = dict(n=shape.heads, n_kv=shape.kv_heads, head_size=shape.head_size, window_size=0,
-                  kv_cache_dtype=quant.kvcache, lane_order=tuple(lane_order))
+    common = dict(n=shape.heads, n_kv=shape.kv_heads, head_size=shape.head_size, window_size=0, kv_cache_dtype=quant.kvcache, lane_order=tuple(lane_order))
     if phase == CONTEXT:
         return ContextAttention(f"{phase}_attention", scale, fmha_quant_mode=quant.fmha, use_qk_norm=cfg.use_qk_norm, **common)
     return GenerationAttention(f"{phase}_attention", scale, **common)

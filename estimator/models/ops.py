@@ -3,6 +3,7 @@
 Field names and meanings mirror aiconfigurator-core's OpSpec JSON, so an op list can be priced by
 either pricer and compared field by field with the reference model builder.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

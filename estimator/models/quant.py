@@ -10,11 +10,12 @@ Mirrors aiconfigurator-core 0.12.0, as run by the CLI estimate path (``aiconfigu
 Rules for DeepSeek/DSA/NemotronH architectures are omitted: they never apply to dense architectures.
 Mode names are the reference enum member names, which are also the OpSpec quant strings.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 from estimator.deployment import Backend, QuantOverrides
 from estimator.errors import InvalidInputError, PerfDataMissingError, UnsupportedModelError
@@ -59,9 +60,7 @@ _KNOWN_MODES: Mapping[str, frozenset[str]] = MappingProxyType(
     }
 )
 # Mode of each kind when neither the user nor the checkpoint sets it.
-_DEFAULTS: Mapping[str, str] = MappingProxyType(
-    {"gemm": BF16, "moe": BF16, "kvcache": BF16, "fmha": BF16, "comm": "half"}
-)
+_DEFAULTS: Mapping[str, str] = MappingProxyType({"gemm": BF16, "moe": BF16, "kvcache": BF16, "fmha": BF16, "comm": "half"})
 # Checkpoint algorithms whose inference implies fp8 FMHA (and hence an fp8 KV cache).
 _FP8_FMHA_ALGOS = frozenset({"fp8", "fp8_block", "nvfp4"})
 # Native FP4 mode -> its weight-only variant, used on GPUs without FP4 tensor cores.
@@ -125,9 +124,7 @@ def _explicit_modes(overrides: QuantOverrides) -> dict[str, str]:
     return explicit
 
 
-def _fmha_by_data(
-    explicit: Mapping[str, str], checkpoint: Mapping[str, str], pairs: frozenset[tuple[str, str]]
-) -> str | None:
+def _fmha_by_data(explicit: Mapping[str, str], checkpoint: Mapping[str, str], pairs: frozenset[tuple[str, str]]) -> str | None:
     """The FMHA mode after the data check (reference resolve_context_fmha_by_data); None = still unset.
 
     The check uses the KV mode the run will use (explicit, else checkpoint-inferred; if neither,

@@ -3,6 +3,7 @@
 Each builder reads its sources (primary first), applies the reference's load rules (row filters,
 first-row-wins on the full key, load-time SOL floors) and lays the rows out for the Numba kernels.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

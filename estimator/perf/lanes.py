@@ -13,6 +13,7 @@ Ranking inside a tier: known lanes by (slice_count desc, row_count desc, name), 
 then lanes outside the vocabulary by the same key. With no override and no framework-default
 entry (every trtllm version, unmapped vllm versions) the order fails closed to ("default",).
 """
+
 from __future__ import annotations
 
 import functools
@@ -84,10 +85,7 @@ def override_lanes(backend: str, override: str) -> tuple[str, ...]:
         return (DEFAULT_LANE,)
     supported = OVERRIDE_LANES.get(backend, {})
     if override not in supported:
-        raise InvalidInputError(
-            f"attention backend {override!r} is not supported on {backend} "
-            f"(supported: {', '.join([*sorted(supported), DEFAULT_LANE])})"
-        )
+        raise InvalidInputError(f"attention backend {override!r} is not supported on {backend} (supported: {', '.join([*sorted(supported), DEFAULT_LANE])})")
     return supported[override]
 
 
@@ -179,9 +177,7 @@ def lane_order(
 def _check_table(table_name: str) -> None:
     """InvalidInputError naming `table_name` unless it is one of the two lane-split attention tables."""
     if table_name not in _LEAF_LAYOUT:
-        raise InvalidInputError(
-            f"not an attention lane table: {table_name!r} (use {CONTEXT_TABLE} or {GENERATION_TABLE})"
-        )
+        raise InvalidInputError(f"not an attention lane table: {table_name!r} (use {CONTEXT_TABLE} or {GENERATION_TABLE})")
 
 
 def _leaf_table(table: pa.Table, table_name: str) -> pa.Table:
@@ -234,10 +230,7 @@ def lane_stats_from_table(table, primary_mask, table_name: str) -> list[LaneStat
     key, axes = _LEAF_LAYOUT[table_name]
     everywhere = _lane_counts(leaves, key, axes)
     in_primary = _lane_counts(leaves.filter(pa.array(primary_mask, pa.bool_())), key, axes)
-    return [
-        LaneStat(lane, *in_primary.get(lane, counts), in_primary=lane in in_primary)
-        for lane, counts in sorted(everywhere.items())
-    ]
+    return [LaneStat(lane, *in_primary.get(lane, counts), in_primary=lane in in_primary) for lane, counts in sorted(everywhere.items())]
 
 
 def _read_source(source: TableSource) -> pa.Table:
@@ -274,9 +267,7 @@ def table_lane_stats(system: str, backend: str | Backend, version: str, table_na
     return lane_stats_from_table(pa.concat_tables(tables, promote_options="default"), mask, table_name)
 
 
-def resolve_lane_order(
-    system: str, backend: str | Backend, version: str, table_name: str, override: str | None = None
-) -> tuple[str, ...]:
+def resolve_lane_order(system: str, backend: str | Backend, version: str, table_name: str, override: str | None = None) -> tuple[str, ...]:
     """The lane walk order of an attention table on (system, backend, literal version): `lane_order`
     over `table_lane_stats` with the system's sm_version."""
     stats = table_lane_stats(system, backend, version, table_name)

@@ -5,6 +5,7 @@ Layout (all paths under `systems_root()`):
   `data/<system>/<family>/<backend>/<version>/`   perf tables (family layout)
   `data/<system>/<backend>/<version>/`            deprecated legacy layout, still honoured
 """
+
 from __future__ import annotations
 
 import functools
@@ -109,9 +110,7 @@ def backend_version_dirs(data_dir: Path, backend: str) -> tuple[tuple[str, Path]
     found = []
     for parent in parents:
         if parent.is_dir():
-            found.extend(
-                (p.name, p) for p in sorted(parent.iterdir()) if p.is_dir() and not p.name.startswith((".", "_"))
-            )
+            found.extend((p.name, p) for p in sorted(parent.iterdir()) if p.is_dir() and not p.name.startswith((".", "_")))
     return tuple(found)
 
 
@@ -125,9 +124,7 @@ def version_dir_unusable(version_dir: Path) -> bool:
 
 def version_dir_has_tables(version_dir: Path) -> bool:
     """True iff the dir holds at least one visible regular file that is not a sidecar."""
-    return version_dir.is_dir() and any(
-        p.is_file() and not p.name.startswith(".") and p.name not in _SIDECARS for p in version_dir.iterdir()
-    )
+    return version_dir.is_dir() and any(p.is_file() and not p.name.startswith(".") and p.name not in _SIDECARS for p in version_dir.iterdir())
 
 
 def reuse_declarations(version_dir: Path) -> list[tuple[str, str]]:
@@ -141,9 +138,7 @@ def reuse_declarations(version_dir: Path) -> list[tuple[str, str]]:
         return []
     doc = read_yaml(path)
     entries = doc.get("reuse") if isinstance(doc, dict) else None
-    if not isinstance(entries, list) or not all(
-        isinstance(e, dict) and all(isinstance(e.get(k), str) and e[k].strip() for k in _REUSE_KEYS) for e in entries
-    ):
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and all(isinstance(e.get(k), str) and e[k].strip() for k in _REUSE_KEYS) for e in entries):
         raise EstimatorError(f"{path}: malformed reuse.yaml (need reuse: [{{{', '.join(_REUSE_KEYS)}}}])")
     return [(e["table"], e["from_version"]) for e in entries]
 
@@ -152,8 +147,4 @@ def version_dir_declared(version_dir: Path) -> bool:
     """True iff the dir declares its version: usable and holding tables or a reuse declaration."""
     if version_dir_unusable(version_dir):
         return False
-    return (
-        version_dir_has_tables(version_dir)
-        or bool(reuse_declarations(version_dir))
-        or (version_dir / LEGACY_REUSE).is_file()
-    )
+    return version_dir_has_tables(version_dir) or bool(reuse_declarations(version_dir)) or (version_dir / LEGACY_REUSE).is_file()

@@ -8,6 +8,7 @@ Channels, in priority order (SILICON/HYBRID "shared layer"):
 Rows merge first-wins in this order, so later sources only add missing points. NCCL/oneCCL
 tables are system-wide and take no extra sources.
 """
+
 from __future__ import annotations
 
 import functools
@@ -128,12 +129,7 @@ def _shared_kernel_sources(basename: str, backend: str) -> dict[str, tuple[str, 
     admitted: dict[str, set[str]] = {}
     for group in groups:
         frameworks = {str(f).lower() for f in group.get("frameworks") or []}
-        if (
-            _manifest_op_file(group) == basename
-            and group.get("tier") in _SHARED_TIERS
-            and group.get("kernel_source")
-            and backend in frameworks
-        ):
+        if _manifest_op_file(group) == basename and group.get("tier") in _SHARED_TIERS and group.get("kernel_source") and backend in frameworks:
             for framework in frameworks - {backend}:
                 admitted.setdefault(framework, set()).add(str(group["kernel_source"]))
     return {fw: tuple(sorted(ks)) for fw, ks in sorted(admitted.items())}

@@ -3,6 +3,7 @@
 The first load reads parquet and builds the arrays; the arrays are then saved under the cache
 directory keyed by a hash of every source file's bytes, so a warm load is one np.load.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,8 +19,8 @@ from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
 from estimator.kernels.layout import pack
 from estimator.perf import families as F
-from estimator.perf.sources import nccl_source, oneccl_source, table_sources
 from estimator.perf.paths import systems_root
+from estimator.perf.sources import nccl_source, oneccl_source, table_sources
 from estimator.perf.system_spec import QUANT_PROFILES, SystemSpec, load_system_spec
 from estimator.perf.tables import Curves, Grid2, Grid3
 from estimator.perf.versions import resolve_version
@@ -200,6 +201,3 @@ def _write_cache(path: Path, built: dict) -> None:
             os.replace(tmp, path)
     except OSError:
         return  # a read-only cache dir only costs the warm start
-
-
-

@@ -2,6 +2,7 @@
 
 Units: bandwidths in bytes/s, FLOPS in operations/s, latencies in seconds, memory in bytes.
 """
+
 from __future__ import annotations
 
 import functools
@@ -80,9 +81,7 @@ def _optional(value, cast):
 def _tc_flops(gpu: dict) -> tuple[tuple[str, float], ...]:
     """Every `<dtype>_tc_flops` entry of the gpu section as sorted (FLOPS key, value) pairs."""
     pairs = (
-        (_FLOPS_KEY_ALIASES.get(k.removesuffix(_FLOPS_SUFFIX), k.removesuffix(_FLOPS_SUFFIX)), float(v))
-        for k, v in gpu.items()
-        if k.endswith(_FLOPS_SUFFIX)
+        (_FLOPS_KEY_ALIASES.get(k.removesuffix(_FLOPS_SUFFIX), k.removesuffix(_FLOPS_SUFFIX)), float(v)) for k, v in gpu.items() if k.endswith(_FLOPS_SUFFIX)
     )
     return tuple(sorted(pairs))
 
@@ -170,10 +169,7 @@ _PROFILE_ROWS: dict[str, dict[str, tuple[float, str | None]]] = {
 }
 
 QUANT_PROFILES = MappingProxyType(
-    {
-        kind: MappingProxyType({name: QuantProfile(kind, name, b, key) for name, (b, key) in rows.items()})
-        for kind, rows in _PROFILE_ROWS.items()
-    }
+    {kind: MappingProxyType({name: QuantProfile(kind, name, b, key) for name, (b, key) in rows.items()}) for kind, rows in _PROFILE_ROWS.items()}
 )
 
 

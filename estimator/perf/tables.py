@@ -4,6 +4,7 @@ Each builder takes the ordered sources of one table (primary first) and returns 
 structure of NumPy arrays (see estimator.kernels.interp for the layouts) plus the Python-side
 index from categorical keys to slice / curve ids. Nothing here interpolates.
 """
+
 from __future__ import annotations
 
 import math
@@ -139,8 +140,7 @@ def build_grid3(slice_ids: np.ndarray, a0: np.ndarray, a1: np.ndarray, a2: np.nd
     s_of_l0 = sid[g0[:-1]]
     s_off = np.searchsorted(s_of_l0, np.arange(n_slices + 1)).astype(np.int64)
     xyz = np.ascontiguousarray(np.stack([a0, a1, a2], axis=1), dtype=np.float64)
-    return (s_off, k0.astype(np.float64), o1, k1.astype(np.float64), o2, a2.astype(np.float64), v.astype(np.float64),
-            xyz, _log2_coords(xyz))
+    return (s_off, k0.astype(np.float64), o1, k1.astype(np.float64), o2, a2.astype(np.float64), v.astype(np.float64), xyz, _log2_coords(xyz))
 
 
 def _log2_coords(xyz: np.ndarray) -> np.ndarray:

@@ -6,6 +6,7 @@ current/previous/next are accepted wherever a version is requested; any other ve
 rejected unless explicitly allowed. Version dirs outside the slots still serve as fallback
 sources (see sources.py) but are not queryable versions.
 """
+
 from __future__ import annotations
 
 import functools
@@ -65,7 +66,7 @@ def slot_sort_key(version: str) -> tuple[int, int, int, int, int, int]:
     major, minor, patch = (list(map(int, core.groups())) + [0])[:3]
     rc = re.search(r"rc(\d+)", text)
     stable, rc_number = (0, int(rc.group(1))) if rc else ((0, 0) if "rc" in text else (1, 0))
-    tail_digits = re.findall(r"\d+", text[core.end():])
+    tail_digits = re.findall(r"\d+", text[core.end() :])
     return (major, minor, patch, stable, rc_number, int(tail_digits[-1]) if tail_digits else 0)
 
 
@@ -128,9 +129,7 @@ def unlisted_versions_allowed() -> bool:
     return os.environ.get(ALLOW_UNLISTED_ENV, "").lower() in ("1", "true", "yes")
 
 
-def resolve_version(
-    system: str, backend: str | Backend, version: str | None = None, *, allow_unlisted: bool = False
-) -> str:
+def resolve_version(system: str, backend: str | Backend, version: str | None = None, *, allow_unlisted: bool = False) -> str:
     """Map a requested version (None = current, a slot alias, or a literal) to its version dir name.
 
     A literal outside the slots raises UnknownVersionError naming it and the allowed versions,
@@ -144,9 +143,7 @@ def resolve_version(
     if requested in SLOT_ALIASES:
         resolved = slots.get(requested)
         if resolved is None:
-            raise UnknownVersionError(
-                f"{name} on {system} has no {requested!r} version (slots: {slots.describe()})"
-            )
+            raise UnknownVersionError(f"{name} on {system} has no {requested!r} version (slots: {slots.describe()})")
     elif requested in slots.versions() or allow_unlisted or unlisted_versions_allowed():
         resolved = requested
     else:

@@ -1,4 +1,5 @@
 """Pricer factory: a deployment bound to its op lists and perf tables, priced natively or by the reference."""
+
 from __future__ import annotations
 
 import functools

@@ -3,6 +3,7 @@
 Two implementations exist: ``native`` (Numba kernels over the silicon tables) and ``reference``
 (aiconfigurator-core's compiled engine). Both return the same records in the same op order.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

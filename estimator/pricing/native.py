@@ -1,4 +1,5 @@
 """The native pricer: op lists compiled to arrays and priced by one Numba call per phase."""
+
 from __future__ import annotations
 
 import copy
@@ -263,8 +264,16 @@ class OpCompiler:
         shape = (op.topk, op.num_experts, op.hidden_size, op.inter_size, op.moe_tp_size, op.moe_ep_size)
         f[K.F_A] = max(op.attention_dp_size, 1)
         f[K.F_SOL : K.F_SOL + 10] = (
-            op.topk, max(op.moe_ep_size, 1), max(op.moe_tp_size, 1), op.hidden_size, op.inter_size,
-            3 if op.is_gated else 2, op.num_experts, profile.bytes_per_element, tc_flops, self.spec.mem_bw,
+            op.topk,
+            max(op.moe_ep_size, 1),
+            max(op.moe_tp_size, 1),
+            op.hidden_size,
+            op.inter_size,
+            3 if op.is_gated else 2,
+            op.num_experts,
+            profile.bytes_per_element,
+            tc_flops,
+            self.spec.mem_bw,
         )
         if self.t.backend == "sglang" and op.enable_eplb and op.is_context:
             it[K.I_FLAGS] = K.FLAG_EPLB
@@ -273,8 +282,7 @@ class OpCompiler:
         it[K.I_TABLE] = self.t.moe.curve(MOE_DEFAULT, op.quant_mode, op.workload_distribution, shape)
         if op.quant_mode == "nvfp4" and op.is_gated:
             it[K.I_LOW_LATENCY] = self.t.moe.curve(MOE_MIN_LATENCY, op.quant_mode, op.workload_distribution, shape)
-        return (f"MoE quant={op.quant_mode} distribution={op.workload_distribution} "
-                f"(topk, experts, hidden, inter, moe_tp, moe_ep)={shape} ({self.t.label})")
+        return f"MoE quant={op.quant_mode} distribution={op.workload_distribution} (topk, experts, hidden, inter, moe_tp, moe_ep)={shape} ({self.t.label})"
 
 
 def _fanout_scale(spec: SystemSpec, n: int, base: int) -> float:
@@ -362,9 +370,7 @@ class NativePricer:
         if status.any():
             r, i = (int(v) for v in np.argwhere(status != K.ST_OK)[0])
             batch, s, prefix = shapes[r]
-            raise PerfDataMissingError(
-                f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}"
-            )
+            raise PerfDataMissingError(f"no perf data for {c.names[i]}: {c.missing[i]} at batch={batch:g}, s={s:g}, prefix={prefix:g}")
         return lat
 
     def context_latencies(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> np.ndarray:

@@ -3,6 +3,7 @@
 Used as the parity oracle and for model families without a native op builder (MoE, MLA, hybrid).
 Imports of aiconfigurator_core happen lazily so the native path never pays for them.
 """
+
 from __future__ import annotations
 
 import copy
@@ -107,18 +108,14 @@ class ReferencePricer:
 
     def context_ops(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
         try:
-            rows = self.handle.evaluate_context_ops(
-                self._context_ids, batch_size=batch_size, s=s, prefix=prefix, seq_imbalance_correction_scale=scale
-            )
+            rows = self.handle.evaluate_context_ops(self._context_ids, batch_size=batch_size, s=s, prefix=prefix, seq_imbalance_correction_scale=scale)
         except Exception as exc:
             raise _translate(exc) from exc
         return [OpPrice(name, float(lat), src) for name, lat, _energy, src in rows]
 
     def generation_ops(self, batch_size: int, s: int, scale: float = 1.0) -> list[OpPrice]:
         try:
-            rows = self.handle.evaluate_generation_ops(
-                self._generation_ids, batch_size=batch_size, s=s, gen_seq_imbalance_correction_scale=scale
-            )
+            rows = self.handle.evaluate_generation_ops(self._generation_ids, batch_size=batch_size, s=s, gen_seq_imbalance_correction_scale=scale)
         except Exception as exc:
             raise _translate(exc) from exc
         return [OpPrice(name, float(lat), src) for name, lat, _energy, src in rows]
@@ -209,7 +206,8 @@ def reference_database(system: str, backend: str, literal_version: str, mode: st
     _quiet_reference_logs()
     if mode not in DATABASE_MODES:
         raise EstimatorError(f"unknown database mode {mode!r} (known: {', '.join(DATABASE_MODES)})")
-    from aiconfigurator_core.sdk import engine as E, perf_database
+    from aiconfigurator_core.sdk import engine as E
+    from aiconfigurator_core.sdk import perf_database
 
     if mode == "SILICON":
         return E._maybe_load_database(system, backend, literal_version, None)
@@ -227,13 +225,18 @@ def probe_engine(system: str, backend: str, literal_version: str):
     return EngineHandle.for_database(reference_database(system, backend, literal_version))
 
 
-def price_ops_json(system: str, backend: str, literal_version: str, ops_spec: list[dict], *, is_context: bool,
-                   batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
+def price_ops_json(
+    system: str, backend: str, literal_version: str, ops_spec: list[dict], *, is_context: bool, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0
+) -> list[OpPrice]:
     """Price an ad-hoc OpSpec list through the reference engine (the per-op parity oracle)."""
     engine = probe_engine(system, backend, literal_version)
     try:
         rows = engine.evaluate_ops_json(
-            json.dumps(ops_spec), is_context=is_context, batch_size=batch_size, s=s, prefix=prefix,
+            json.dumps(ops_spec),
+            is_context=is_context,
+            batch_size=batch_size,
+            s=s,
+            prefix=prefix,
             imbalance_correction_scale=scale,
         )
     except Exception as exc:

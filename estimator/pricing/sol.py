@@ -9,6 +9,7 @@ SOL % columns. Per op and call (ms, x scale_factor):
   pipelining); all-reduce and NCCL: their linear SOL curves; MoE: its integer roofline at the attention-dp
   scaled tokens (no EPLB correction). Imbalance corrections do not apply to a roofline.
 """
+
 from __future__ import annotations
 
 import copy

@@ -4,11 +4,13 @@ Legacy reproduces aiconfigurator 0.12.0 ``BaseBackend.run_agg`` (legacy-semantic
 uncached (the default) counts only uncached prompt tokens against the budget
 (uncached-budget.md section 3). Both price their steps through estimator.steps.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,8 +18,8 @@ from estimator.deployment import MAX_SIZE, Deployment, require_batch_tokens, req
 from estimator.errors import InvalidInputError
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MEMORY_FIELDS, MemoryUse, MemoryVerdict, memory_at, memory_uses, verdicts
-from estimator.scheduler.policies import POLICIES, BackendPolicy
 from estimator.scheduler.plan import AggPlan, AggPlans, point_plans
+from estimator.scheduler.policies import POLICIES, BackendPolicy
 from estimator.steps import (
     MixedStepCost,
     Semantics,
@@ -107,9 +109,7 @@ def run_agg(
     """Estimate one agg operating point (BaseBackend.run_agg with the CLI's explicit MTP progress)."""
     semantics = Semantics.parse(semantics)
     if point.prefix >= point.isl:
-        raise InvalidInputError(
-            f"prefix ({point.prefix}) must be smaller than the effective isl ({point.isl}) for an agg run"
-        )
+        raise InvalidInputError(f"prefix ({point.prefix}) must be smaller than the effective isl ({point.isl}) for an agg run")
     policy = POLICIES[deployment.backend]
     dtpi = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
     plans = point_plans(policy, point, semantics, dtpi)

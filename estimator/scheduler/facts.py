@@ -4,11 +4,12 @@ Natively modelled (dense) deployments derive them from the bundled config; every
 (MoE, MLA, hybrid attention) reads them off the reference's own model object, so that the memory
 model follows the reference's per-family accounting (``BaseBackend._get_memory_usage``).
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from estimator.deployment import Deployment
 from estimator.models import QuantModes, resolve_model_config, weight_bytes
@@ -107,8 +108,11 @@ def reference_facts(deployment: Deployment) -> DeploymentFacts:
     return DeploymentFacts(
         version=version,
         quant=QuantModes(
-            gemm=c.gemm_quant_mode.name, moe=c.moe_quant_mode.name, kvcache=c.kvcache_quant_mode.name,
-            fmha=c.fmha_quant_mode.name, comm=c.comm_quant_mode.name,
+            gemm=c.gemm_quant_mode.name,
+            moe=c.moe_quant_mode.name,
+            kvcache=c.kvcache_quant_mode.name,
+            fmha=c.fmha_quant_mode.name,
+            comm=c.comm_quant_mode.name,
         ),  # fmt: skip
         num_layers=model._num_layers,
         weights_bytes=sum(op.get_weights() for op in model.context_ops) / c.pp_size,

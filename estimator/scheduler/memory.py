@@ -4,6 +4,7 @@ Mirrors aiconfigurator-core 0.12.0 ``BaseBackend._get_memory_usage`` and
 ``InferenceSummary.set_memory_and_check_oom`` (legacy-semantics.md 1.7); the per-family parts (KV
 bytes per sequence, MoE dispatch workspace) come from the deployment's facts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

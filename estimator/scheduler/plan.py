@@ -4,10 +4,11 @@ BaseBackend.run_agg's step counts in either semantics (legacy-semantics.md secti
 uncached-budget.md section 3), computed elementwise over many points of one workload
 (``agg_plans``: the sweep's grid in one pass); ``point_plans`` / ``plan_agg`` are its one-point case.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -119,7 +120,9 @@ class AggPlans:
         )
 
 
-PER_POINT_FIELDS = tuple(f for f in AggPlans.__dataclass_fields__ if f not in ("isl", "osl", "prefix", "decode_tokens_per_iteration", "budget_isl", "decode_iterations"))
+PER_POINT_FIELDS = tuple(
+    f for f in AggPlans.__dataclass_fields__ if f not in ("isl", "osl", "prefix", "decode_tokens_per_iteration", "budget_isl", "decode_iterations")
+)
 
 
 def default_ctx_tokens(isl: int, prefix: int, semantics: Semantics) -> int:

@@ -4,11 +4,12 @@ Mirrors aiconfigurator-core 0.12.0 ``sdk/backends/{base,sglang,vllm,trtllm}_back
 ``_mix_step_gen_tokens``, ``_tpot_mix_steps``, ``_ttft_queuing_factor``,
 ``_prefill_dispatch_overhead_ms``, ``_throughput_cap`` and the memory-model class constants).
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
@@ -167,24 +168,54 @@ def _frozen(table: dict) -> Mapping[str, Mapping[int, float]]:
 POLICIES: Mapping[Backend, BackendPolicy] = MappingProxyType(
     {
         Backend.SGLANG: BackendPolicy(
-            backend=Backend.SGLANG, serial_prefill=False, drain_steps=3, dispatch_ms_per_layer=0.0,
-            log_queue_factor=False, littles_law_cap=False, activation_coeffs=_frozen(_FAMILY_COEFFS_SGLANG),
-            min_activation_bytes=90 * MIB, activation_overhead=0.15, others_overhead=0.20,
-            agg_activation_tokens=None, kv_reserved=0.0, kv_tolerance=0.02, kv_of_free=False,
+            backend=Backend.SGLANG,
+            serial_prefill=False,
+            drain_steps=3,
+            dispatch_ms_per_layer=0.0,
+            log_queue_factor=False,
+            littles_law_cap=False,
+            activation_coeffs=_frozen(_FAMILY_COEFFS_SGLANG),
+            min_activation_bytes=90 * MIB,
+            activation_overhead=0.15,
+            others_overhead=0.20,
+            agg_activation_tokens=None,
+            kv_reserved=0.0,
+            kv_tolerance=0.02,
+            kv_of_free=False,
             workspace_hidden_families=None,
         ),
         Backend.VLLM: BackendPolicy(
-            backend=Backend.VLLM, serial_prefill=True, drain_steps=0, dispatch_ms_per_layer=0.8,
-            log_queue_factor=True, littles_law_cap=True, activation_coeffs=_frozen(_FAMILY_COEFFS_TRTLLM),
-            min_activation_bytes=70 * MIB, activation_overhead=0.0, others_overhead=0.0,
-            agg_activation_tokens=None, kv_reserved=0.0, kv_tolerance=0.02, kv_of_free=False,
+            backend=Backend.VLLM,
+            serial_prefill=True,
+            drain_steps=0,
+            dispatch_ms_per_layer=0.8,
+            log_queue_factor=True,
+            littles_law_cap=True,
+            activation_coeffs=_frozen(_FAMILY_COEFFS_TRTLLM),
+            min_activation_bytes=70 * MIB,
+            activation_overhead=0.0,
+            others_overhead=0.0,
+            agg_activation_tokens=None,
+            kv_reserved=0.0,
+            kv_tolerance=0.02,
+            kv_of_free=False,
             workspace_hidden_families=_HYBRID_MOE_FAMILIES,
         ),
         Backend.TRTLLM: BackendPolicy(
-            backend=Backend.TRTLLM, serial_prefill=False, drain_steps=3, dispatch_ms_per_layer=0.0,
-            log_queue_factor=False, littles_law_cap=False, activation_coeffs=_frozen(_FAMILY_COEFFS_TRTLLM),
-            min_activation_bytes=70 * MIB, activation_overhead=0.0, others_overhead=0.0,
-            agg_activation_tokens=TRTLLM_MAX_NUM_TOKENS, kv_reserved=0.015, kv_tolerance=0.02, kv_of_free=True,
+            backend=Backend.TRTLLM,
+            serial_prefill=False,
+            drain_steps=3,
+            dispatch_ms_per_layer=0.0,
+            log_queue_factor=False,
+            littles_law_cap=False,
+            activation_coeffs=_frozen(_FAMILY_COEFFS_TRTLLM),
+            min_activation_bytes=70 * MIB,
+            activation_overhead=0.0,
+            others_overhead=0.0,
+            agg_activation_tokens=TRTLLM_MAX_NUM_TOKENS,
+            kv_reserved=0.015,
+            kv_tolerance=0.02,
+            kv_of_free=True,
             workspace_hidden_families=_HYBRID_MOE_FAMILIES,
         ),
     }

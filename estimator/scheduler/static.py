@@ -4,12 +4,13 @@ Mirrors aiconfigurator-core 0.12.0 ``BaseBackend.run_static`` (row ``common.Colu
 the estimate CLI's speculative projection for roles prefill / decode / static
 (legacy-semantics.md 3.1 and 1.9), without its final rounding to 3 decimals.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -126,14 +127,14 @@ def static_memories(facts: DeploymentFacts, deployment: Deployment, point: Stati
         uses = memory_uses(facts, policy, b, slot, (point.isl - point.prefix) * b, np.zeros_like(b))
     fraction = point.free_gpu_memory_fraction
     if fraction is None:
-        fraction = policy.default_kv_fraction(
-            facts.version, facts.capacity_bytes, deployment.tp, deployment.pp, deployment.attention_dp, static=True
-        )
+        fraction = policy.default_kv_fraction(facts.version, facts.capacity_bytes, deployment.tp, deployment.pp, deployment.attention_dp, static=True)
     oom, kv_oom = verdicts(uses, facts, policy, fraction)
     return [MemoryVerdict(memory_at(uses, i), bool(oom[i]), bool(kv_oom[i])) for i in range(len(batches))]
 
 
-def static_row(facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode, context_ms: float, generation_ms: float, memory: MemoryVerdict) -> dict:
+def static_row(
+    facts: DeploymentFacts, deployment: Deployment, point: StaticPoint, mode: StaticMode, context_ms: float, generation_ms: float, memory: MemoryVerdict
+) -> dict:
     """BaseBackend.run_static's row."""
     b, osl = point.batch_size, point.osl
     tp, pp, dp = deployment.tp, deployment.pp, deployment.attention_dp

@@ -3,6 +3,7 @@
 Folding mirrors the reference's phase dicts: entries with the same op name add up in op order
 (`+=` from 0.0) and the source becomes "mixed" when the folded entries disagree.
 """
+
 from __future__ import annotations
 
 import functools

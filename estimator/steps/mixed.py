@@ -5,11 +5,12 @@ legacy-semantics.md 2.2). Uncached follows uncached-budget.md section 4: the pre
 new tokens only and the scheduled requests form weighted groups. Many steps are priced together:
 one context_many and one generation_many call for the whole list.
 """
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 

@@ -3,10 +3,11 @@
 Mirrors the reference engine (aiconfigurator-core 0.12.0 ``Engine::run_static`` and
 ``Engine::decode_step_latency``; legacy-semantics.md sections 2.3 and 2.4).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -114,4 +115,3 @@ def decode_step_totals(model: StepModel, requests: np.ndarray, isl: int, osl: in
         shapes = np.column_stack((requests[decoding] * model.query_multiplier, np.full(int(decoding.sum()), decode_kv_position(isl, osl))))
         totals[decoding] = sequential_sum(model.generation_fold().apply(model.pricer.generation_many(shapes, model.gen_scale)))
     return totals
-

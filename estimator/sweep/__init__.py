@@ -1,4 +1,5 @@
 """Sweeps: agg (batch x prefill budget per deployment) and disagg (worker search), best rows under targets."""
+
 from estimator.sweep.agg import AggOptions, AggRows, best_agg, grid_points, price_points
 from estimator.sweep.driver import DisaggOptions, SweepResult, sweep_agg, sweep_disagg
 from estimator.sweep.grid import AGG_BATCH_SCHEDULE, AggGrid

@@ -7,11 +7,12 @@ deployment is then priced in one batched pass. The full table holds every priced
 the best rows are the reference's: per deployment and target the top-k by seq/s (legacy: ranked on
 3-decimal values), merged, deduplicated and ranked by tokens/s/gpu.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

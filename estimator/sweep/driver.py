@@ -1,10 +1,11 @@
 """Sweep drivers: enumerate every deployment, keep the full table, pick the best rows."""
+
 from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import pandas as pd
 

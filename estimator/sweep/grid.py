@@ -5,12 +5,13 @@ Mirrors aiconfigurator 0.12.0 ``sweep._agg_ctx_tokens_list`` and the loop of
 request the budget counts: isl in legacy mode, isl - prefix in uncached mode (uncached-budget.md 7),
 so prefix-0 grids are the same in both.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 AGG_BATCH_SCHEDULE = (
     tuple(range(1, 16)) + tuple(range(16, 32, 4)) + tuple(range(32, 64, 8)) + tuple(range(64, 256, 16))

@@ -10,13 +10,14 @@ category the top combinations are knee-tuned (the largest concurrency up to the 
 whose replay meets both targets, with the Little's-law fixed point for the decode step), else
 the first remaining combination whose replay does not break a target is kept, repriced.
 """
+
 from __future__ import annotations
 
 import bisect
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
 """Sweep workloads and latency targets."""
+
 from __future__ import annotations
 
 import math

@@ -1,8 +1,9 @@
 """The search space: the parallel layouts a sweep enumerates for one model, system and backend."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from estimator.deployment import Deployment, require_positive
 

@@ -3,6 +3,7 @@
 ``recipe_settings`` dispatches to the engine's recipes (``trtllm``, ``sglang``); a run no recipe
 resolves takes the engine's documented defaults (estimator.settings.engine_defaults) in the loader.
 """
+
 from __future__ import annotations
 
 from estimator.settings import EngineSettings
@@ -45,5 +46,7 @@ def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> 
     count and its prefill/decode workers are not in the row."""
     if source != INFERENCEX or mode != "agg" or (model, system) not in MULTINODE_DISAGG_ONLY:
         return None
-    return (f"labelled agg, but InferenceX runs {model} on {system} only as multi-node disaggregated deployments "
-            f"({MULTINODE_DISAGG_CITATION}): the tp column is the run's GPU count and its prefill/decode workers are not recorded")
+    return (
+        f"labelled agg, but InferenceX runs {model} on {system} only as multi-node disaggregated deployments "
+        f"({MULTINODE_DISAGG_CITATION}): the tp column is the run's GPU count and its prefill/decode workers are not recorded"
+    )

@@ -1,4 +1,5 @@
 """The model families InferenceX's recipes are resolved for, and the runs it deploys only multi-node disaggregated."""
+
 from __future__ import annotations
 
 DSR1_MODELS = frozenset({"deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"})

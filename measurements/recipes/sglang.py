@@ -1,9 +1,10 @@
 """InferenceX's SGLang launch recipes: the scheduler flags each single-node script launches a run with, cited per script version."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Mapping
 
 from estimator.deployment import Backend
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
@@ -60,8 +61,7 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
         ),
         ("dsr1", "fp4", "b200_sxm"): (
             _dsr1_fp4_blackwell,
-            f"benchmarks/dsr1_fp4_b200.sh @ 1fc5d73, df64f87; single_node/ @ 3b8a2f9, 285b662; fixed_seq_len/ @ 8eec0d4 "
-            f"(without attention DP): {_DSR1_FP4}",
+            f"benchmarks/dsr1_fp4_b200.sh @ 1fc5d73, df64f87; single_node/ @ 3b8a2f9, 285b662; fixed_seq_len/ @ 8eec0d4 (without attention DP): {_DSR1_FP4}",
         ),
         ("dsr1", "fp4", "b300_sxm"): (
             _dsr1_fp4_blackwell,
@@ -86,8 +86,7 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
         ),
         ("qwen3.5", "fp8", "h200_sxm"): (
             _fixed(SglangFlags(16384, 50, 1)),
-            "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 16384 "
-            "--stream-interval 50",
+            "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 16384 --stream-interval 50",
         ),
     }
 )  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.

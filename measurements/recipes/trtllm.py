@@ -1,8 +1,9 @@
 """InferenceX's TensorRT-LLM launch recipes: the engine settings each script launches a run with, cited per script version."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from estimator.deployment import Backend
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
@@ -73,8 +74,7 @@ TRTLLM_DEFAULT_FREE_MEMORY_FRACTION = 0.9  # tensorrt_llm/llmapi/llm_args.py KvC
 TRTLLM_DSR1_MTP_FREE_MEMORY = (0.8, "; kv_cache_config free_gpu_memory_fraction 0.8 (dsr1_fp8_b200_trt_mtp.sh @ 111f031, dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2)")
 TRTLLM_LLAMA_FREE_MEMORY = (
     TRTLLM_DEFAULT_FREE_MEMORY_FRACTION,
-    "; no free_gpu_memory_fraction (70b_fp8_h200_trt_slurm.sh and 70b_fp4_b200_trt_slurm.sh @ 73ef922): TRT-LLM's default 0.9 "
-    "(llm_args.KvCacheConfig)",
+    "; no free_gpu_memory_fraction (70b_fp8_h200_trt_slurm.sh and 70b_fp4_b200_trt_slurm.sh @ 73ef922): TRT-LLM's default 0.9 (llm_args.KvCacheConfig)",
 )
 TRTLLM_GPTOSS_FREE_MEMORY: Mapping[str, tuple[float, str]] = MappingProxyType(
     {

@@ -7,6 +7,7 @@ the versions of `runners/launch_gb200-nv.sh` older than the first GB200 disaggre
 each recipe a config names (CONFIG_FILE) the recipe file in srt-slurm. Writes one row per
 (key, unchanged span of versions, conc-list entry); nothing is fitted.
 """
+
 from __future__ import annotations
 
 import csv
@@ -179,7 +180,7 @@ def _entry_rows(key, entry, slc, item_node, lines, recipes, commit, when):
     system = entry["runner"].split("-")[0]
     first, end = item_node.start_mark.line, item_node.end_mark
     last = end.line - 1 if end.line >= len(lines) or not lines[end.line][: end.column].strip() else end.line  # mark on the next item
-    conc_line = next((ln.strip() for ln in lines[first:last + 1] if "conc-list" in ln), "")
+    conc_line = next((ln.strip() for ln in lines[first : last + 1] if "conc-list" in ln), "")
     spec = item.get("spec-decoding")
     nextn = ds.get("DECODE_MTP_SIZE", rec.get("decode_nextn", "") if rec else "")
     if spec is None and nextn == "":

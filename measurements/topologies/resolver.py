@@ -5,6 +5,7 @@ GB200 launcher and the srt-slurm recipes; README.md). `resolve` applies the matc
 shared/docs/accuracy-evidence.md section 4; `corrected_layouts` replaces the sample's unreliable
 disaggregated columns with the config's; `inferencex_twin` finds a gap-analysis row's InferenceX twin.
 """
+
 from __future__ import annotations
 
 import csv
@@ -232,8 +233,10 @@ def _gpus(layout: Layout) -> int | None:
 
 def _latest(rules: list[dict[str, str]], when: str) -> list[dict[str, str]]:
     """The matching entries of the latest config version on or before `when`."""
+
     def effective(r: dict[str, str]) -> str:
         return when if not r["until"] or r["until"] > when else r["until"]
+
     newest = max(effective(r) for r in rules)
     return [r for r in rules if effective(r) == newest]
 
@@ -246,9 +249,11 @@ def _signature(rule: dict[str, str]) -> tuple:
 
 def _describe(rule: dict[str, str]) -> str:
     spec = {"": "spec undecided", "none": "STP"}.get(rule["spec_mode"], f"MTP{rule['nextn']}")
+
     def stage(s: str) -> str:
         dp = {"true": " dp-attn", "false": "", "": " dp-attn?"}[rule[f"{s}_attention_dp"]]
         return f"{rule[f'{s}_workers']}x tp{rule[f'{s}_tp']} ep{rule[f'{s}_ep'] or '?'}{dp}"
+
     return f"{rule['key']}@{rule['commit']} conc {rule['conc']} P {stage('prefill')} / D {stage('decode')} {spec}"
 
 
@@ -257,6 +262,7 @@ def _topology(rule: dict[str, str], concurrency: int | None) -> Topology:
         dp = rule[f"{s}_attention_dp"]
         return Stage(workers=int(rule[f"{s}_workers"]), tp=int(rule[f"{s}_tp"]), ep=_int(rule[f"{s}_ep"]),
                      attention_dp=None if dp == "" else dp == "true", max_batch_size=_int(rule[f"{s}_max_batch_size"]))  # fmt: skip
+
     citation = f"{rule['repository']} {rule['file']} @ {rule['commit']} {rule['lines']}: {rule['excerpt']}"
     if rule["recipe_file"]:
         citation += f"; recipe NVIDIA/srt-slurm {rule['recipe_file']} @ {rule['recipe_commit']}"

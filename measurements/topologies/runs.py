@@ -9,6 +9,7 @@ documented default, stated in the note; a prefill batch holds at most the whole 
 engine's default token budget (a prefill pass is bounded by max_num_tokens / chunked-prefill-size,
 which the configs do not carry).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,10 +18,10 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from estimator.settings import engine_defaults
+from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
 from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS
 from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_CITATION
 from measurements.schema import Measurement, Protocol
-from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
 from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts, inferencex_twin
 
 SA_BENCH_CLIENT = "srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)"
@@ -76,9 +77,12 @@ def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
     if nextn == 0:
         return 0, 0.0, ""
     if m.engine == "trtllm" and m.model in DSR1_MODELS and nextn in TRTLLM_DSR1_MTP_ACCEPTED:
-        return nextn, TRTLLM_DSR1_MTP_ACCEPTED[nextn], f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_CITATION.split('; accepted drafts per step from ')[-1]}"
+        return (
+            nextn,
+            TRTLLM_DSR1_MTP_ACCEPTED[nextn],
+            f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_CITATION.split('; accepted drafts per step from ')[-1]}",
+        )
     return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
-
 
 
 def with_twin_protocols(sample: Sequence[Measurement]) -> list[Measurement]:
