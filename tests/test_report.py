@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import io
+import json
 import math
 import re
 import shutil
@@ -19,16 +20,25 @@ import pandas as pd
 import pytest
 
 from estimator.cli import main
-from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.closedloop import EngineSettings
 from estimator.closedloop.settings import SHAPE_COMPILE_MS
-from estimator.report import KV_CAP_NOTE, METHOD_NAMES, methods
-from estimator.steps import Semantics
+from estimator.errors import InvalidInputError, PerfDataMissingError
+from estimator.report import KV_CAP_NOTE, METHOD_NAMES, analysis, methods
+from estimator.report.analysis import reason_group
 from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
 from estimator.report.metrics import common_rows, error_stats, group_stats
-from estimator.report.points import ADDED_POINT_COLUMNS, POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, row_columns, write_points
-from estimator.report import render
-from estimator.report.render import protocol_facts, reason_group, render_report
+from estimator.report.narrative import protocol_facts
+from estimator.report.page import render_report
+from estimator.report.points import (
+    ADDED_POINT_COLUMNS,
+    POINT_COLUMNS,
+    bucket_order,
+    concurrency_bucket,
+    read_points,
+    row_columns,
+    write_points,
+)
+from estimator.steps import Semantics
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
 
@@ -543,11 +553,11 @@ def test_a_failing_kernel_warm_up_is_reported_and_the_batch_completes(dense_row,
 
 
 class Outline(HTMLParser):
-    """Section ids, table rows per table id/class, svg count, and text."""
+    """Section ids, table rows per table id/class, svg and canvas counts, and text."""
 
     def __init__(self):
         super().__init__()
-        self.sections, self.svgs, self.text = [], 0, []
+        self.sections, self.svgs, self.canvases, self.text = [], 0, 0, []
         self.tables: list[dict] = []
 
     def handle_starttag(self, tag, attrs):
@@ -556,6 +566,8 @@ class Outline(HTMLParser):
             self.sections.append(attrs.get("id"))
         elif tag == "svg":
             self.svgs += 1
+        elif tag == "canvas":
+            self.canvases += 1
         elif tag == "table":
             self.tables.append({"id": attrs.get("id"), "section": self.sections[-1] if self.sections else None, "rows": 0})
         elif tag == "tr" and self.tables:
@@ -596,13 +608,23 @@ def test_partition_tables_report_mape_median_and_bias_per_method(fixture_points)
 
 def test_plots_cover_each_method_with_predictions(fixture_points):
     page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
-    assert page.svgs == 2 * 2 * 2  # (scatter + histogram) x (TTFT, TPOT) x (legacy, uncached)
+    assert (page.svgs, page.canvases) == (2 * 2, 2 * 2)  # histograms (SVG) and scatters (canvas) x (TTFT, TPOT) x (legacy, uncached)
 
 
-def test_per_point_table_has_one_row_per_measurement(fixture_points):
-    page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
-    table = next(t for t in page.tables if t["id"] == "point-table")
-    assert table["rows"] == 1 + 3
+def embedded_points(html: str) -> dict:
+    """The per-point JSON a page embeds, with dictionary-coded fields decoded."""
+    data = json.loads(re.search(r'<script type="application/json" id="point-data">(.*?)</script>', html, re.DOTALL).group(1))
+    return data | {"fields": {key: f if isinstance(f, list) else [f["dict"][c] for c in f["codes"]] for key, f in data["fields"].items()}}
+
+
+def test_per_point_data_has_one_entry_per_measurement(fixture_points):
+    data = embedded_points(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
+    assert data["rows"] == 3 and data["methods"] == ["legacy", "uncached"]
+    fields = data["fields"]
+    assert fields["id"] == ["row-a", "row-b", "row-c"] and fields["backend"] == ["vllm", "sglang", "vllm"]
+    assert fields["uncached_ttft_ms"] == [88.0, 165.0, None]  # row-c not predicted
+    assert fields["uncached_reason"] == ["", "", "disagg estimator not available"]
+    assert [c["key"] for c in data["columns"] if c["kind"] == "err"] == [f"{m}_{x}_err" for m in ("legacy", "uncached") for x in ("ttft", "tpot")]
 
 
 def test_coverage_lists_every_reason(fixture_points):
@@ -638,7 +660,7 @@ def test_closing_note_shows_the_ttft_left_at_low_concurrency(fixture_points):
     ms and in measured TPOTs; higher concurrencies stay out."""
     text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
     assert "TTFT left unpredicted at low concurrency (uncached, agg, C ≤ 8)" in text
-    (row,) = render.low_concurrency_residual(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
+    (row,) = analysis.low_concurrency_residual(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
     assert (row["backend"], row["n"], row["ttft_pred_ms"], row["gap_ms"]) == ("vllm", 1, 88.0, 12.0)  # row-a: 100 ms measured, 80 x 1.1
     assert row["gap_steps"] == pytest.approx(1.2)  # over its 10 ms measured TPOT; row-b (C = 64) is left out
 
@@ -652,11 +674,11 @@ def test_closing_note_shows_the_floor_replicates_set(fixture_points):
     text = " ".join(outline(render_report(twins, PROVENANCE, list(METHOD_NAMES))).text)
     assert "Measurement repeatability: the error no estimator of the recorded inputs can avoid (uncached)" in text
     hit = twins[(twins["method"] == "uncached") & twins["covered"]]
-    *parts, total = render.replicate_floors(hit)["rows"]
+    *parts, total = analysis.replicate_floors(hit)["rows"]
     assert (total["backend"], total["n"], total["replicated"], total["ttft_floor"], total["tpot_floor"]) == ("all", 2, 2, 0.25, 0.0)
     assert total["ttft_mape"] == pytest.approx((0.12 + 0.175) / 2)  # 88 over 100 ms; 165 over 200 ms
     assert [(p["backend"], p["replicated"], p["ttft_floor"]) for p in parts] == [("sglang", 1, 0.5), ("vllm", 1, 0.0)]
-    alone = render.replicate_floors(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
+    alone = analysis.replicate_floors(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
     assert [r["ttft_floor"] for r in alone["rows"]] == [0.0, 0.0, 0.0]
 
 
@@ -738,7 +760,7 @@ def chromium_load(page, profile) -> tuple[int, list[str], str]:
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     return run.returncode, console, run.stdout
