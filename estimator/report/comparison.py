@@ -36,6 +36,7 @@ class MethodComparison:
 
     method: str
     groups: list[tuple[str, str, GroupStats, GroupStats]]  # (partition title, group label, old, new); the first is every row
+    changed: int  # rows whose coverage or prediction differs
     gained: int  # rows predicted now and not before
     lost: int  # rows predicted before and not now
     moved: list[dict]  # id, metric, meas_ms, old_ms, new_ms, old_err, new_err: largest |new APE - old APE| first
@@ -46,7 +47,8 @@ def measurement_difference(new: pd.DataFrame, old: pd.DataFrame) -> str | None:
     new_rows, old_rows = (t.drop_duplicates("id").set_index("id")[MEASURED] for t in (new, old))
     only_new, only_old = sorted(set(new_rows.index) - set(old_rows.index)), sorted(set(old_rows.index) - set(new_rows.index))
     if only_new or only_old:
-        return f"{len(only_new)} ids only in the new file{_named(only_new)} and {len(only_old)} only in the baseline{_named(only_old)}"
+        sides = [f"{len(ids)} ids only in {side}{_named(ids)}" for side, ids in (("the new file", only_new), ("the baseline", only_old)) if ids]
+        return "; ".join(sides)
     same = np.isclose(new_rows.to_numpy(float), old_rows.reindex(new_rows.index).to_numpy(float), rtol=1e-9, equal_nan=True).all(axis=1)
     differ = sorted(new_rows.index[~same])
     return f"{len(differ)} ids measured differently{_named(differ)}" if differ else None
@@ -74,8 +76,11 @@ def _compare_method(new: pd.DataFrame, old: pd.DataFrame, method: str) -> Method
             groups.append((title, label, metrics.group_stats(old[old["id"].isin(part["id"])]), metrics.group_stats(part)))
     joined = new.merge(old, on="id", suffixes=("_new", "_old"))
     moved = pd.concat([_moved(joined, metric) for metric in metrics.METRICS], ignore_index=True)
-    return MethodComparison(method, groups, int((joined["covered_new"] & ~joined["covered_old"]).sum()),
-                            int((~joined["covered_new"] & joined["covered_old"]).sum()), moved.to_dict("records"))  # fmt: skip
+    predicted = [f"{metric}_pred_ms" for metric in metrics.METRICS]
+    same = np.isclose(joined[[f"{c}_new" for c in predicted]].to_numpy(float), joined[[f"{c}_old" for c in predicted]].to_numpy(float),
+                      rtol=1e-12, atol=0.0, equal_nan=True).all(axis=1) & (joined["covered_new"] == joined["covered_old"])  # fmt: skip
+    return MethodComparison(method, groups, changed=int((~same).sum()), gained=int((joined["covered_new"] & ~joined["covered_old"]).sum()),
+                            lost=int((~joined["covered_new"] & joined["covered_old"]).sum()), moved=moved.to_dict("records"))  # fmt: skip
 
 
 def _moved(joined: pd.DataFrame, metric: str) -> pd.DataFrame:
