@@ -256,6 +256,7 @@
   colourBy.value = state.colour;
   colourBy.addEventListener("change", () => { state.colour = colourBy.value; drawPlots(); });
 
+  document.querySelectorAll(".needs-script").forEach((element) => { element.hidden = false; });  // hidden while JavaScript is off
   applyFilter();
   renderTable();
   drawPlots();
