@@ -15,8 +15,8 @@ import re
 
 import numpy as np
 
-from measurements.layout import ID_LAYOUT
 from measurements.clients import INFERENCEX
+from measurements.layout import ID_LAYOUT
 from measurements.schema import Measurement, flatten
 from measurements.topologies.resolver import resolve
 

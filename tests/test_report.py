@@ -1,10 +1,12 @@
 """The accuracy report: metrics, the method registry and batch error handling, the per-point CSV,
 the rendered HTML's structure, and that the page loads in headless Chromium without console errors."""
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import io
+import json
 import math
 import re
 import shutil
@@ -18,18 +20,27 @@ import pandas as pd
 import pytest
 
 from estimator.cli import main
-from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.closedloop import AggRun, Benchmark, replay_run
-
+from estimator.errors import InvalidInputError, PerfDataMissingError
+from estimator.report import KV_CAP_NOTE, METHOD_NAMES, analysis, methods, plots
+from estimator.report.analysis import collate_reasons, reason_group
+from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
+from estimator.report.comparison import Baseline, compare
+from estimator.report.metrics import common_rows, error_stats, group_stats
+from estimator.report.narrative import protocol_facts
+from estimator.report.page import render_report
+from estimator.report.points import (
+    ADDED_POINT_COLUMNS,
+    POINT_COLUMNS,
+    bucket_order,
+    concurrency_bucket,
+    read_points,
+    row_columns,
+    write_points,
+)
+from estimator.steps import Semantics
 from measurements import builds
 from measurements.builds import SHAPE_COMPILE_MS
-from estimator.report import KV_CAP_NOTE, METHOD_NAMES, methods
-from estimator.steps import Semantics
-from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
-from estimator.report.metrics import common_rows, error_stats, group_stats
-from estimator.report.points import ADDED_POINT_COLUMNS, POINT_COLUMNS, bucket_order, concurrency_bucket, read_points, row_columns, write_points
-from estimator.report import render
-from estimator.report.render import protocol_facts, reason_group, render_report
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
 
@@ -488,11 +499,11 @@ def test_a_failing_kernel_warm_up_is_reported_and_the_batch_completes(dense_row,
 
 
 class Outline(HTMLParser):
-    """Section ids, table rows per table id/class, svg count, and text."""
+    """Section ids, table rows per table id/class, svg and canvas counts, and text."""
 
     def __init__(self):
         super().__init__()
-        self.sections, self.svgs, self.text = [], 0, []
+        self.sections, self.svgs, self.canvases, self.text = [], 0, 0, []
         self.tables: list[dict] = []
 
     def handle_starttag(self, tag, attrs):
@@ -501,6 +512,8 @@ class Outline(HTMLParser):
             self.sections.append(attrs.get("id"))
         elif tag == "svg":
             self.svgs += 1
+        elif tag == "canvas":
+            self.canvases += 1
         elif tag == "table":
             self.tables.append({"id": attrs.get("id"), "section": self.sections[-1] if self.sections else None, "rows": 0})
         elif tag == "tr" and self.tables:
@@ -541,13 +554,23 @@ def test_partition_tables_report_mape_median_and_bias_per_method(fixture_points)
 
 def test_plots_cover_each_method_with_predictions(fixture_points):
     page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
-    assert page.svgs == 2 * 2 * 2  # (scatter + histogram) x (TTFT, TPOT) x (legacy, uncached)
+    assert (page.svgs, page.canvases) == (2 * 2, 2 * 2)  # histograms (SVG) and scatters (canvas) x (TTFT, TPOT) x (legacy, uncached)
 
 
-def test_per_point_table_has_one_row_per_measurement(fixture_points):
-    page = outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
-    table = next(t for t in page.tables if t["id"] == "point-table")
-    assert table["rows"] == 1 + 3
+def embedded_points(html: str) -> dict:
+    """The per-point JSON a page embeds, with dictionary-coded fields decoded."""
+    data = json.loads(re.search(r'<script type="application/json" id="point-data">(.*?)</script>', html, re.DOTALL).group(1))
+    return data | {"fields": {key: f if isinstance(f, list) else [f["dict"][c] for c in f["codes"]] for key, f in data["fields"].items()}}
+
+
+def test_per_point_data_has_one_entry_per_measurement(fixture_points):
+    data = embedded_points(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES)))
+    assert data["rows"] == 3 and data["methods"] == ["legacy", "uncached"]
+    fields = data["fields"]
+    assert fields["id"] == ["row-a", "row-b", "row-c"] and fields["backend"] == ["vllm", "sglang", "vllm"]
+    assert fields["uncached_ttft_ms"] == [88.0, 165.0, None]  # row-c not predicted
+    assert fields["uncached_reason"] == ["", "", "disagg estimator not available"]
+    assert [c["key"] for c in data["columns"] if c["kind"] == "err"] == [f"{m}_{x}_err" for m in ("legacy", "uncached") for x in ("ttft", "tpot")]
 
 
 def test_coverage_lists_every_reason(fixture_points):
@@ -583,7 +606,7 @@ def test_closing_note_shows_the_ttft_left_at_low_concurrency(fixture_points):
     ms and in measured TPOTs; higher concurrencies stay out."""
     text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
     assert "TTFT left unpredicted at low concurrency (uncached, agg, C ≤ 8)" in text
-    (row,) = render.low_concurrency_residual(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
+    (row,) = analysis.low_concurrency_residual(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
     assert (row["backend"], row["n"], row["ttft_pred_ms"], row["gap_ms"]) == ("vllm", 1, 88.0, 12.0)  # row-a: 100 ms measured, 80 x 1.1
     assert row["gap_steps"] == pytest.approx(1.2)  # over its 10 ms measured TPOT; row-b (C = 64) is left out
 
@@ -597,11 +620,11 @@ def test_closing_note_shows_the_floor_replicates_set(fixture_points):
     text = " ".join(outline(render_report(twins, PROVENANCE, list(METHOD_NAMES))).text)
     assert "Measurement repeatability: the error no estimator of the recorded inputs can avoid (uncached)" in text
     hit = twins[(twins["method"] == "uncached") & twins["covered"]]
-    *parts, total = render.replicate_floors(hit)["rows"]
+    *parts, total = analysis.replicate_floors(hit)["rows"]
     assert (total["backend"], total["n"], total["replicated"], total["ttft_floor"], total["tpot_floor"]) == ("all", 2, 2, 0.25, 0.0)
     assert total["ttft_mape"] == pytest.approx((0.12 + 0.175) / 2)  # 88 over 100 ms; 165 over 200 ms
     assert [(p["backend"], p["replicated"], p["ttft_floor"]) for p in parts] == [("sglang", 1, 0.5), ("vllm", 1, 0.0)]
-    alone = render.replicate_floors(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
+    alone = analysis.replicate_floors(fixture_points[(fixture_points["method"] == "uncached") & fixture_points["covered"]])
     assert [r["ttft_floor"] for r in alone["rows"]] == [0.0, 0.0, 0.0]
 
 
@@ -616,14 +639,114 @@ def test_points_without_replicate_groups_render_no_floor(fixture_points, tmp_pat
 @pytest.mark.parametrize(
     "reason, group",
     [
-        ("PerfDataMissingError: MoE data missing for MoeKey { quant: \"fp8\", topk: 8 } at /x/y/0.24.0", "PerfDataMissingError: MoE data missing for MoeKey {...}"),
-        ("GEMM perf data missing for quant 'nvfp4_wo' at /x/h200/1.3.0rc20; available: [\"fp8\"]", "GEMM perf data missing for quant 'nvfp4_wo'; available: [\"fp8\"]"),
+        (
+            'PerfDataMissingError: MoE data missing for MoeKey { quant: "fp8", topk: 8 } at /x/y/0.24.0',
+            "PerfDataMissingError: MoE data missing for MoeKey {...}",
+        ),
+        (
+            "GEMM perf data missing for quant 'nvfp4_wo' at /x/h200/1.3.0rc20; available: [\"fp8\"]",
+            "GEMM perf data missing for quant 'nvfp4_wo'; available: [\"fp8\"]",
+        ),
         ("disagg estimator not available", "disagg estimator not available"),
     ],
     ids=["braced-key-and-path", "path-mid-message", "plain"],
 )
 def test_reasons_are_grouped_without_row_detail(reason, group):
     assert reason_group(reason) == group
+
+
+def test_reasons_differing_in_one_number_are_collated_with_the_values():
+    counts = {f"num_heads 128 should be divisible by tp_size {tp}": n for tp, n in ((72, 20), (36, 11), (28, 8), (48, 4), (24, 3), (20, 2), (12, 2), (52, 2))}
+    counts |= {"num_heads 32 should be divisible by tp_size 64": 15, "zero or missing parallel sizes": 8, "data for 0.24.0 missing": 1}
+    assert collate_reasons(counts) == [
+        ("num_heads 128 should be divisible by tp_size in {12, 20, 24, 28, 36, 48, ...}", 52),
+        ("num_heads 32 should be divisible by tp_size 64", 15),  # its own line: another num_heads
+        ("zero or missing parallel sizes", 8),
+        ("data for 0.24.0 missing", 1),  # a version is not a number
+    ]
+
+
+def test_coverage_shows_collated_reasons(fixture_points):
+    tp = fixture_points.assign(
+        reason=[f"num_heads 128 should be divisible by tp_size {24 + 4 * i}" if not c else "" for i, c in enumerate(fixture_points["covered"])]
+    )
+    (legacy, *_) = analysis.coverage_breakdown(tp, list(METHOD_NAMES))
+    assert legacy == ("legacy", 1, [("num_heads 128 should be divisible by tp_size 56", 1)])  # row-c alone
+    text = " ".join(outline(render_report(tp, PROVENANCE, list(METHOD_NAMES))).text)
+    assert "num_heads 128 should be divisible by tp_size in {32, 48, 64}" in text  # closed_loop_steady: rows a, b, c
+
+
+def test_histogram_counts_every_point_with_labelled_edges_and_overflow():
+    part = pd.DataFrame({"ttft_pred_ms": [0.0, 50.0, 100.0, 104.0, 500.0], "ttft_meas_ms": [100.0] * 5})  # -100%, -50%, 0, +4%, +400%
+    h = plots.histogram(part, "uncached", "ttft")
+    counts = [b.count for b in h.bars]
+    assert sum(counts) == 5 and counts[0] == 1 and counts[5] == 1 and counts[10] == 2 and counts[-1] == 1
+    assert h.bars[0].label == "-100% to -90%" and h.bars[10].label == "0% to +10%" and h.bars[-1].label == "> +200%"
+    assert [label for _, _, label in h.x_labels] == ["-100%", "-50%", "0%", "+50%", "+100%", "+150%", "+200%", "> +200%"]
+    assert min(x for x, _, _ in h.x_labels) >= h.left > 0  # the -100% tick sits inside the drawing
+    assert [count for _, count in h.y_ticks] == [0, 1, 2]
+    assert h.bars[10].y == pytest.approx(h.top)  # the tallest bar reaches the axis top
+
+
+def test_same_points_render_byte_identical_html(fixture_points):
+    baseline = Baseline(fixture_points, PROVENANCE, "old.csv")
+    first = render_report(fixture_points, PROVENANCE, list(METHOD_NAMES), baseline)
+    assert render_report(fixture_points.copy(), dict(PROVENANCE), list(METHOD_NAMES), baseline) == first
+
+
+@pytest.fixture
+def revised_points(fixture_points) -> pd.DataFrame:
+    """fixture_points after a modelling change: uncached predicts row-a's TTFT 20% higher, legacy no longer predicts row-b."""
+    new = fixture_points.copy()
+    new.loc[(new["id"] == "row-a") & (new["method"] == "uncached"), "ttft_pred_ms"] *= 1.2
+    lost = (new["id"] == "row-b") & (new["method"] == "legacy")
+    new.loc[lost, ["covered", "reason", "ttft_pred_ms", "tpot_pred_ms"]] = [False, "disagg estimator not available", math.nan, math.nan]
+    return new
+
+
+def test_comparison_puts_old_and_new_side_by_side(fixture_points, revised_points):
+    legacy, uncached, steady, _ = compare(revised_points, fixture_points, list(METHOD_NAMES))
+    assert (steady.changed, steady.moved) == (0, [])
+    assert (legacy.changed, legacy.gained, legacy.lost) == (1, 0, 1)
+    title, label, old, new = uncached.groups[0]
+    assert (title, label, uncached.changed) == ("all rows", "all", 1)
+    assert old.ttft.mape == pytest.approx((0.12 + 0.65) / 2) and new.ttft.mape == pytest.approx((abs(80 * 1.1 * 1.2 - 100) / 100 + 0.65) / 2)
+    assert [(g[0], g[1]) for g in uncached.groups[1:4]] == [("system x backend x mode", "h200_sxm / sglang / agg"), ("system x backend x mode", "h200_sxm / vllm / agg"),
+                                                            ("system x backend x mode", "h200_sxm / vllm / disagg")]  # fmt: skip
+    (moved,) = uncached.moved
+    assert (moved["id"], moved["metric"], moved["old_ms"]) == ("row-a", "ttft", 88.0)
+    assert moved["old_err"] == pytest.approx(-0.12) and moved["new_err"] == pytest.approx(0.056)
+
+
+def test_cli_compares_with_a_baseline(fixture_points, revised_points, tmp_path):
+    old, new, out = tmp_path / "old.csv", tmp_path / "new.csv", tmp_path / "report.html"
+    write_points(fixture_points, old, PROVENANCE | {"git_head": "old123"})
+    write_points(revised_points, new, PROVENANCE)
+    assert main(["report", "--from-points", str(new), "--baseline", str(old), "--out", str(out)]) == 0
+    page = outline(out.read_text())
+    assert "comparison" in page.sections
+    text = " ".join(page.text)
+    assert (
+        "old123" in text
+        and "uncached: 1 of 3 rows changed" in text
+        and "legacy: 1 of 3 rows changed (0 predicted now and not before, 1 before and not now)" in text
+    )
+    assert "closed_loop: 0 of 3 rows changed (0 predicted now and not before, 0 before and not now)" in text
+
+
+@pytest.mark.parametrize(
+    "change, named",
+    [(lambda p: p[p["id"] != "row-c"], "1 ids only in the baseline (row-c)"),
+     (lambda p: p.assign(ttft_meas_ms=p["ttft_meas_ms"].where(p["id"] != "row-b", 120.0)), "1 ids measured differently (row-b)")],
+    ids=["fewer-rows", "other-measurement"],
+)  # fmt: skip
+def test_cli_refuses_a_baseline_of_other_measurements(fixture_points, tmp_path, capsys, change, named):
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    write_points(fixture_points, old, PROVENANCE)
+    write_points(change(fixture_points), new, PROVENANCE)
+    assert main(["report", "--from-points", str(new), "--baseline", str(old), "--out", str(tmp_path / "r.html")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and line.endswith(f"cover different measurements: {named}")
 
 
 def test_markup_in_data_is_escaped(fixture_points):
@@ -677,13 +800,14 @@ def test_cli_bad_input_exits_2(argv, tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: ")
 
 
-def chromium_load(page, profile) -> tuple[int, list[str], str]:
-    """Load a page in headless Chromium: (exit status, console lines, the DOM after scripts ran)."""
+def chromium_load(page: Path, profile: Path, view: str = "") -> tuple[int, list[str], str]:
+    """Load a page in headless Chromium, with a view (the address's "#points?..." state) if given:
+    (exit status, console lines, the DOM after scripts ran)."""
     run = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri() + view],
+        capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     return run.returncode, console, run.stdout
@@ -709,3 +833,61 @@ def test_chromium_check_catches_a_script_error(tmp_path):
     _, console, dom = chromium_load(page, tmp_path / "profile")
     assert any("notDefined" in line for line in console)
     assert 'data-ready="yes"' not in dom
+
+
+@pytest.fixture
+def many_points() -> pd.DataFrame:
+    """120 rows, vllm and sglang alternating; legacy predicts every third row not (a TTFT rising with
+    the row number), uncached every row."""
+    rows = []
+    for i in range(120):
+        extra = {"backend": "sglang" if i % 2 else "vllm"}
+        rows.append(point(f"row-{i:03d}", "legacy", i % 3 != 0, 50.0 + i, 10.0, reason="disagg estimator not available", **extra))
+        rows.append(point(f"row-{i:03d}", "uncached", True, 100.0, 10.0, **extra))
+    return pd.DataFrame(rows, columns=list(POINT_COLUMNS))
+
+
+def point_table_view(dom: str) -> tuple[str, list[list[str]]]:
+    """The per-point table's status line and its rows' cell texts, from a dumped DOM."""
+    status = re.search(r'id="point-status"[^>]*>([^<]*)<', dom).group(1)
+    body = re.search(r'<table class="sortable" id="point-table">.*?<tbody>(.*?)</tbody>', dom, re.DOTALL).group(1)
+    return status, [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", body)]
+
+
+@needs_chromium
+@pytest.mark.parametrize(
+    "view, status, check",
+    [
+        ("", "rows 1\u2013100 of 120 matching (120 in all), page 1 of 2", lambda rows: [r[0] for r in rows[:2]] == ["row-000", "row-001"]),
+        ("#points?page=2", "rows 101\u2013120 of 120 matching (120 in all), page 2 of 2", lambda rows: rows[0][0] == "row-100"),
+        ("#points?filter=backend%3Dsglang", "rows 1\u201360 of 60 matching (120 in all), page 1 of 1", lambda rows: {r[2] for r in rows} == {"sglang"}),
+        ("#points?filter=backend%3Dsglang+legacy_ttft_err%3E50", "rows 1\u20137 of 7 matching (120 in all), page 1 of 1",  # TTFT 50 + i over 100 ms: odd i > 100, no multiple of 3
+         lambda rows: all(float(r[12].rstrip("%")) > 50 for r in rows)),
+        ("#points?filter=legacy_ttft_ms%3D-", "rows 1\u201340 of 40 matching (120 in all), page 1 of 1", lambda rows: {r[11] for r in rows} == {"-"}),
+        ("#points?sort=legacy_ttft_ms&dir=desc&size=500", "rows 1\u2013120 of 120 matching (120 in all), page 1 of 1",
+         lambda rows: [r[11] for r in rows[:2]] == ["169", "168"] and {r[11] for r in rows[80:]} == {"-"}),  # not predicted last
+        ("#points?sort=legacy_ttft_ms&size=500", "rows 1\u2013120 of 120 matching (120 in all), page 1 of 1",
+         lambda rows: [r[11] for r in rows[:2]] == ["51", "52"] and {r[11] for r in rows[80:]} == {"-"}),  # last in this direction too
+        ("#points?filter=nosuch%3D1", "rows 1\u2013100 of 120 matching (120 in all), page 1 of 2; ignored: unknown column nosuch", lambda rows: len(rows) == 100),
+    ],
+    ids=["first-page", "second-page", "filter", "two-terms", "not-predicted", "sort-descending", "sort-ascending", "unknown-column"],
+)  # fmt: skip
+def test_point_table_pages_filters_and_sorts_in_chromium(many_points, tmp_path, view, status, check):
+    page = tmp_path / "report.html"
+    page.write_text(render_report(many_points, PROVENANCE, list(METHOD_NAMES)), encoding="utf-8")
+    code, console, dom = chromium_load(page, tmp_path / "profile", view)
+    assert code == 0 and not console, console
+    assert 'data-ready="yes"' in dom
+    shown, rows = point_table_view(dom)
+    assert shown == status
+    assert check(rows), rows[:3]
+
+
+@needs_chromium
+def test_comparison_page_renders_in_chromium(fixture_points, revised_points, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(render_report(revised_points, PROVENANCE, list(METHOD_NAMES), Baseline(fixture_points, PROVENANCE, "old.csv")), encoding="utf-8")
+    code, console, dom = chromium_load(page, tmp_path / "profile")
+    assert code == 0 and not console, console
+    assert 'data-ready="yes"' in dom and '<section id="comparison">' in dom
+    assert "uncached: 1 of 3 rows changed" in dom

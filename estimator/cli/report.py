@@ -1,8 +1,10 @@
 """Build the accuracy report: predict every measured row by every method, write the per-point CSV, render the HTML.
 
 The measured rows are aiconfigurator-core's silicon_sample.csv (or --measurements, a project
-measurement CSV). --from-points re-renders an existing per-point CSV without recomputing.
+measurement CSV). --from-points re-renders an existing per-point CSV without recomputing; --baseline adds old against
+new on the same rows, from an earlier per-point CSV of the same measurements.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +26,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
     p.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
     p.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
+    p.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
     p.add_argument("--measurements", default=None, metavar="CSV", help="a project measurement CSV instead of silicon_sample.csv")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
     p.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
@@ -35,7 +38,11 @@ def compute_points(args: argparse.Namespace):
     from estimator.report import provenance
     from estimator.report.batch import Predictor
     from estimator.report.points import points_frame
-    from measurements.loaders import load_measurements, load_silicon_sample, silicon_sample_path
+    from measurements.loaders import (
+        load_measurements,
+        load_silicon_sample,
+        silicon_sample_path,
+    )
     from measurements.mapping import map_all
 
     data_path = Path(args.measurements) if args.measurements else silicon_sample_path()
@@ -70,8 +77,8 @@ def write_points_atomically(points, path: Path, record: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compute (or read) the per-point table, write it, render the report."""
+    from estimator.report.page import render_report
     from estimator.report.points import read_points
-    from estimator.report.render import render_report
 
     require_positive("workers", args.workers)
     if args.limit is not None:
@@ -85,7 +92,20 @@ def run(args: argparse.Namespace) -> int:
         methods = args.methods
         write_points_atomically(points, Path(args.points), record)
         print(f"wrote {args.points}", file=sys.stderr)
+    baseline = read_baseline(args.baseline, points, args.from_points or args.points) if args.baseline else None
     out = Path(args.out)
-    atomic_write_text(out, render_report(points, record, methods))
+    atomic_write_text(out, render_report(points, record, methods, baseline))
     print(f"wrote {out} ({time.monotonic() - start:.1f}s)", file=sys.stderr)
     return 0
+
+
+def read_baseline(path: str, points, points_path: str):
+    """The baseline per-point table; one that holds other measured rows than points is bad input naming the difference."""
+    from estimator.report.comparison import Baseline, measurement_difference
+    from estimator.report.points import read_points
+
+    old, record = readable(read_points, path, "baseline per-point file")
+    difference = measurement_difference(points, old)
+    if difference:
+        raise InvalidInputError(f"{points_path} and baseline {path} cover different measurements: {difference}")
+    return Baseline(old, record, path)

@@ -20,7 +20,7 @@ Row wiring (``pricing="row"``, closed-loop.md sections 1 and 2, with the section
 Engine wiring (``pricing="engine"``): passes priced through estimator.closedloop.engine on the
 row's deployment (agg: the given deployment or the row's model, system, backend, version,
 parallel and quant columns; disagg: the ``(p)`` and ``(d)`` columns), with the engine's default
-scheduler settings (estimator.closedloop.settings) unless settings are given; decode requests
+scheduler settings (estimator.settings) unless settings are given; decode requests
 take nextn + 1 budget tokens and advance ``decode_tokens_per_iteration`` tokens per pass; agg
 passes that prefill also pay the engine's dispatch overhead as the reference's legacy TTFT does
 (vLLM 0.8 ms per layer: eager prefill launches, once per pass); tandem workers price each pass at

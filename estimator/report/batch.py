@@ -4,16 +4,18 @@ A method that cannot predict a row, or fails on it, yields an uncovered result c
 reason; the batch never aborts. Output order is deterministic: rows in input order, methods in
 the order given, whatever order the workers finish in.
 """
+
 from __future__ import annotations
 
 import math
 import multiprocessing
 import sys
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from queue import Empty
-from typing import Callable, Iterable, TextIO
+from typing import TextIO
 
 from estimator.numba_cache import KERNEL_WARMERS
 from estimator.report.methods import METHODS, Uncovered, first_line
@@ -70,9 +72,7 @@ def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...],
     return out
 
 
-def predict_all(
-    rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = sys.stderr
-) -> list[PointResult]:
+def predict_all(rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = sys.stderr) -> list[PointResult]:
     """Every method on every row, row-major in input order, over `workers` processes (1: in process)."""
     methods = known_methods(methods)
     with Predictor(workers, progress) as predictor:

@@ -18,14 +18,15 @@
   (engine-priced passes read the operating point from it, no step price; the engine settings set
   the budget).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Mapping
 
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
 from estimator.disagg import DisaggPoint, run_disagg
@@ -36,8 +37,8 @@ from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.settings import EngineSettings
 from estimator.steps import Semantics
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
-from measurements.topologies.runs import KV_TRANSFER_NOTE
 from measurements.schema import Measurement
+from measurements.topologies.runs import KV_TRANSFER_NOTE
 
 SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empirical fallback for an op)"
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
@@ -124,6 +125,7 @@ def priced_choice(
     (the same arithmetic at the checkpoint's scale granularity) and its equivalent, the first that
     prices; else the inputs in the reference engine's HYBRID mode (the baseline's retry). Without
     allow_ep_equivalents no MoE-EP equivalent is tried (the baseline's chain)."""
+
     def first_priced(*bases: AggInputs | DisaggInputs) -> PricedChoice | None:
         for base in bases:
             equivalent = expert_parallel_equivalent(base) if allow_ep_equivalents else None

@@ -3,6 +3,7 @@ bias (median signed relative error) and coverage, overall and per partition.
 
 APE = |pred - meas| / meas; signed error = (pred - meas) / meas. Shares and errors are fractions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

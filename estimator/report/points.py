@@ -1,19 +1,20 @@
 """The long-form per-point table: one line per (row id, method), predictions beside measurements and
 the row's partition and provenance columns. Written to CSV; the report renders from it alone.
 """
+
 from __future__ import annotations
 
 import json
-from types import MappingProxyType
 from pathlib import Path
+from types import MappingProxyType
 
 import pandas as pd
 
 from estimator.report.batch import PointResult
 from estimator.settings import POINT_FIELDS
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
-from measurements.schema import SETTINGS_COLUMNS
 from measurements.replicates import replicate_key
+from measurements.schema import SETTINGS_COLUMNS
 
 STAGE_COLUMNS = tuple(f"{stage}_{size}" for stage in ("prefill", "decode") for size in ("workers", "tp", "ep", "attention_dp"))
 POINT_COLUMNS = (
@@ -25,9 +26,20 @@ POINT_COLUMNS = (
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
-    {"layout_note": "", "recv_interval": 1, "batch_wait_iters": 0, "adp_balance_iters": 0, "nextn": 0, "pricing": "not recorded",
-     "shape_compile_ms": 0.0, "kv_free_memory_fraction": None, "replicate_group": "", **dict.fromkeys(STAGE_COLUMNS),
-     "recipe_key": "", "recipe_commit": ""}
+    {
+        "layout_note": "",
+        "recv_interval": 1,
+        "batch_wait_iters": 0,
+        "adp_balance_iters": 0,
+        "nextn": 0,
+        "pricing": "not recorded",
+        "shape_compile_ms": 0.0,
+        "kv_free_memory_fraction": None,
+        "replicate_group": "",
+        **dict.fromkeys(STAGE_COLUMNS),
+        "recipe_key": "",
+        "recipe_commit": "",
+    }
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
 BUCKET_EDGES = (1, 4, 16, 64, 256)

@@ -1,4 +1,5 @@
 """Provenance of a report run: package versions, the project's git head, the date, the command, the data file."""
+
 from __future__ import annotations
 
 import datetime
@@ -43,7 +44,7 @@ def file_sha256(path: Path) -> str:
 def collect(data_path: Path, rows: int, command: str, repo: Path) -> dict:
     """The provenance record written beside the per-point CSV and shown in the report."""
     return {
-        "generated_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "generated_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "git_head": git_head(repo),
         "command": command,
         "packages": package_versions(),

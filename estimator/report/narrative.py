@@ -1,0 +1,124 @@
+"""Narrative of the report: the sentences and quoted figures it states, built from the points frame.
+
+Facts count measured rows (one per id, whatever the methods); percentages in REFERENCES are as
+published (percent, not fractions). No HTML here: the page escapes every string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from estimator.report import KV_CAP_NOTE
+from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Published figures of the reference, for the headline (percent; None: not published)."""
+
+    label: str  # what and where from
+    covered: int  # rows predicted
+    ttft: tuple[float | None, ...]  # MAPE, median APE, within 10/20/50, bias
+    tpot: tuple[float | None, ...]
+
+
+REFERENCES = (
+    Reference("AIConfigurator 0.12.0, all modes (accuracy-baseline.md)", 3611, (53.3, 46.1, None, 19.9, None, -32.7), (32.3, 18.3, None, 53.1, None, 2.4)),
+    Reference("AIConfigurator 0.12.0, agg rows (accuracy-baseline.md)", 3456, (52.8, 45.1, None, 20.2, None, -31.1), (32.4, 18.1, None, 53.5, None, 1.3)),
+)
+
+
+def protocol_facts(points: pd.DataFrame) -> list[str]:
+    """Counted facts about the protocols and versions the predictions rest on."""
+    rows = points.drop_duplicates("id")
+    newer = rows["version_note"].str.contains("older than every data version", regex=False).sum()
+    undocumented = (rows["source"] != "inferencex").sum()
+    unchunked = rows[(rows["chunked_prefill"].astype(str).str.lower() == "false") & (rows["mode"] == "agg")]
+    blocked = (unchunked["isl"] + unchunked["concurrency"].fillna(1) > unchunked["step_token_budget"]).sum()
+    from_recipes = (rows["engine_settings"] == "source").sum()
+    streamed, stream_values = _above(rows["stream_interval"], 1)
+    receiving, recv_values = _above(rows["recv_interval"], 1)
+    held, wait_values = _above(rows["batch_wait_iters"], 0)
+    balanced, balance_values = _above(rows["adp_balance_iters"], 0)
+    drafting, draft_values = _above(rows["nextn"], 0)
+    compiling, compile_values = _above(rows["shape_compile_ms"], 0)
+    facts = [
+        (
+            f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
+            "TRT-LLM DeepSeek-R1, gpt-oss and Llama-3.1-70B: their max_num_tokens rule, chunked prefill off, an fp8 KV cache on agg runs but gpt-oss's on H200, which keeps the checkpoint's; InferenceX SGLang "
+            "DeepSeek-R1/V3 and Qwen3.5 FP8 where every stored recipe version of the runs' era agrees: chunked prefill size, stream interval, "
+            "scheduler receive interval); the others use the engines' documented defaults (the sample does not record the launch "
+            "flags per row)."
+        ),
+        (
+            f"{streamed} rows stream every {stream_values} tokens (SGLang --stream-interval): SGLang 0.5.6 and 0.5.9 (read in their "
+            "source) send the first token at once and the last with the finish, so neither TTFT nor TPOT moves."
+        ),
+        (
+            f"{receiving} rows run SGLang with --scheduler-recv-interval {recv_values}: the scheduler takes in new requests only every "
+            "that many decode steps while decodes run, so an arriving prompt waits for the next intake."
+        ),
+        f"{undocumented} rows come from sources whose client protocol is not published; the benchmark-protocol replay cannot run them.",
+        f"{newer} rows were measured on an engine version older than every data version and are priced with the nearest (newer) data.",
+        (
+            f"{blocked} of {len(unchunked)} agg rows run with chunked prefill off and a prompt plus the running decodes larger than "
+            "the step token budget, so the replay admits such a prompt only once the decodes free the budget."
+        ),
+    ]
+    if held:
+        facts.insert(
+            3,
+            f"{held} rows run TRT-LLM with batch waiting (batch_wait_timeout_iters {wait_values}, from the "
+            "source's recipe): a prompt that would be prefilled beside running decodes is held, the step only decoding, "
+            "until that many steps have passed or the step's tokens reach the recipe's share of the token budget.",
+        )
+    if balanced:
+        facts.insert(
+            3,
+            f"{balanced} rows run TRT-LLM under attention DP with its balance on (timeout_iters {balance_values}, from the "
+            "source's recipe): a prompt that would be prefilled beside running decodes waits until that many steps have "
+            "counted since the last release; one rank is replayed, and a backlog left at a release stands for every rank "
+            "holding a prompt, which goes at the next step, or after the recipe's batching wait beside decodes (gpt-oss: "
+            "up to 10 steps; DeepSeek-R1: none).",
+        )
+    if compiling:
+        facts.insert(
+            3,
+            f"{compiling} rows run SGLang builds that compile a Triton kernel per prefill shape for gated-delta-net "
+            f"layers (the FLA l2norm token count a tl.constexpr before SGLang PR 31558): the closed-loop replay adds "
+            f"{compile_values} ms (PR 23448) to a pass that prefills a token count new to the run.",
+        )
+    fractions = rows["kv_free_memory_fraction"].dropna()
+    if len(fractions):
+        capped = points["note"].fillna("").str.contains(KV_CAP_NOTE, regex=False) & (points["method"] == "closed_loop")
+        facts.insert(
+            3,
+            f"{len(fractions)} rows run TRT-LLM with the KV-cache memory fraction of the source's recipe, or "
+            "TRT-LLM's default where it sets none "
+            f"(free_gpu_memory_fraction {' or '.join(f'{v:g}' for v in sorted(set(fractions)))}): TRT-LLM admits a request "
+            "only with KV room for its whole prompt and output (guaranteed-no-evict), so for the natively modelled "
+            "(dense) architectures the closed-loop replays cap the running requests at what the pool (that fraction of "
+            "the memory the native memory model leaves) holds at the protocol's mean lengths; the cap binds on "
+            f"{int(capped.sum())} closed_loop points, whose notes give it. The other architectures' memory model is the "
+            "reference's accounting, not checked against their checkpoints, and their pool (a small difference of large "
+            "numbers) sets no cap.",
+        )
+    if drafting:
+        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
+        facts.insert(
+            3,
+            f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
+            "the source's recipe: InferenceX's MTP keys alone ran their image): every method but legacy prices verify "
+            f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
+            "legacy prices them without drafts, as the baseline.",
+        )
+    return facts
+
+
+def _above(values: pd.Series, floor: int) -> tuple[int, str]:
+    """(rows with a value above floor, those values joined by "or"); an empty cell counts as floor."""
+    values = values.fillna(floor)
+    above = sorted({int(v) for v in values[values > floor]})
+    return int((values > floor).sum()), " or ".join(map(str, above)) or str(floor)
