@@ -549,50 +549,18 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             hold = False
             if batch_waiting or adp_timeout > 0:  # decide on the pass as it would be formed (a hold walk)
                 nc, nf, nd, ns, new_starts, kv_sum, _, walked, prompt_tokens = _form_pass(
-                    order,
-                    n_act,
-                    ri,
-                    rf,
-                    t,
-                    prefix,
-                    budget - n_coh * decode_budget,
-                    chunked,
-                    max_seqs,
-                    decode_budget,
-                    mixed,
-                    running,
-                    starts,
-                    takes,
-                    firsts,
-                    decs,
-                    svc,
-                    True,
-                )
+                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs,
+                    decode_budget, mixed, running, starts, takes, firsts, decs, svc, True,
+                )  # fmt: skip
                 if batch_waiting:
                     hold, waited = _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, nd + n_coh, decode_budget, budget)
                 else:
                     hold, adp_count, adp_batched = _adp_balance(adp_count, adp_batched, adp_timeout, adp_batching_wait, draining, walked, nd + n_coh)
             if not hold:  # a held pass is the walk above (nothing taken); else form the pass
                 nc, nf, nd, ns, new_starts, kv_sum, running, _, _ = _form_pass(
-                    order,
-                    n_act,
-                    ri,
-                    rf,
-                    t,
-                    prefix,
-                    budget - n_coh * decode_budget,
-                    chunked,
-                    max_seqs,
-                    decode_budget,
-                    mixed,
-                    running,
-                    starts,
-                    takes,
-                    firsts,
-                    decs,
-                    svc,
-                    False,
-                )
+                    order, n_act, ri, rf, t, prefix, budget - n_coh * decode_budget, chunked, max_seqs,
+                    decode_budget, mixed, running, starts, takes, firsts, decs, svc, False,
+                )  # fmt: skip
                 if adp_timeout > 0:
                     draining = _prefill_pending(ri, order, n_act)
         elif adp_timeout > 0 and n_coh > 0:  # a decode-only pass counts too
