@@ -267,7 +267,7 @@ def _topology(rule: dict[str, str], concurrency: int | None) -> Topology:
     if rule["recipe_file"]:
         citation += f"; recipe NVIDIA/srt-slurm {rule['recipe_file']} @ {rule['recipe_commit']}"
     return Topology(key=rule["key"], commit=rule["commit"], conc_entry=int(rule["conc"]), conc_basis=_basis(rule, concurrency) or "",
-                    prefill=stage("prefill"), decode=stage("decode"), nextn=_int(rule["nextn"]),
+                    prefill=stage("prefill"), decode=stage("decode"), nextn=_drafts(rule),
                     recipe_file=rule["recipe_file"] or None, citation=citation)  # fmt: skip
 
 
@@ -278,6 +278,14 @@ def _layout(stage: Stage, old: Layout | None) -> Layout:
     moe_tp = stage.tp // stage.ep if stage.ep else None
     pp = old.pp if old is not None and old.pp is not None else 1
     return Layout(batch_size=stage.max_batch_size, workers=stage.workers, tp=tp, pp=pp, attention_dp=dp, moe_tp=moe_tp, moe_ep=stage.ep)
+
+
+def _drafts(rule: dict[str, str]) -> int | None:
+    """The rule's MTP depth: its recorded depth, 0 where the config sets spec-decoding "none" (it
+    then decides that no drafts run), else None (undecided)."""
+    if rule["nextn"] != "":
+        return int(rule["nextn"])
+    return 0 if rule["spec_mode"] == "none" else None
 
 
 def _int(text: str) -> int | None:

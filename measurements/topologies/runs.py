@@ -43,6 +43,10 @@ def published_run(m: Measurement, topology: Topology, gpu_memory_bytes: int) -> 
     drafts = _drafts(m, topology)
     if isinstance(drafts, str):
         return drafts
+    undecided = [name for name, stage in (("prefill", topology.prefill), ("decode", topology.decode)) if stage.attention_dp is None]
+    if undecided:
+        return (f"the config ({topology.key} @ {topology.commit}) leaves the {' and '.join(undecided)} attention DP and EP to its "
+                "launcher script, which is not public")  # fmt: skip
     prefill, decode, note = corrected_layouts(m, topology)
     defaults = engine_defaults(m.engine, m.system, gpu_memory_bytes)
     notes = [note]
