@@ -71,3 +71,14 @@ def _warm_numba_cache() -> None:
     from estimator.numba_cache import warm_pricing_kernels
 
     warm_pricing_kernels()
+
+
+@pytest.fixture
+def fresh_caches():
+    """Every in-process cache empty before and after the test (estimator.clear_caches): for tests
+    that replace a cached function's collaborators."""
+    from estimator import clear_caches
+
+    clear_caches()
+    yield
+    clear_caches()

@@ -29,10 +29,10 @@ those methods price where the labels' SILICON data lack an op, before the refere
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from dataclasses import dataclass
 
+from estimator.caching import memo
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import model_architecture, native_families
@@ -252,7 +252,7 @@ def resolve_model(m: Measurement) -> tuple[str, str]:
     return m.model, ""
 
 
-@functools.cache
+@memo()
 def bundled_architecture(model: str) -> str | None:
     """The first architecture of a bundled config (None when the model has no bundled config)."""
     try:

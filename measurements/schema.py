@@ -10,7 +10,6 @@ The project's own measurement files use the flat columns of `CSV_COLUMNS` (docum
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import typing
 from collections.abc import Callable, Mapping
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from estimator.caching import memo
 from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.settings import EngineSettings
 
@@ -85,7 +85,7 @@ SETTINGS_COLUMNS: Mapping[str, str] = MappingProxyType(
 )  # EngineSettings field -> its CSV column (origin and citation keep the first format's names)
 
 
-@functools.cache
+@memo()
 def column_types() -> dict[str, type]:
     """Every flat CSV column, in order, with its value type (str, int, float or bool)."""
     types: dict[str, type] = {}

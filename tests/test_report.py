@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from estimator import clear_caches
 from estimator.cli import main
 from estimator.closedloop import AggRun, Benchmark, replay_run
 from estimator.errors import InvalidInputError, PerfDataMissingError
@@ -291,7 +292,7 @@ def test_the_arithmetic_that_ran_is_priced_where_measured_and_legacy_keeps_the_l
     assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
 
 
-def test_the_arithmetic_that_ran_is_priced_before_labels_that_have_silicon_data(monkeypatch):
+def test_the_arithmetic_that_ran_is_priced_before_labels_that_have_silicon_data(monkeypatch, fresh_caches):
     """Where both price with SILICON data, the checkpoint's modes win; where the checkpoint's fail in
     any way, the labels stand (and go to HYBRID mode only on a SILICON miss)."""
     row = _gpt_oss_row("h200_sxm", "vllm")
@@ -303,9 +304,8 @@ def test_the_arithmetic_that_ran_is_priced_before_labels_that_have_silicon_data(
     ):  # fmt: skip
         outcomes = {row.checkpoint_inputs: checkpoint_outcome, row.inputs: labels_outcome}
         monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: outcomes[inputs])
-        methods.priced_choice.cache_clear()
+        clear_caches()
         assert methods.priced_inputs(row.inputs, row.checkpoint_inputs) == expected
-    methods.priced_choice.cache_clear()
 
 
 def test_closed_loop_methods_price_and_label_the_arithmetic_that_ran():
@@ -343,7 +343,7 @@ def test_a_silicon_miss_at_the_labels_prices_the_checkpoint_granularity_before_h
     assert uncached.tpot_pred_ms != legacy.tpot_pred_ms
 
 
-def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monkeypatch):
+def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monkeypatch, fresh_caches):
     """The labels stand unless SILICON data miss an op (another error is the row's to report); then
     the first fallback that prices wins, and HYBRID mode only when none does."""
     row = _minimax_h100_row()
@@ -358,12 +358,11 @@ def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monk
     ):  # fmt: skip
         outcomes = {row.inputs: labels_outcome, first: first_outcome}
         monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: outcomes.get(inputs, priced))
-        methods.priced_choice.cache_clear()
+        clear_caches()
         assert methods.priced_inputs(row.inputs, None, (first, second)) == expected
     monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, semantics, ctx_tokens: miss)
-    methods.priced_choice.cache_clear()
+    clear_caches()
     assert methods.priced_inputs(row.inputs, None, (first, second)) == hybrid
-    methods.priced_choice.cache_clear()
 
 
 def _gpt_oss_moe_tp_row() -> MappedRow:
@@ -401,7 +400,7 @@ def test_a_moe_tp_layout_without_silicon_data_prices_its_ep_equivalent_and_legac
     assert row.baseline.allow_ep_equivalents is False
 
 
-def test_ep_equivalents_follow_each_candidate_in_the_chain(monkeypatch):
+def test_ep_equivalents_follow_each_candidate_in_the_chain(monkeypatch, fresh_caches):
     """checkpoint, its EP equivalent, then (after a SILICON miss at the labels) the labels' EP
     equivalent before any granularity fallback."""
     row = _gpt_oss_moe_tp_row()
@@ -416,9 +415,8 @@ def test_ep_equivalents_follow_each_candidate_in_the_chain(monkeypatch):
         ({eq(fallback)}, eq(fallback)),
     ):  # fmt: skip
         monkeypatch.setattr(methods, "_closed_form_outcome", lambda inputs, s, c: priced if inputs in priced_set else miss)
-        methods.priced_choice.cache_clear()
+        clear_caches()
         assert methods.priced_inputs(labels, checkpoint, (fallback,)) == expected
-    methods.priced_choice.cache_clear()
 
 
 class _Terminal(io.StringIO):

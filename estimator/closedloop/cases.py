@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from estimator.caching import register
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
 from estimator.closedloop.pricing import PassPricer, engine_pricer, flat_pricer, row_pricer
 from estimator.closedloop.protocol import Protocol, RunPlan, run_plan
@@ -165,6 +166,7 @@ class _Memo:
 
 
 MEMO = _Memo(MEMO_SIZE)
+register(MEMO.items.clear)  # estimator.caching.clear_caches empties the replay memo too
 
 
 def replay_case(case: Case) -> ClosedLoop:

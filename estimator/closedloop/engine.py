@@ -34,11 +34,11 @@ NaN; a pass that lands on it prices as NaN and the replay reports the row unpric
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
+from estimator.caching import memo
 from estimator.closedloop.pricing import PassTables
 from estimator.deployment import Deployment
 from estimator.errors import PerfDataMissingError
@@ -115,7 +115,7 @@ def lattice(top: int, exact: int, per_octave: int) -> np.ndarray:
     return np.array(nodes, dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=64)
+@memo(64)
 def engine_tables(model: PassModel, extent: TableExtent) -> PassTables:
     """The price tables of a model over an extent's lattices (pass a rounded extent; exact lattices
     for the native pricer). Each component is held per model at the largest extent requested so
@@ -258,7 +258,7 @@ class _ComponentPricers:
         return sequential_sum(fold.apply(lat))
 
 
-@functools.lru_cache(maxsize=64)
+@memo(64)
 def _component_pricers(model: PassModel) -> _ComponentPricers:
     """The full pricer, plus a view of it holding the KV-reading ops only, so that the large
     attention grids do not price every op at every node."""

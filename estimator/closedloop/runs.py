@@ -10,9 +10,9 @@ whole P/D system at C = ``concurrency`` (the tandem reads no scheduler settings 
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
+from estimator.caching import memo
 from estimator.closedloop.cases import AggCase, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
@@ -172,7 +172,7 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 
-@functools.cache
+@memo()
 def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float) -> float:
     """The host launch time of an eager pass that prefills, ms: layers x the framework's per-layer
     cost (EngineSettings.eager_layer_ms) on an MoE architecture, the kind both published points

@@ -9,13 +9,13 @@ ordered by pandas' quicksort on seq/s/gpu, the first best combination per catego
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from estimator.caching import memo
 from estimator.deployment import Deployment, require_positive
 from estimator.disagg.combine import disagg_row
 from estimator.disagg.ranking import quicksort_desc
@@ -106,7 +106,7 @@ class WorkerLimits:
                 require_positive(name, count)
 
 
-@functools.lru_cache(maxsize=256)
+@memo(256)
 def _count_grid(limits: WorkerLimits, prefill_gpus: int, decode_gpus: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Decode counts (column), prefill counts (row), deployment GPUs and the allowed pairs, (decode, prefill) grid."""
     n_d = np.array(limits.decode_workers, dtype=np.int64)[:, None]
@@ -120,7 +120,7 @@ def _count_grid(limits: WorkerLimits, prefill_gpus: int, decode_gpus: int) -> tu
     return n_d, n_p, gpus, allowed
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@memo(1 << 16)
 def match_workers(
     prefill_rate: float, prefill_gpus: int, decode_rate: float, decode_gpus: int, limits: WorkerLimits, calibration: Calibration
 ) -> tuple[int, int] | None:

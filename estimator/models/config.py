@@ -15,7 +15,6 @@ Accepted model strings:
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import os
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from estimator.caching import memo
 from estimator.errors import InvalidInputError, UnknownModelError, UnsupportedModelError
 
 # HF architecture -> reference model family, for the architectures the native dense builder handles.
@@ -113,7 +113,7 @@ def _first_architecture(model: str, raw: dict) -> str | None:
     return architectures[0]
 
 
-@functools.cache
+@memo()
 def linear_attention_layers(model: str) -> int:
     """Decoder layers the model's config marks "linear_attention" in layer_types (its text config's
     for a multimodal model): gated-delta-net layers, e.g. Qwen3.5, Qwen3-Next; 0 for other models
@@ -124,7 +124,7 @@ def linear_attention_layers(model: str) -> int:
     return sum(1 for kind in layer_types if kind == "linear_attention")
 
 
-@functools.cache
+@memo()
 def model_shape(model: str) -> ModelShape:
     """The layer count and context length of any model's config (its text config's for a multimodal
     model), every size field checked (UnknownModelError when no config is found, InvalidInputError

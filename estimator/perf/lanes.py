@@ -16,7 +16,6 @@ entry (every trtllm version, unmapped vllm versions) the order fails closed to (
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from estimator.caching import memo
 from estimator.deployment import Backend
 from estimator.errors import InvalidInputError
 from estimator.perf.paths import read_yaml, systems_root
@@ -116,7 +116,7 @@ def framework_default(backend: str, version: str, sm_version: int | None) -> str
     return (per_version[best] or {}).get(sm_version)
 
 
-@functools.cache
+@memo()
 def _lane_defaults() -> dict:
     """Parsed `systems/attention_lane_defaults.yaml`."""
     return read_yaml(systems_root() / "attention_lane_defaults.yaml")

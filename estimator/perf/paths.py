@@ -8,13 +8,13 @@ Layout (all paths under `systems_root()`):
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from estimator.caching import memo
 from estimator.errors import EstimatorError, UnknownSystemError
 
 REFERENCE_PACKAGE = "aiconfigurator_core"
@@ -34,7 +34,7 @@ _REUSE_KEYS = ("table", "from_version", "reason", "approved_by")  # required non
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-@functools.cache
+@memo()
 def systems_root() -> Path:
     """Absolute path of `aiconfigurator_core/systems` (located via find_spec; nothing is imported)."""
     spec = importlib.util.find_spec(REFERENCE_PACKAGE)
@@ -46,7 +46,7 @@ def systems_root() -> Path:
     return root
 
 
-@functools.cache
+@memo()
 def read_yaml(path: Path) -> Any:
     """Parsed YAML document at `path` (cached; callers must not mutate it). Empty file -> {}."""
     with open(path, encoding="utf-8") as f:
@@ -74,7 +74,7 @@ def list_systems() -> list[str]:
     return list(_system_names())
 
 
-@functools.cache
+@memo()
 def _system_names() -> tuple[str, ...]:
     """Cached body of `list_systems`."""
     root = systems_root()
@@ -85,7 +85,7 @@ def _system_names() -> tuple[str, ...]:
     )
 
 
-@functools.cache
+@memo()
 def family_dirs(data_dir: Path) -> tuple[Path, ...]:
     """First-level family directories of a system data tree, in name order.
 
@@ -99,7 +99,7 @@ def family_dirs(data_dir: Path) -> tuple[Path, ...]:
     return tuple(p for p in visible if p.name not in NON_FAMILY_DIRS)
 
 
-@functools.cache
+@memo()
 def backend_version_dirs(data_dir: Path, backend: str) -> tuple[tuple[str, Path], ...]:
     """Every `(version, version_dir)` of `backend` in a data tree, over both layouts.
 

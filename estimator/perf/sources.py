@@ -11,12 +11,12 @@ tables are system-wide and take no extra sources.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from estimator.caching import memo
 from estimator.deployment import Backend
 from estimator.perf.paths import (
     backend_version_dirs,
@@ -117,7 +117,7 @@ def _fallbacks(data_dir: Path, backend: str, version: str, basename: str, skip: 
     return found
 
 
-@functools.cache
+@memo()
 def _shared_kernel_sources(basename: str, backend: str) -> dict[str, tuple[str, ...]]:
     """Per donor backend, the sorted kernel_sources `backend` may inherit for a table (from the reuse manifest).
 
@@ -158,7 +158,7 @@ def _cross_backend(data_dir: Path, backend: str, basename: str) -> list[TableSou
     return found
 
 
-@functools.cache
+@memo()
 def _resolve(system: str, backend: str, version: str, family: str, basename: str) -> tuple[TableSource, ...]:
     """Cached body of `table_sources` (resolution is a pure function of the shipped tree)."""
     data_dir = system_data_dir(system)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from estimator.caching import memo
 from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
 from estimator.kernels.layout import pack
@@ -162,7 +163,7 @@ def _build(system: str, backend: str, version: str, spec: SystemSpec, sources: d
     return built
 
 
-@functools.cache
+@memo()
 def load_stack(system: str, backend: str | Backend, version: str | None = None) -> StackTables:
     """Tables of a stack (version: literal, slot alias or None for current), from the disk cache when warm."""
     backend = Backend.parse(backend).value

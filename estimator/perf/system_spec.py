@@ -5,11 +5,11 @@ Units: bandwidths in bytes/s, FLOPS in operations/s, latencies in seconds, memor
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from estimator.caching import memo
 from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError
 from estimator.perf.paths import system_yaml
 
@@ -41,7 +41,7 @@ class SystemSpec:
     other_mem: int  # per-GPU bytes reserved for runtime overheads
 
 
-@functools.cache
+@memo()
 def load_system_spec(system: str) -> SystemSpec:
     """The spec of a shipped system; UnknownSystemError if unknown, EstimatorError if a field is missing."""
     doc = system_yaml(system)

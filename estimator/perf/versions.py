@@ -9,11 +9,11 @@ sources (see sources.py) but are not queryable versions.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass
 
+from estimator.caching import memo
 from estimator.deployment import Backend
 from estimator.errors import UnknownBackendError, UnknownVersionError
 from estimator.perf.paths import (
@@ -90,7 +90,7 @@ def _override_systems(backend: str) -> frozenset[str]:
     return frozenset(name for name, per_backend in overrides.items() if (per_backend or {}).get(backend))
 
 
-@functools.cache
+@memo()
 def fleet_next(backend: str, current: str) -> str | None:
     """Highest version newer than `current` (by `slot_sort_key`) whose dir holds tables on any
     defaults-governed system; marker-only dirs (reuse.yaml alone) do not count."""

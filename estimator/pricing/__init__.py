@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
+from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.models import PhaseOps, QuantModes, build_dense_ops, infer_quant, resolve_model_config
@@ -27,7 +27,7 @@ class NativeModel:
     ops: PhaseOps
 
 
-@functools.cache
+@memo()
 def _lane_orders(system: str, backend: str, version: str) -> dict[str, tuple[str, ...]]:
     return {
         "context": resolve_lane_order(system, backend, version, "context_attention_perf"),
@@ -35,7 +35,7 @@ def _lane_orders(system: str, backend: str, version: str) -> dict[str, tuple[str
     }
 
 
-@functools.cache
+@memo()
 def native_model(deployment: Deployment) -> NativeModel:
     """Resolve version, config, quant (CLI path: data-driven fmha, nvfp4 remap) and build the op lists."""
     backend = deployment.backend.value
@@ -48,7 +48,7 @@ def native_model(deployment: Deployment) -> NativeModel:
     return NativeModel(deployment, version, tables, quant, ops)
 
 
-@functools.cache
+@memo()
 def make_pricer(kind: str, deployment: Deployment) -> Pricer:
     """A pricer of the given kind (one of PRICERS) bound to a deployment (cached per deployment)."""
     if kind == "native":

@@ -7,12 +7,12 @@ Imports of aiconfigurator_core happen lazily so the native path never pays for t
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import logging
 
 import numpy as np
 
+from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError
 from estimator.pricing.base import OpPrice
@@ -141,7 +141,7 @@ def reference_engine_spec(deployment: Deployment, literal_version: str, mode: st
     )
 
 
-@functools.lru_cache(maxsize=256)
+@memo(256)
 def reference_model(deployment: Deployment, literal_version: str):
     """The reference's model object for a deployment, as the estimate CLI builds it: the parallel and
     quant config, MTP, the data-driven fmha downgrade and the nvfp4 remap (reference errors translated)."""
@@ -177,7 +177,7 @@ def reference_model(deployment: Deployment, literal_version: str):
         raise _translate(exc) from exc
 
 
-@functools.cache
+@memo()
 def is_moe_model(model: str) -> bool:
     """True when the reference models the architecture with routed experts (check_is_moe)."""
     from aiconfigurator_core.sdk.models.helpers import check_is_moe
@@ -200,7 +200,7 @@ def moe_parallelism(deployment: Deployment) -> tuple[int, int]:
         raise InvalidInputError(f"{deployment.model}: {exc}") from None
 
 
-@functools.cache
+@memo()
 def reference_database(system: str, backend: str, literal_version: str, mode: str = "SILICON"):
     """The reference's perf database view for a stack in a query mode (SILICON | HYBRID)."""
     _quiet_reference_logs()
@@ -217,7 +217,7 @@ def reference_database(system: str, backend: str, literal_version: str, mode: st
         raise _translate(exc) from exc
 
 
-@functools.cache
+@memo()
 def probe_engine(system: str, backend: str, literal_version: str):
     """A model-less reference engine bound to a stack's tables, for ad-hoc op lists."""
     from aiconfigurator_core.sdk.engine import EngineHandle

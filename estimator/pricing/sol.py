@@ -13,11 +13,11 @@ SOL % columns. Per op and call (ms, x scale_factor):
 from __future__ import annotations
 
 import copy
-import functools
 
 import numpy as np
 from numba import njit
 
+from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.kernels import ops as K
 from estimator.kernels.sol import SOL_CONTEXT_ATTENTION, SOL_GEMM, SOL_GENERATION_ATTENTION, SOL_MOE, sol
@@ -157,7 +157,7 @@ class SolPricer:
         return [OpPrice(n, float(v), s) for n, v, s in zip(names, lat[0], sources)]
 
 
-@functools.cache
+@memo()
 def sol_pricer(deployment: Deployment) -> SolPricer:
     """The SOL pricer of a natively modelled deployment (cached per deployment)."""
     model = native_model(deployment)

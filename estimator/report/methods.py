@@ -22,12 +22,12 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
 from estimator.disagg import DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
@@ -111,7 +111,7 @@ def priced_inputs(
     return priced_choice(inputs, checkpoint, fallbacks, allow_ep_equivalents).inputs
 
 
-@functools.lru_cache(maxsize=4096)
+@memo(4096)
 def priced_choice(
     inputs: AggInputs | DisaggInputs,
     checkpoint: AggInputs | DisaggInputs | None = None,
@@ -182,7 +182,7 @@ def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = N
     return outcome
 
 
-@functools.lru_cache(maxsize=4096)
+@memo(4096)
 def _closed_form_outcome(inputs: AggInputs | DisaggInputs, semantics: Semantics, ctx_tokens: int | None):
     """The estimate, or the exception it raised (memoized either way: the closed-loop methods reuse it)."""
     try:

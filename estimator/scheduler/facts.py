@@ -7,10 +7,10 @@ model follows the reference's per-family accounting (``BaseBackend._get_memory_u
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.models import QuantModes, resolve_model_config, weight_bytes
 from estimator.models.config import is_natively_modelled
@@ -63,7 +63,7 @@ class DeploymentFacts:
         return num_tokens * self.moe_workspace_elements / self.moe_ep / MOE_WORKSPACE_BLOCK * MOE_WORKSPACE_SCALE_BYTES
 
 
-@functools.cache
+@memo()
 def deployment_facts(deployment: Deployment) -> DeploymentFacts:
     """DeploymentFacts of a deployment (cached): native for the dense families, else the reference's model."""
     if is_natively_modelled(deployment.model):

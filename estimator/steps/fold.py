@@ -6,10 +6,11 @@ Folding mirrors the reference's phase dicts: entries with the same op name add u
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
+
+from estimator.caching import memo
 
 MIXED_SOURCE = "mixed"
 
@@ -55,7 +56,7 @@ class OpFold:
         return tuple(OpCost(n, v, s) for n, v, s in zip(self.names, folded_row.tolist(), self.sources))
 
 
-@functools.lru_cache(maxsize=256)
+@memo(256)
 def op_fold(names: tuple[str, ...], sources: tuple[str, ...], only: str | tuple[str, ...] | None = None,
             exclude: str | tuple[str, ...] | None = None) -> OpFold:  # fmt: skip
     """The fold of an op list keeping the ops named `only` (a name or names; all when None) and

@@ -12,9 +12,9 @@ import csv
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from estimator.caching import memo
 from measurements.loaders import provenance_fields
 from measurements.schema import Layout, Measurement
 
@@ -83,7 +83,7 @@ SA_BENCH = SaBench(
 )  # fmt: skip
 
 
-@lru_cache(maxsize=4)
+@memo(4)
 def load_rules(path: str | Path = RULES_PATH) -> tuple[dict[str, str], ...]:
     """The rule table's rows (strings; empty: not decided)."""
     with open(path, newline="") as fh:
