@@ -19,7 +19,7 @@ A row that cannot be estimated keeps its reason instead of inputs.
 
 Not a baseline decision: the row's quant labels stay its inputs, and when they do not price the
 kernels the checkpoint that ran computes with (other arithmetic, activation scaling or, on an
-engine whose tables time them alike, scale granularity; measurements.kernels) the row also carries
+engine whose tables time them alike, scale granularity; measurements.checkpoints) the row also carries
 inputs at the checkpoint's modes (`MappedRow.checkpoint_inputs`), which every method but legacy
 prices when they price with SILICON data. When they differ only in scale granularity, the row
 carries inputs at the checkpoint's granularity op by op (`MappedRow.granularity_fallbacks`), which
@@ -38,8 +38,8 @@ from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import model_architecture, native_families
 from estimator.perf import load_system_spec, slot_sort_key, version_slots
 from measurements import recipes
+from measurements.checkpoints import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.clients import INFERENCEX
-from measurements.kernels import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
 from measurements.topologies.resolver import Topology, Unresolved, resolve
@@ -137,7 +137,7 @@ class MappedRow:
     layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
     recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set or the row is a multi-node disagg run labelled agg
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
-    quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.kernels)
+    quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.checkpoints)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity op by op, in order (after the labels)
     allow_ep_equivalents: bool = True  # a SILICON miss at an MoE TP layout may price its EP equivalent (not the baseline's)
     recipe: Topology | None = None  # the published disaggregated topology the run was mapped from (measurements.topologies)
@@ -213,7 +213,7 @@ def _published(m: Measurement, model_used: str, model_note: str, data_version: s
 def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
     """The row with inputs at the checkpoint's own quant modes when the labels do not price the
     kernels that ran, and with inputs at the checkpoint's scale granularity op by op when only that
-    differs (measurements.kernels)."""
+    differs (measurements.checkpoints)."""
     if row.inputs is None:
         return row
     moe = not is_native(row.model_used)

@@ -20,8 +20,8 @@ from estimator.closedloop import (
     Steady,
     TandemSpec,
     closed_loop_for_agg_row,
+    compiled,
     filter_closed_loop_sla,
-    kernels,
     oracle,
     pick_under_closed_loop_sla,
     refine_closed_loop_latency,
@@ -755,7 +755,7 @@ def test_attention_dp_balance_counts_every_pass_in_both_implementations():
     balance = _AdpBalance(timeout=5, batching_wait=0)
     count = batched = 0
     for (walked, decoders, draining), held in zip(script, expected, strict=True):
-        hold, count, batched = kernels._adp_balance(count, batched, 5, 0, draining, walked, decoders)
+        hold, count, batched = compiled._adp_balance(count, batched, 5, 0, draining, walked, decoders)
         balance.draining = draining
         assert hold == balance.holds(walked, decoders) == held
         assert count == balance.counted
@@ -770,7 +770,7 @@ def test_attention_dp_balance_batching_wait_in_both_implementations():
     balance = _AdpBalance(timeout=5, batching_wait=2, draining=True)
     count = batched = 0
     for (walked, decoders), (held, waited) in zip(script, expected, strict=True):
-        hold, count, batched = kernels._adp_balance(count, batched, 5, 2, True, walked, decoders)
+        hold, count, batched = compiled._adp_balance(count, batched, 5, 2, True, walked, decoders)
         assert (hold, batched) == (balance.holds(walked, decoders), balance.batched) == (held, waited)
 
 

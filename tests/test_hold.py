@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 import estimator.kernels.interp as I
 import estimator.kernels.ops as K
 from estimator.deployment import Deployment
-from estimator.kernels import layout as L
-from estimator.kernels.layout import fv, iv
+from estimator.kernels import packing as L
+from estimator.kernels.packing import fv, iv
 from estimator.pricing import make_pricer
 
 DEPLOYMENTS = [Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), Deployment("meta-llama/Meta-Llama-3.1-8B", "h100_sxm", "vllm")]

@@ -13,7 +13,7 @@ import pytest
 from estimator.errors import InvalidInputError
 from estimator.perf.versions import version_slots
 from estimator.settings import GIB, engine_defaults
-from measurements import builds, clients, kernels, recipes
+from measurements import builds, checkpoints, clients, recipes
 from measurements.layout import run_layout
 from measurements.loaders import default_settings, load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
@@ -612,7 +612,7 @@ def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_run
     assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
 
 
-# ---- the arithmetic that ran (measurements.kernels) -------------------------------------------
+# ---- the arithmetic that ran (measurements.checkpoints) -------------------------------------------
 
 
 def _first(sample, **fields):
@@ -633,7 +633,7 @@ def test_gpt_oss_rows_labelled_nvfp4_run_the_checkpoints_mxfp4_experts(sample, s
     MXFP4 experts, run with the activations the engine uses on that GPU."""
     m = _first(sample, model="openai/gpt-oss-120b", system=system, engine=engine, mode="agg")
     assert (m.gemm_quant, m.moe_quant) == ("nvfp4", "nvfp4")
-    modes = kernels.checkpoint_modes(m, m.model, moe=True)
+    modes = checkpoints.checkpoint_modes(m, m.model, moe=True)
     assert (modes.gemm, modes.moe) == ("bfloat16", moe) and "config.json" in modes.note
     assert ("MXFP8 activations" in modes.note) == (moe == "w4a8_mxfp4_mxfp8")
 
@@ -650,7 +650,7 @@ def test_gpt_oss_rows_labelled_nvfp4_run_the_checkpoints_mxfp4_experts(sample, s
 )
 def test_mxfp8_activations_follow_the_cited_setups_only(sample, engine, system, source, moe):
     m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine=engine, mode="agg")
-    assert kernels.checkpoint_modes(dataclasses.replace(m, system=system, source=source), m.model, moe=True).moe == moe
+    assert checkpoints.checkpoint_modes(dataclasses.replace(m, system=system, source=source), m.model, moe=True).moe == moe
 
 
 @pytest.mark.parametrize(
@@ -664,17 +664,17 @@ def test_mxfp8_activations_follow_the_cited_setups_only(sample, engine, system, 
 )
 def test_labels_naming_the_same_arithmetic_or_another_checkpoint_are_kept(sample, model, engine, system, label):
     m = _first(sample, model=model, engine=engine, system=system, moe_quant=label)
-    assert kernels.checkpoint_modes(m, m.model, moe=True) is None
+    assert checkpoints.checkpoint_modes(m, m.model, moe=True) is None
 
 
 def test_a_missing_label_stands_for_the_checkpoints_own_mode(sample):
     """No label means the pricer infers the checkpoint's mode: the rule fires only where the run's
     arithmetic differs from that (MXFP8 activations on Blackwell)."""
     hopper = _first(sample, model="openai/gpt-oss-120b", system="h200_sxm", engine="trtllm", mode="agg")
-    assert kernels.checkpoint_modes(dataclasses.replace(hopper, gemm_quant=None, moe_quant="w4a16_mxfp4"), hopper.model, moe=True) is None
-    assert kernels.checkpoint_modes(dataclasses.replace(hopper, gemm_quant=None, moe_quant=None), hopper.model, moe=True) is None
+    assert checkpoints.checkpoint_modes(dataclasses.replace(hopper, gemm_quant=None, moe_quant="w4a16_mxfp4"), hopper.model, moe=True) is None
+    assert checkpoints.checkpoint_modes(dataclasses.replace(hopper, gemm_quant=None, moe_quant=None), hopper.model, moe=True) is None
     blackwell = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
-    modes = kernels.checkpoint_modes(dataclasses.replace(blackwell, gemm_quant=None, moe_quant=None), blackwell.model, moe=True)
+    modes = checkpoints.checkpoint_modes(dataclasses.replace(blackwell, gemm_quant=None, moe_quant=None), blackwell.model, moe=True)
     assert (modes.gemm, modes.moe) == ("bfloat16", "w4a8_mxfp4_mxfp8")
 
 
@@ -686,25 +686,25 @@ def test_weight_and_activation_bits_agree_with_the_references_quant_modes():
 
     compute_bits = {"bfloat16": 16, "fp8": 8, "int8": 8, "fp4": 4}
     reference = {mode.name: (int(mode.value.memory * 8), compute_bits[mode.value.compute_dtype]) for mode in (*GEMMQuantMode, *MoEQuantMode)}
-    assert set(GEMM_WEIGHT_BYTES) | MOE_MODES == set(kernels.WEIGHT_AND_ACTIVATION_BITS)
-    assert {mode: reference[mode] for mode in kernels.WEIGHT_AND_ACTIVATION_BITS} == dict(kernels.WEIGHT_AND_ACTIVATION_BITS)
+    assert set(GEMM_WEIGHT_BYTES) | MOE_MODES == set(checkpoints.WEIGHT_AND_ACTIVATION_BITS)
+    assert {mode: reference[mode] for mode in checkpoints.WEIGHT_AND_ACTIVATION_BITS} == dict(checkpoints.WEIGHT_AND_ACTIVATION_BITS)
 
 
 def _fallbacks(m, model_used: str, moe: bool):
-    """kernels.granularity_fallbacks after the modes the row prices first, as the mapping calls it."""
-    return kernels.granularity_fallbacks(m, model_used, moe, kernels.checkpoint_modes(m, model_used, moe))
+    """checkpoints.granularity_fallbacks after the modes the row prices first, as the mapping calls it."""
+    return checkpoints.granularity_fallbacks(m, model_used, moe, checkpoints.checkpoint_modes(m, model_used, moe))
 
 
 def _with_checkpoint_modes(monkeypatch, modes: dict) -> None:
     """Read every checkpoint as quantized with these modes."""
-    monkeypatch.setattr(kernels, "checkpoint_quant_modes", lambda quant: modes)
+    monkeypatch.setattr(checkpoints, "checkpoint_quant_modes", lambda quant: modes)
 
 
 def test_an_expert_only_checkpoint_keeps_bf16_gemms(sample, monkeypatch):
     """A checkpoint that quantizes only its experts implies BF16 GEMMs (no KeyError aborting the mapping)."""
     _with_checkpoint_modes(monkeypatch, {"moe": "w4a16_mxfp4"})
     m = _first(sample, model="openai/gpt-oss-120b", system="h200_sxm", engine="vllm", mode="agg")
-    modes = kernels.checkpoint_modes(m, m.model, moe=True)
+    modes = checkpoints.checkpoint_modes(m, m.model, moe=True)
     assert (modes.gemm, modes.moe) == ("bfloat16", "w4a16_mxfp4")
     assert map_measurement(m).checkpoint_inputs.deployment.quant.gemm == "bfloat16"
 
@@ -713,10 +713,10 @@ def test_a_dense_model_is_judged_by_its_gemm_label(sample, monkeypatch):
     """For a dense model the MoE label means nothing: only the GEMM label is compared."""
     _with_checkpoint_modes(monkeypatch, {"gemm": "w4a16_nvfp4", "moe": "nvfp4"})
     m = _first(sample, model="Qwen/Qwen3-32B", engine="trtllm", system="gb200", gemm_quant="nvfp4")
-    modes = kernels.checkpoint_modes(dataclasses.replace(m, moe_quant=None), m.model, moe=False)
+    modes = checkpoints.checkpoint_modes(dataclasses.replace(m, moe_quant=None), m.model, moe=False)
     assert (modes.gemm, modes.moe) == ("w4a16_nvfp4", None)
-    assert kernels.checkpoint_modes(dataclasses.replace(m, moe_quant="bfloat16"), m.model, moe=False).moe == "bfloat16"
-    assert kernels.checkpoint_modes(dataclasses.replace(m, gemm_quant="fp8"), m.model, moe=False) is None
+    assert checkpoints.checkpoint_modes(dataclasses.replace(m, moe_quant="bfloat16"), m.model, moe=False).moe == "bfloat16"
+    assert checkpoints.checkpoint_modes(dataclasses.replace(m, gemm_quant="fp8"), m.model, moe=False) is None
 
 
 def test_an_unreadable_checkpoint_quantization_keeps_the_labels(sample, monkeypatch):
@@ -727,18 +727,18 @@ def test_an_unreadable_checkpoint_quantization_keeps_the_labels(sample, monkeypa
     def unreadable(model):
         raise UnsupportedModelError(f"unsupported quantization algorithm for {model}")
 
-    monkeypatch.setattr(kernels, "checkpoint_quant", unreadable)
+    monkeypatch.setattr(checkpoints, "checkpoint_quant", unreadable)
     m = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
-    assert kernels.checkpoint_modes(m, m.model, moe=True) is None
+    assert checkpoints.checkpoint_modes(m, m.model, moe=True) is None
     assert map_measurement(m).checkpoint_inputs is None
 
 
 def test_an_aliased_model_keeps_its_labels(sample):
     m = _first(sample, model="zhipuai/GLM-5", gemm_quant="fp8")
     model_used, _ = resolve_model(m)
-    assert model_used != m.model and kernels.checkpoint_modes(m, model_used, moe=True) is None
+    assert model_used != m.model and checkpoints.checkpoint_modes(m, model_used, moe=True) is None
     gpt_oss = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
-    assert kernels.checkpoint_modes(dataclasses.replace(gpt_oss, model="vendor/gpt-oss-120b-copy"), gpt_oss.model, moe=True) is None
+    assert checkpoints.checkpoint_modes(dataclasses.replace(gpt_oss, model="vendor/gpt-oss-120b-copy"), gpt_oss.model, moe=True) is None
 
 
 @pytest.mark.parametrize(("engine", "system", "gemm"), [
@@ -752,7 +752,7 @@ def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_sc
     priced from the engine's fp8 table."""
     m = _first(sample, model="meta-llama/Llama-3.1-70B", engine=engine, system=system, gemm_quant="fp8")
     model_used, _ = resolve_model(m)
-    modes = kernels.checkpoint_modes(m, model_used, moe=False)
+    modes = checkpoints.checkpoint_modes(m, model_used, moe=False)
     if gemm is None:
         assert modes is None and _fallbacks(m, model_used, moe=False) == ()
         return
@@ -760,8 +760,8 @@ def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_sc
     assert "read as nvidia/Llama-3.1-70B-Instruct-FP8" in modes.note
     row = map_measurement(m)
     assert row.checkpoint_inputs.deployment.quant.gemm == gemm and row.baseline.checkpoint_inputs is None
-    assert kernels.checkpoint_modes(dataclasses.replace(m, source="other"), model_used, moe=False) is None  # no config names the run
-    assert kernels.checkpoint_modes(dataclasses.replace(m, gemm_quant="nvfp4"), model_used, moe=False) is None  # another checkpoint
+    assert checkpoints.checkpoint_modes(dataclasses.replace(m, source="other"), model_used, moe=False) is None  # no config names the run
+    assert checkpoints.checkpoint_modes(dataclasses.replace(m, gemm_quant="nvfp4"), model_used, moe=False) is None  # another checkpoint
 
 
 @pytest.mark.parametrize(("engine", "system", "priced"), [
@@ -772,7 +772,7 @@ def test_the_llama_fp8_runs_are_priced_at_their_checkpoints_static_activation_sc
 def test_deepseek_fp8_labels_are_priced_at_the_checkpoints_blocks_where_the_tables_time_them_alike(sample, engine, system, priced):
     """DeepSeek-R1's checkpoint scales FP8 in 128x128 blocks; the sample labels it per-tensor fp8."""
     m = _first(sample, model="deepseek-ai/DeepSeek-R1", engine=engine, system=system, gemm_quant="fp8", mode="agg")
-    modes = kernels.checkpoint_modes(m, m.model, moe=True)
+    modes = checkpoints.checkpoint_modes(m, m.model, moe=True)
     fallbacks = _fallbacks(m, m.model, moe=True)
     if priced is None:
         assert modes is None and ("fp8_block", "fp8_block") in {(f.gemm, f.moe) for f in fallbacks}
@@ -790,7 +790,7 @@ def test_a_label_of_other_arithmetic_and_granularity_maps_on_any_engine(sample):
     m = _first(sample, model="deepseek-ai/DeepSeek-R1", engine="sglang", system="b200_sxm", moe_quant="fp8_block", mode="agg")
     for engine in ("sglang", "vllm", "trtllm"):
         run = dataclasses.replace(m, engine=engine, gemm_quant="bfloat16", moe_quant="fp8")
-        modes = kernels.checkpoint_modes(run, m.model, moe=True)
+        modes = checkpoints.checkpoint_modes(run, m.model, moe=True)
         assert (modes.gemm, modes.moe) == ("fp8_block", "fp8_block") and ("CUDA-graph" in modes.note) == (engine == "trtllm")
         assert map_measurement(run).checkpoint_inputs is not None
 
@@ -801,16 +801,16 @@ def test_an_unlabelled_static_fp8_checkpoint_is_priced_as_its_engine_times_it(sa
     its compute_scale); vLLM's fp8 table is static already, so the row is priced at fp8 there."""
     m = _first(sample, model="meta-llama/Llama-3.1-70B", engine="vllm", system="h200_sxm", gemm_quant="fp8")
     own = dataclasses.replace(m, model="nvidia/Llama-3.1-70B-Instruct-FP8", engine=engine, gemm_quant=None, moe_quant=None)
-    modes = kernels.checkpoint_modes(own, own.model, moe=False)
+    modes = checkpoints.checkpoint_modes(own, own.model, moe=False)
     assert (modes.gemm if modes else None) == gemm
     static_moe_label = dataclasses.replace(m, model="nvidia/Llama-3.1-70B-Instruct-FP8", gemm_quant="fp8", moe_quant="fp8_static")
-    assert kernels.checkpoint_modes(static_moe_label, static_moe_label.model, moe=False) is None  # a dense model's MoE label is kept
+    assert checkpoints.checkpoint_modes(static_moe_label, static_moe_label.model, moe=False) is None  # a dense model's MoE label is kept
 
 
 def test_a_ran_checkpoint_is_read_through_a_config_of_the_aliased_architecture():
     from estimator.models.config import model_architecture
 
-    for ran in kernels.RAN_CHECKPOINTS:
+    for ran in checkpoints.RAN_CHECKPOINTS:
         alias = next(a for a in MODEL_ALIASES if a.measured == ran.measured and a.gemm_quant in (None, ran.gemm_quant))
         assert model_architecture(ran.read_as) == alias.architecture
 
@@ -838,7 +838,7 @@ def test_granularity_fallbacks_change_as_few_ops_as_possible(sample):
     labels stand and the fallbacks swap in the checkpoint's granularity for the experts, then the
     GEMMs, then both; a label already at the checkpoint's granularity is not repeated."""
     m = _first(sample, model="MiniMaxAI/MiniMax-M2.5", system="h100_sxm", gemm_quant="fp8", moe_quant="fp8")
-    assert kernels.checkpoint_modes(m, m.model, moe=True) is None
+    assert checkpoints.checkpoint_modes(m, m.model, moe=True) is None
     fallbacks = _fallbacks(m, m.model, moe=True)
     assert [(f.gemm, f.moe) for f in fallbacks] == [("fp8", "fp8_block"), ("fp8_block", "fp8"), ("fp8_block", "fp8_block")]
     assert all("labelled fp8/fp8" in f.note for f in fallbacks)
@@ -848,7 +848,7 @@ def test_granularity_fallbacks_change_as_few_ops_as_possible(sample):
 
 def test_no_granularity_fallbacks_for_other_arithmetic_or_another_checkpoint(sample):
     gpt_oss = _first(sample, model="openai/gpt-oss-120b", system="b200_sxm", engine="trtllm", mode="agg")
-    assert kernels.checkpoint_modes(gpt_oss, gpt_oss.model, moe=True) is not None
+    assert checkpoints.checkpoint_modes(gpt_oss, gpt_oss.model, moe=True) is not None
     assert _fallbacks(gpt_oss, gpt_oss.model, moe=True) == ()
     r1_nvfp4 = _first(sample, model="deepseek-ai/DeepSeek-R1", gemm_quant="nvfp4")  # another checkpoint: 4-bit experts
     assert _fallbacks(r1_nvfp4, r1_nvfp4.model, moe=True) == ()

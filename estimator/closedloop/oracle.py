@@ -1,6 +1,6 @@
 """The literal replays: the agg pass calendar and the P/D tandem in plain Python objects and lists.
 
-Readable first; the Numba kernels (estimator.closedloop.kernels) must agree with them bit for
+Readable first; the Numba kernels (estimator.closedloop.compiled) must agree with them bit for
 bit. The algorithms are closed-loop.md sections 1 and 2 with the corrections of section 6:
 requests are plain objects removed by identity, lengths come per request from the run plan,
 a decode pass advances k tokens through a fractional accumulator, the encoder time sits on the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from estimator.closedloop import kernels, oracle
+from estimator.closedloop import compiled, oracle
 from estimator.closedloop.pricing import PassPricer
 from estimator.closedloop.protocol import RunPlan
 from estimator.closedloop.spec import (
@@ -17,7 +17,7 @@ from estimator.closedloop.stats import Completions, ReplayResult, stats_from_arr
 from estimator.errors import InvalidInputError
 
 IMPLEMENTATIONS = ("numba", "python")
-_FAILURES = {kernels.STALLED: STALLED_MESSAGE, kernels.NONFINITE: NONFINITE_MESSAGE, kernels.LIMIT: LIMIT_MESSAGE}
+_FAILURES = {compiled.STALLED: STALLED_MESSAGE, compiled.NONFINITE: NONFINITE_MESSAGE, compiled.LIMIT: LIMIT_MESSAGE}
 
 
 def replay_agg(plan: RunPlan, spec: AggSpec, pricer, impl: str = "numba") -> ReplayResult:
@@ -27,7 +27,7 @@ def replay_agg(plan: RunPlan, spec: AggSpec, pricer, impl: str = "numba") -> Rep
     spec.check(plan)
     if _implementation(impl, pricer) == "python":
         return oracle.agg_calendar(plan, spec, pricer)
-    out = kernels.agg_calendar(plan.isl, plan.osl, *spec.pack(plan), pricer.kind, pricer.params, pricer.data, pricer.hdr)
+    out = compiled.agg_calendar(plan.isl, plan.osl, *spec.pack(plan), pricer.kind, pricer.params, pricer.data, pricer.hdr)
     return _result(*out)
 
 
@@ -37,7 +37,7 @@ def replay_tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer
     spec.check(plan)
     if _implementation(impl, prefill_pricer, decode_pricer) == "python":
         return oracle.tandem(plan, spec, prefill_pricer, decode_pricer)
-    out = kernels.tandem(
+    out = compiled.tandem(
         plan.isl, plan.osl, *spec.pack(plan), prefill_pricer.kind, prefill_pricer.params, prefill_pricer.data, prefill_pricer.hdr,
         decode_pricer.kind, decode_pricer.params, decode_pricer.data, decode_pricer.hdr,
     )  # fmt: skip
@@ -53,6 +53,6 @@ def _implementation(impl: str, *pricers) -> str:
 
 
 def _result(status, stats, born, done) -> ReplayResult:
-    if status != kernels.OK:
+    if status != compiled.OK:
         raise NoProgressError(_FAILURES[status])
     return ReplayResult(stats_from_array(stats), Completions(born, done))

@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 
 from estimator.kernels.interp import MISS, OK, _find_exact
-from estimator.kernels.layout import fv, iv
+from estimator.kernels.packing import fv, iv
 from estimator.kernels.sol import SOL_GEMM, sol
 
 NN_SITES = 4

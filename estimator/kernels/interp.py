@@ -6,7 +6,7 @@ hold past the frontier, 1-axis curves with a k_tail boundary hold, and the scatt
 resolver. Every function returns (status, value): status OK, OUT_OF_RANGE or MISS; a MISS is an
 error the caller turns into PerfDataMissingError.
 
-Tables live in the packed layout of estimator.kernels.layout (fdat, idat, hdr) and a table is
+Tables live in the packed layout of estimator.kernels.packing (fdat, idat, hdr) and a table is
 named by its base slot. Logical layouts (all float64 keys sorted ascending within their node):
   grid3 = (s_off, k0, o1, k1, o2, k2, v, leaf_xyz, leaf_log): slice g owns level-0 nodes
           s_off[g]:s_off[g+1]; level-0 node i owns level-1 nodes o1[i]:o1[i+1]; level-1 node j owns
@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numba import njit
 
-from estimator.kernels.layout import fv, iv
+from estimator.kernels.packing import fv, iv
 from estimator.kernels.sol import sol
 
 OK = 0

@@ -5,7 +5,7 @@ An op list is compiled (estimator.pricing.native) into parallel arrays:
   ints[i]    int64[N_INT]: table ids and integer fields
   floats[i]  float64[N_FLOAT]: scale factor, shape constants, SOL parameters
 The evaluator returns per-op latencies (ms, already x scale_factor) and statuses. Tables come
-packed as (fdat, idat, hdr), see estimator.kernels.layout.
+packed as (fdat, idat, hdr), see estimator.kernels.packing.
 
 Constants passed to jitted callees (SOL kinds, table slots, depths) are wrapped in np.int64: Numba
 compiles a separate copy of the callee, and of everything it calls, for each literal int argument.
@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from estimator.kernels import layout as L
+from estimator.kernels import packing as L
 from estimator.kernels.gemm import gemm_query
 from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query, token_curve_query
 from estimator.kernels.sol import (

@@ -18,7 +18,7 @@ from filelock import FileLock
 from estimator.caching import memo
 from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
-from estimator.kernels.layout import pack
+from estimator.kernels.packing import pack
 from estimator.perf import families as F
 from estimator.perf.paths import systems_root
 from estimator.perf.sources import nccl_source, oneccl_source, table_sources
@@ -71,7 +71,7 @@ class StackTables:
 
     @functools.cached_property
     def kernel_tables(self) -> tuple:
-        """(fdat, idat, hdr): every table packed for the Numba op evaluator (estimator.kernels.layout)."""
+        """(fdat, idat, hdr): every table packed for the Numba op evaluator (estimator.kernels.packing)."""
         return pack(
             (
                 self.gemm.arrays,

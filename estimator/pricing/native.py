@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from estimator.errors import PerfDataMissingError
-from estimator.kernels import layout as L
 from estimator.kernels import ops as K
+from estimator.kernels import packing as L
 from estimator.kernels.gemm import gated_sites
 from estimator.models import ops as O
 from estimator.perf.families import MOE_DEFAULT, MOE_MIN_LATENCY

@@ -7,7 +7,7 @@
   measurements.layout) and, where the labels do not price the kernels the checkpoint that ran
   computes with (other arithmetic, activation scaling or, where the engine's tables time them
   alike, scale granularity), the checkpoint's own quant modes when they have SILICON data
-  (measurements.kernels); where the priced modes lack SILICON data for an op, the other scale
+  (measurements.checkpoints); where the priced modes lack SILICON data for an op, the other scale
   granularity for it when that is all the labels and the checkpoint differ in; and for an MoE TP
   layout the tables lack,
   its MoE EP equivalent over the same GPUs (priced_inputs gives the order).
