@@ -2,8 +2,9 @@
 
 Numba invalidates a cached function only when its own file changes, not when a jitted function it
 calls from another module does, so an edited kernel could keep running stale machine code. Before
-numba is imported, NUMBA_CACHE_DIR is pointed at a subdirectory named by a digest of every source
-file that defines or calls jitted code: any change to any of them starts a fresh cache.
+the first jitted function is defined (estimator.jit), numba's cache directory is pointed at a
+subdirectory named by a digest of every source file that defines or calls jitted code: any change
+to any of them starts a fresh cache.
 
 The warmers compile one kernel family each into the cache; the families share no jitted function,
 so two processes may warm them at once (the report's workers do, on a cold cache).
@@ -13,11 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
-MARKERS = (b"from numba", b"import numba")  # modules that define or call jitted code
+MARKERS = (b"from numba", b"import numba", b"from estimator.jit")  # modules that define or call jitted code
 
 
 def jitted_sources_digest() -> str:
@@ -51,12 +51,16 @@ DEFAULT_OPT_LEVEL = "2"
 
 
 def key_numba_cache() -> None:
-    """Point NUMBA_CACHE_DIR at the keyed cache directory and default NUMBA_OPT to DEFAULT_OPT_LEVEL
-    (no-op when numba is already imported: its config is read)."""
-    if "numba" in sys.modules:
-        return
-    os.environ["NUMBA_CACHE_DIR"] = str(keyed_cache_dir(default_root(), jitted_sources_digest()))
-    os.environ.setdefault("NUMBA_OPT", DEFAULT_OPT_LEVEL)
+    """Point numba's cache (``numba.core.config.CACHE_DIR``) at the keyed cache directory and its
+    LLVM level at DEFAULT_OPT_LEVEL unless NUMBA_OPT is set. Called by estimator.jit before the
+    first jitted function is defined; numba keeps values set in its config module while no NUMBA_*
+    environment variable changes (numba.core.config._EnvReloader), and os.environ is left alone: a
+    spawned worker keys the same directory from the same sources."""
+    from numba.core import config
+
+    config.CACHE_DIR = str(keyed_cache_dir(default_root(), jitted_sources_digest()))
+    if "NUMBA_OPT" not in os.environ:
+        config.OPT = config._process_opt_level(DEFAULT_OPT_LEVEL)
 
 
 def warm_pricing_kernels() -> None:

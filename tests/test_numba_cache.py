@@ -29,7 +29,23 @@ def test_digest_follows_jitted_sources_only(tmp_path, monkeypatch):
 
 
 def test_cache_dir_is_keyed_under_the_root():
-    assert os.environ["NUMBA_CACHE_DIR"].endswith(nc.jitted_sources_digest())
+    from numba.core import config
+
+    import estimator.jit  # noqa: F401 - keys the cache
+
+    assert config.CACHE_DIR.endswith(nc.jitted_sources_digest()) and config.CACHE_DIR.startswith(os.environ["NUMBA_CACHE_DIR"])
+
+
+def test_importing_the_estimator_neither_changes_the_environment_nor_reads_the_sources():
+    """import estimator (its settings and deployment types too) leaves os.environ as it was and does
+    not import numba; the cache is keyed when a jitted module is first imported."""
+    code = (
+        "import os, sys; before = dict(os.environ); import estimator, estimator.settings, estimator.deployment; "
+        "assert dict(os.environ) == before, 'environment changed'; assert 'numba' not in sys.modules, 'numba imported'; "
+        "import estimator.closedloop.pricing; from numba.core import config; "
+        "assert dict(os.environ) == before and config.CACHE_DIR.endswith(estimator.numba_cache.jitted_sources_digest())"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_an_inherited_keyed_directory_is_not_keyed_again():
@@ -62,8 +78,8 @@ def test_kernel_warmers_compile_disjoint_families(tmp_path):
 
 @pytest.mark.parametrize("given, level", [(None, int(nc.DEFAULT_OPT_LEVEL)), ("3", 3)])
 def test_kernels_compile_at_the_default_opt_level_unless_numba_opt_is_set(given, level):
-    """Importing estimator before numba sets NUMBA_OPT to DEFAULT_OPT_LEVEL; a level the user set is kept."""
+    """A jitted module's import sets numba's LLVM level to DEFAULT_OPT_LEVEL; a level the user set is kept."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_OPT"} | ({"NUMBA_OPT": given} if given else {})
-    out = subprocess.run([sys.executable, "-c", "import estimator, numba; print(int(numba.config.OPT))"], env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", "import estimator.jit, numba; print(int(numba.config.OPT))"], env=env, check=True,
                          capture_output=True, text=True).stdout  # fmt: skip
     assert int(out.split()[-1]) == level

@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, engine_ms
 from estimator.closedloop.quantile import nearest_rank_index
@@ -68,6 +67,7 @@ from estimator.closedloop.spec import (
     TF_K,
     TF_TURNAROUND,
 )
+from estimator.jit import njit
 
 OK, STALLED, NONFINITE, LIMIT = 0, 1, 2, 3
 

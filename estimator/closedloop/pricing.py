@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+
+from estimator.jit import njit
 
 AFFINE = 0
 ENGINE_TABLES = 1

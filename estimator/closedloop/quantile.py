@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from estimator.jit import njit
 
 
 @njit(cache=True)

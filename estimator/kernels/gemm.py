@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from estimator.jit import njit
 from estimator.kernels.interp import MISS, OK, _find_exact
 from estimator.kernels.packing import fv, iv
 from estimator.kernels.sol import SOL_GEMM, sol

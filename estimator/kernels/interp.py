@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from estimator.jit import njit
 from estimator.kernels.packing import fv, iv
 from estimator.kernels.sol import sol
 

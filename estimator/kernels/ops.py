@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from estimator.jit import njit
 from estimator.kernels import packing as L
 from estimator.kernels.gemm import gemm_query
 from estimator.kernels.interp import MISS, OK, curve_query, grid2_query, grid3_query, token_curve_query

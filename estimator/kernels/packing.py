@@ -8,7 +8,8 @@ row-major. Slot numbers are fixed by the table order below.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from estimator.jit import njit
 
 GEMM = 0  # 10 arrays: site_off, site_n, site_k, site_ln, site_lk, curve_off, cm, cl, packed_key, packed_site
 CONTEXT = 10  # grid3, 9 arrays: s_off, k0, o1, k1, o2, k2, v, leaf_xyz, leaf_log

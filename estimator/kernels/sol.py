@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from estimator.jit import njit
 
 SOL_GEMM = 1  # q = (m, n, k); p = [flops, bytes_per_elem, mem_bw]
 SOL_CONTEXT_ATTENTION = 2  # q = (heads, s, batch); p = [n_kv_lookup, head, window, kv_bytes, flops, mem_bw, prefix]

@@ -15,8 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from numba import njit
 
+from estimator.jit import njit
 from estimator.kernels.sol import sol
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from numba import njit
 
 from estimator.caching import memo
 from estimator.deployment import Deployment
+from estimator.jit import njit
 from estimator.kernels import ops as K
 from estimator.kernels.sol import SOL_CONTEXT_ATTENTION, SOL_GEMM, SOL_GENERATION_ATTENTION, SOL_MOE, sol
 from estimator.models import ops as O
