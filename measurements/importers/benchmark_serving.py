@@ -275,6 +275,10 @@ def import_record(record: Mapping[str, Any], deployment: DeploymentFile, supplie
     if concurrency is None and request_rate == math.inf and num_prompts is not None:
         concurrency = num_prompts
         derived.append(f"concurrency={int(num_prompts)} (no max_concurrency, every request sent at t = 0)")
+    agg = deployment.agg
+    if agg is not None and concurrency is not None:  # the client's cap spread over the attention-DP ranks of the one worker
+        agg = dataclasses.replace(agg, batch_size=math.ceil(concurrency / (agg.attention_dp or 1)))
+        derived.append(f"agg_batch_size={agg.batch_size} (concurrency / attention_dp)")
     warmups = fact("num_warmups", None)
     if warmups is not None:
         notes["num_warmups"] = str(warmups)
@@ -304,7 +308,7 @@ def import_record(record: Mapping[str, Any], deployment: DeploymentFile, supplie
         isl=int(isl),
         osl=int(osl),
         concurrency=None if concurrency is None else int(concurrency),
-        agg=deployment.agg,
+        agg=agg,
         prefill=deployment.prefill,
         decode=deployment.decode,
         ttft_ms=ttft,

@@ -182,6 +182,7 @@ def _layout(doc: Mapping, where: str, workers: int | None) -> Layout:
     if doc.get("tp") is None:
         raise InvalidInputError(f"{where}: missing required key 'tp'")
     sizes = {key: _size(doc.get(key), key, where) for key in LAYOUT_KEYS}
+    sizes["pp"] = sizes["pp"] or 1  # no pp: one pipeline stage
     return Layout(batch_size=None, workers=workers, **sizes)
 
 
