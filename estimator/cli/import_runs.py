@@ -40,22 +40,20 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-template", action="store_true", help="print a commented deployment file and exit")
 
 
-def detect_format(path: Path) -> str:
-    """The format a result file reads as; InvalidInputError naming it when none does."""
-    for name, module in FORMATS.items():
-        if module.is_benchmark_serving(path):
-            return name
-    benchmark_serving.read_records(path)  # raises with the reason (unreadable, not JSON, no known keys)
-    raise InvalidInputError(f"{path}: unknown format")
-
-
 def import_file(path: Path, fmt: str, deployment, supplied) -> tuple[list[Measurement], list[str]]:
     """The rows of one result file and their warnings."""
     if not path.is_file():
         raise InvalidInputError(f"{path}: no such file")
-    if fmt == "auto":
-        fmt = detect_format(path)
-    records = FORMATS[fmt].read_records(path)
+    candidates = FORMATS if fmt == "auto" else {fmt: FORMATS[fmt]}
+    reasons = []
+    for fmt, module in candidates.items():  # the first format that reads the file (each parses it once)
+        try:
+            records = module.read_records(path)
+            break
+        except InvalidInputError as exc:
+            reasons.append(str(exc))
+    else:
+        raise InvalidInputError(reasons[0] if len(reasons) == 1 else f"{path}: unknown format ({'; '.join(reasons)})")
     rows, warnings = [], []
     for i, record in enumerate(records):
         row_id = path.stem if len(records) == 1 else f"{path.stem}#{i + 1}"

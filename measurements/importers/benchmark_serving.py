@@ -138,15 +138,6 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def is_benchmark_serving(path: str | Path) -> bool:
-    """Whether the file reads as this format (auto-detection)."""
-    try:
-        read_records(path)
-    except InvalidInputError:
-        return False
-    return True
-
-
 def flavour(record: Mapping[str, Any]) -> str:
     """Which client wrote the record, by the keys only it writes."""
     if "total_output_tokens_retokenized" in record:
