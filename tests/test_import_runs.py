@@ -270,3 +270,20 @@ def test_thousand_per_request_records_import_in_under_a_second(tmp_path, deploy)
     (row,), _ = import_file(path, "auto", deployment, supplied)
     assert time.perf_counter() - start < 1.0
     assert row.protocol.num_prompts == 1000
+
+
+def test_served_model_name_differing_from_the_deployment_is_recorded_with_a_warning(tmp_path, deploy, capsys):
+    result = _write(tmp_path, "served.json", newer_summary() | {"model_id": "qwen32b-prod"})
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--format", "benchmark_serving")
+    assert rc == 0 and row.model == "Qwen/Qwen3-32B"
+    assert provenance_fields(row.provenance)["result_model"] == "qwen32b-prod"
+    assert "warning: " in capsys.readouterr().err
+
+
+def test_missing_deployment_or_out_is_one_line_exit_2(tmp_path, capsys):
+    result = _write(tmp_path, "summary.json", newer_summary())
+    assert main(["import", str(result), "--out", str(tmp_path / "runs.csv")]) == 2
+    assert main(["import", str(tmp_path / "absent.json"), "--deployment", str(_write(tmp_path, "d.yaml", yaml.safe_dump(DEPLOYMENT))),
+                 "--out", str(tmp_path / "runs.csv")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "--deployment" in err[0] and "absent.json: no such file" in err[1]
