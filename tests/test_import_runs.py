@@ -287,3 +287,18 @@ def test_missing_deployment_or_out_is_one_line_exit_2(tmp_path, capsys):
                  "--out", str(tmp_path / "runs.csv")]) == 2  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and "--deployment" in err[0] and "absent.json: no such file" in err[1]
+
+
+def test_report_on_the_imported_file_predicts_every_row_by_closed_loop(tmp_path, deploy):
+    """The loop's last step: `report --measurements runs.csv` prices the imported rows (engine defaults, supplied protocol)."""
+    import pandas as pd
+
+    results = [_write(tmp_path, "older.json", older_detailed()), _write(tmp_path, "summary.json", newer_summary())]
+    rc, rows = _import(tmp_path, *results, "--deployment", deploy, "--random-range-ratio", 1.0)
+    assert rc == 0 and len(rows) == 2
+    points = tmp_path / "points.csv"
+    argv = ["report", "--measurements", str(tmp_path / "runs.csv"), "--limit", "5", "--workers", "1", "--out", str(tmp_path / "acc.html")]
+    assert main([*argv, "--points", str(points), "--methods", "closed_loop", "uncached"]) == 0
+    table = pd.read_csv(points)
+    assert set(table["id"]) == {"older", "summary"} and table["covered"].all(), table[["id", "method", "reason"]]
+    assert (table["engine_settings"] == "engine default").all()
