@@ -302,3 +302,15 @@ def test_report_on_the_imported_file_predicts_every_row_by_closed_loop(tmp_path,
     table = pd.read_csv(points)
     assert set(table["id"]) == {"older", "summary"} and table["covered"].all(), table[["id", "method", "reason"]]
     assert (table["engine_settings"] == "engine default").all()
+
+
+def test_disagg_import_takes_batch_sizes_from_the_engine_defaults_and_is_predicted(tmp_path):
+    doc = {k: v for k, v in DEPLOYMENT.items() if k != "tp"} | {"backend": "sglang", "backend_version": "0.5.5", "mode": "disagg",
+                                                                 "prefill": {"workers": 1, "tp": 2}, "decode": {"workers": 2, "tp": 2}}  # fmt: skip
+    deploy = _write(tmp_path, "disagg.yaml", yaml.safe_dump(doc | {"client": {"isl": 1024, "osl": 1024, "random_range_ratio": 1.0}}))
+    rc, (row,) = _import(tmp_path, _write(tmp_path, "summary.json", newer_summary(concurrency=8, prompts=80)), "--deployment", deploy)
+    assert rc == 0 and row.mode == "disagg" and row.agg is None
+    assert row.settings.step_token_budget == 8192 and row.prefill.batch_size == 8  # SGLang's default chunk on an H200: whole 1024-token prompts
+    assert row.decode.batch_size == 4  # SGLang has no running cap by default: 8 clients over 2 decode workers
+    (mapped,) = map_all([row])
+    assert mapped.reason is None and predict(mapped, "closed_loop").covered

@@ -270,6 +270,15 @@ def import_record(record: Mapping[str, Any], deployment: DeploymentFile, supplie
     if agg is not None and concurrency is not None:  # the client's cap spread over the attention-DP ranks of the one worker
         agg = dataclasses.replace(agg, batch_size=math.ceil(concurrency / (agg.attention_dp or 1)))
         derived.append(f"agg_batch_size={agg.batch_size} (concurrency / attention_dp)")
+    prefill, decode = deployment.prefill, deployment.decode
+    if prefill is not None and decode is not None:  # the rule measurements.topologies.runs.published_run applies to a disagg config without batch sizes
+        settings = deployment.settings
+        prefill = dataclasses.replace(prefill, batch_size=max(1, settings.step_token_budget // int(isl)))
+        derived.append(f"prefill_batch_size={prefill.batch_size} (whole prompts of the step token budget {settings.step_token_budget})")
+        cap = settings.max_num_seqs or (math.ceil(concurrency / decode.workers / (decode.attention_dp or 1)) if concurrency else None)
+        if cap is not None:
+            decode = dataclasses.replace(decode, batch_size=cap)
+            derived.append(f"decode_batch_size={cap} ({'the engine cap' if settings.max_num_seqs else 'the clients per rank'})")
     warmups = fact("num_warmups", None)
     if warmups is not None:
         notes["num_warmups"] = str(warmups)
@@ -300,8 +309,8 @@ def import_record(record: Mapping[str, Any], deployment: DeploymentFile, supplie
         osl=int(osl),
         concurrency=None if concurrency is None else int(concurrency),
         agg=agg,
-        prefill=deployment.prefill,
-        decode=deployment.decode,
+        prefill=prefill,
+        decode=decode,
         ttft_ms=ttft,
         tpot_ms=tpot,
         ttft_statistic=f"{statistic} over requests",
