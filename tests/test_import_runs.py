@@ -314,3 +314,14 @@ def test_disagg_import_takes_batch_sizes_from_the_engine_defaults_and_is_predict
     assert row.decode.batch_size == 4  # SGLang has no running cap by default: 8 clients over 2 decode workers
     (mapped,) = map_all([row])
     assert mapped.reason is None and predict(mapped, "closed_loop").covered
+
+
+def test_imported_rows_round_trip_through_load_measurements_unchanged(tmp_path, deploy):
+    engine = {"max_num_tokens": 4096, "kv_cache_free_memory_fraction": 0.9}
+    deploy = _write(tmp_path, "engine.yaml", yaml.safe_dump(DEPLOYMENT | {"engine": engine}))
+    deployment, supplied = load_deployment(deploy), Supplied.of({"random_range_ratio": 0.8}, {})
+    paths = [_write(tmp_path, "older.json", older_detailed()), _write(tmp_path, "summary.json", newer_summary())]
+    expected = [row for p in paths for row in import_file(p, "auto", deployment, supplied)[0]]
+    rc, loaded = _import(tmp_path, *paths, "--deployment", deploy, "--random-range-ratio", 0.8)
+    assert rc == 0 and loaded == expected
+    assert [(r.settings.origin, r.settings.citation) for r in loaded] == [("source", f"deployment file {deploy}")] * 2
