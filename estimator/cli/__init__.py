@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from estimator.cli import estimate as estimate_cmd
+from estimator.cli import import_runs as import_cmd
 from estimator.cli import models as models_cmd
 from estimator.cli import price_ops as price_ops_cmd
 from estimator.cli import refine as refine_cmd
@@ -21,6 +22,7 @@ COMMANDS = {
     "refine": refine_cmd,
     "report": report_cmd,
     "sweep": sweep_cmd,
+    "import": import_cmd,
 }
 
 

@@ -1,0 +1,1 @@
+"""Importers: benchmark result files and the deployment file that says what ran, into measurement rows."""

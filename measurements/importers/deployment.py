@@ -1,0 +1,270 @@
+"""The deployment file: what ran, for result files that only say what the client measured.
+
+A YAML mapping (read with ``yaml.safe_load``). Required: ``model`` (a bundled model id or a path to
+a config.json), ``system`` (a shipped GPU system id), ``backend`` (trtllm | vllm | sglang),
+``backend_version``, ``mode`` (agg | disagg); for agg ``tp``, for disagg ``prefill`` and ``decode``
+blocks each with ``workers`` and ``tp``. Optional: ``image``, ``precision``, ``gemm_quant``,
+``moe_quant``, ``pp`` / ``attention_dp`` / ``moe_tp`` / ``moe_ep`` (agg at the top level, disagg in
+each block), an ``engine:`` block of launch settings named as the launch flags are (see
+``ENGINE_KEYS``) and a ``client:`` block of facts a result file may lack (``CLIENT_KEYS``).
+
+Engine settings start from the engine's documented defaults on the system's GPU
+(``estimator.settings.engine_defaults``); when the ``engine:`` block sets any field, the settings'
+origin is "source" and their citation "deployment file <path>", else they are the defaults,
+origin and citation included. An unknown model, system or backend, a missing required key or an
+unknown key is an ``InvalidInputError`` (or its ``UnknownModelError`` / ``UnknownSystemError`` /
+``UnknownBackendError`` kin) of one line naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from estimator.deployment import Backend
+from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
+from estimator.models import resolve_model_config
+from estimator.perf import load_system_spec
+from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
+from measurements.schema import Layout
+
+MODES = ("agg", "disagg")
+LAYOUT_KEYS = ("tp", "pp", "attention_dp", "moe_tp", "moe_ep")
+TOP_KEYS = frozenset({"model", "system", "backend", "backend_version", "mode", "image", "precision", "gemm_quant", "moe_quant",
+                      "prefill", "decode", "engine", "client", *LAYOUT_KEYS})  # fmt: skip
+BLOCK_KEYS = frozenset({"workers", *LAYOUT_KEYS})
+
+# engine: launch flag (TRT-LLM extra-llm-api-config / vLLM `vllm serve` / SGLang ServerArgs name) -> EngineSettings field
+ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "max_num_tokens": "step_token_budget",  # TRT-LLM
+        "max_num_batched_tokens": "step_token_budget",  # vLLM
+        "chunked_prefill_size": "step_token_budget",  # SGLang
+        "max_batch_size": "max_num_seqs",  # TRT-LLM
+        "max_num_seqs": "max_num_seqs",  # vLLM
+        "max_running_requests": "max_num_seqs",  # SGLang
+        "chunked_prefill": "chunked_prefill",
+        "enable_chunked_prefill": "chunked_prefill",  # TRT-LLM, vLLM
+        "kv_cache_free_memory_fraction": "kv_free_memory_fraction",  # TRT-LLM kv_cache_config.free_gpu_memory_fraction
+        "kv_cache_dtype": "kv_cache_dtype",
+        "overlap_scheduler": "overlap_scheduler",
+        "num_nextn_predict_layers": "nextn",  # TRT-LLM speculative_config (MTP)
+        "speculative_num_steps": "nextn",  # SGLang
+        "stream_interval": "stream_interval",
+    }
+)
+IGNORED_ENGINE_KEYS = frozenset({"cuda_graph_batch_sizes"})  # accepted launch settings the estimate does not read
+CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "statistic", "ignore_eos")
+STATISTICS = ("mean", "median", "p99")
+
+
+@dataclass(frozen=True)
+class DeploymentFile:
+    """One deployment as its file states it, checked against the bundled models and systems."""
+
+    path: str
+    model: str
+    system: str
+    backend: str  # "trtllm" | "vllm" | "sglang"
+    backend_version: str
+    mode: str  # "agg" | "disagg"
+    agg: Layout | None
+    prefill: Layout | None
+    decode: Layout | None
+    image: str | None
+    precision: str | None
+    gemm_quant: str | None
+    moe_quant: str | None
+    settings: EngineSettings
+    engine_keys: tuple[str, ...]  # engine: keys the file set (empty: every setting is the engine default)
+    client: Mapping[str, Any] = field(default_factory=dict)  # the client: block, checked against CLIENT_KEYS
+
+
+def load_deployment(path: str | Path) -> DeploymentFile:
+    """Read and check a deployment file."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInputError(f"cannot read deployment file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f"deployment file {path}: not YAML ({str(exc).splitlines()[0]})") from None
+    return parse_deployment(doc, str(path))
+
+
+def parse_deployment(doc: Any, path: str) -> DeploymentFile:
+    """The deployment of a parsed YAML document (path names it in messages and the citation)."""
+    where = f"deployment file {path}"
+    if not isinstance(doc, Mapping):
+        raise InvalidInputError(f"{where}: expected a mapping of keys, got {type(doc).__name__}")
+    _no_unknown(doc, TOP_KEYS, where)
+    for key in ("model", "system", "backend", "backend_version", "mode"):
+        if doc.get(key) in (None, ""):
+            raise InvalidInputError(f"{where}: missing required key {key!r}")
+    model, system = str(doc["model"]), str(doc["system"])
+    try:
+        backend = Backend.parse(str(doc["backend"])).value
+    except EstimatorError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+    mode = str(doc["mode"])
+    if mode not in MODES:
+        raise InvalidInputError(f"{where}: mode must be agg or disagg, got {mode!r}")
+    _check_model(model, where)
+    try:
+        memory = load_system_spec(system).mem_capacity
+    except EstimatorError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+    if mode == "agg":
+        for key in ("prefill", "decode"):
+            if key in doc:
+                raise InvalidInputError(f"{where}: agg deployment has a {key!r} block (disagg only)")
+        agg, prefill, decode = _layout(doc, where, workers=1), None, None
+    else:
+        for key in LAYOUT_KEYS:
+            if key in doc:
+                raise InvalidInputError(f"{where}: disagg deployment sets {key!r} at the top level (put it in the prefill and decode blocks)")
+        agg, prefill, decode = None, _block(doc, "prefill", where), _block(doc, "decode", where)
+    settings, engine_keys = _settings(doc.get("engine"), backend, system, memory, path)
+    client = doc.get("client") or {}
+    if not isinstance(client, Mapping):
+        raise InvalidInputError(f"{where}: client must be a mapping, got {type(client).__name__}")
+    _no_unknown(client, frozenset(CLIENT_KEYS), f"{where}: client")
+    return DeploymentFile(
+        path=path,
+        model=model,
+        system=system,
+        backend=backend,
+        backend_version=str(doc["backend_version"]),
+        mode=mode,
+        agg=agg,
+        prefill=prefill,
+        decode=decode,
+        image=_opt_str(doc.get("image")),
+        precision=_opt_str(doc.get("precision")),
+        gemm_quant=_opt_str(doc.get("gemm_quant")),
+        moe_quant=_opt_str(doc.get("moe_quant")),
+        settings=settings,
+        engine_keys=engine_keys,
+        client=MappingProxyType(dict(client)),
+    )
+
+
+def _check_model(model: str, where: str) -> None:
+    """UnknownModelError naming the model unless it resolves to a config (one with no native builder is known)."""
+    try:
+        resolve_model_config(model)
+    except UnsupportedModelError:
+        pass
+    except UnknownModelError as exc:
+        raise UnknownModelError(f"{where}: {exc}") from None
+
+
+def _no_unknown(doc: Mapping, known: frozenset[str], where: str) -> None:
+    unknown = sorted(str(k) for k in doc if k not in known)
+    if unknown:
+        raise InvalidInputError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
+def _size(value: Any, name: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{where}: {name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _layout(doc: Mapping, where: str, workers: int | None) -> Layout:
+    if doc.get("tp") is None:
+        raise InvalidInputError(f"{where}: missing required key 'tp'")
+    sizes = {key: _size(doc.get(key), key, where) for key in LAYOUT_KEYS}
+    sizes["pp"] = sizes["pp"] or 1  # no pp: one pipeline stage
+    return Layout(batch_size=None, workers=workers, **sizes)
+
+
+def _block(doc: Mapping, name: str, where: str) -> Layout:
+    block = doc.get(name)
+    if not isinstance(block, Mapping):
+        raise InvalidInputError(f"{where}: disagg deployment needs a {name!r} block with workers and tp")
+    _no_unknown(block, BLOCK_KEYS, f"{where}: {name}")
+    if block.get("workers") is None:
+        raise InvalidInputError(f"{where}: {name} block lacks 'workers'")
+    return _layout(block, f"{where}: {name}", workers=_size(block["workers"], "workers", f"{where}: {name}"))
+
+
+def _settings(engine: Any, backend: str, system: str, memory: int, path: str) -> tuple[EngineSettings, tuple[str, ...]]:
+    """The launch settings: the engine's defaults on the GPU, with the engine: block's values over them."""
+    defaults = engine_defaults(backend, system, memory)
+    if engine is None:
+        return defaults, ()
+    where = f"deployment file {path}: engine"
+    if not isinstance(engine, Mapping):
+        raise InvalidInputError(f"{where} must be a mapping, got {type(engine).__name__}")
+    _no_unknown(engine, frozenset(ENGINE_KEYS) | IGNORED_ENGINE_KEYS, where)
+    values: dict[str, Any] = {}
+    for key, value in engine.items():
+        if key in IGNORED_ENGINE_KEYS or value is None:
+            continue
+        name = ENGINE_KEYS[key]
+        if name in values:
+            raise InvalidInputError(f"{where}: {key} sets {name}, already set by another key")
+        values[name] = float(value) if name == "kv_free_memory_fraction" and isinstance(value, int) and not isinstance(value, bool) else value
+    if not values:
+        return defaults, ()
+    try:
+        settings = defaults.replace(**values, origin=SOURCE_ORIGIN, citation=f"deployment file {path}")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
+    return settings, tuple(k for k in engine if k not in IGNORED_ENGINE_KEYS and engine[k] is not None)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+TEMPLATE = """\
+# Deployment file for `python -m estimator import RESULT... --deployment THIS.yaml --out runs.csv`.
+# What ran; the result files say what the client measured. Required keys are uncommented.
+model: Qwen/Qwen3-32B          # a bundled model id (python -m estimator models) or a path to a config.json
+system: h200_sxm               # GPU system id, e.g. h100_sxm, h200_sxm, b200_sxm
+backend: trtllm                # trtllm | vllm | sglang
+backend_version: 1.0.0         # the engine version that served the run
+mode: agg                      # agg | disagg
+tp: 1                          # agg: tensor parallel size (disagg: in the prefill and decode blocks)
+# pp: 1                        # pipeline parallel size
+# attention_dp: 1              # attention data-parallel size
+# moe_tp: 1                    # MoE tensor parallel size (MoE models)
+# moe_ep: 1                    # MoE expert parallel size (MoE models)
+# image: nvcr.io/nvidia/tensorrt-llm/release:1.0.0   # container image
+# precision: fp8               # checkpoint precision label
+# gemm_quant: fp8_block        # GEMM quant mode (default: inferred from the checkpoint)
+# moe_quant: fp8_block         # MoE quant mode (default: inferred from the checkpoint)
+#
+# disagg instead of tp above:
+# prefill: {workers: 1, tp: 4}
+# decode: {workers: 1, tp: 4}
+#
+# Launch settings, named as the launch flags are; what is not given takes the engine's documented default.
+# engine:
+#   max_num_tokens: 8192                 # tokens per step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size)
+#   max_batch_size: 256                  # running requests per rank (vLLM max_num_seqs, SGLang max_running_requests)
+#   chunked_prefill: false               # (or enable_chunked_prefill)
+#   kv_cache_free_memory_fraction: 0.9   # TRT-LLM kv_cache_config.free_gpu_memory_fraction
+#   kv_cache_dtype: fp8
+#   overlap_scheduler: true
+#   num_nextn_predict_layers: 0          # MTP speculative depth (SGLang speculative_num_steps)
+#   cuda_graph_batch_sizes: [1, 2, 4]    # accepted, not read by the estimate
+#
+# Facts a result file may lack (the --isl/--osl/... flags override these):
+# client:
+#   isl: 1024                  # nominal input tokens per request (the maximum when lengths vary)
+#   osl: 1024                  # nominal output tokens per request
+#   random_range_ratio: 1.0    # lengths uniform on [r*L, L]; 1.0: fixed
+#   num_warmups: 0             # warm-up requests before the measured ones
+#   statistic: mean            # mean | median | p99: which statistic the row's ttft_ms and tpot_ms are
+#   ignore_eos: true           # outputs always run to osl tokens
+"""

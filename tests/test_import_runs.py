@@ -1,0 +1,327 @@
+"""`python -m estimator import`: benchmark_serving result files and a deployment file -> measurement rows.
+
+The fixtures are written here from the clients' own definitions (the key sets and units the
+importer cites: vLLM benchmarks/benchmark_serving.py, vllm/benchmarks/serve.py, SGLang
+bench_serving.py), never copied from a run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from estimator.cli import main
+from estimator.cli.import_runs import import_file
+from estimator.errors import InvalidInputError, UnknownBackendError, UnknownModelError, UnknownSystemError
+from estimator.report.batch import predict
+from measurements.importers.benchmark_serving import Supplied
+from measurements.importers.deployment import TEMPLATE, load_deployment, parse_deployment
+from measurements.loaders import load_measurements, provenance_fields
+from measurements.mapping import map_all
+
+DEPLOYMENT = {"model": "Qwen/Qwen3-32B", "system": "h200_sxm", "backend": "trtllm", "backend_version": "1.0.0", "mode": "agg", "tp": 1}
+
+
+def _requests(n: int, seed: int = 0, failed: int = 1) -> dict:
+    """Per-request arrays as the vLLM client saves them: lengths in tokens, ttfts and itls in seconds,
+    a failed request with ttft 0, output length 0 and its error."""
+    rng = np.random.default_rng(seed)
+    ins = rng.integers(820, 1025, n).tolist()
+    outs = rng.integers(820, 1025, n).tolist()
+    ttfts = rng.uniform(0.05, 0.3, n).tolist()
+    itls = [rng.uniform(0.008, 0.016, o - 1).tolist() for o in outs]
+    errors = [""] * n
+    for i in range(failed):
+        outs[i], ttfts[i], itls[i], errors[i] = 0, 0.0, [], "ServerDisconnectedError"
+    return {"input_lens": ins, "output_lens": outs, "ttfts": ttfts, "itls": itls, "generated_texts": [""] * n, "errors": errors}
+
+
+def _client_metrics(arrays: dict) -> dict:
+    """The summary keys as the client's calculate_metrics computes them from the same requests."""
+    ok = [i for i, e in enumerate(arrays["errors"]) if not e]
+    ttfts = [arrays["ttfts"][i] for i in ok]
+    tpots = [sum(arrays["itls"][i]) / (arrays["output_lens"][i] - 1) for i in ok if arrays["output_lens"][i] > 1]
+    out = {"completed": len(ok), "total_input_tokens": sum(arrays["input_lens"][i] for i in ok), "total_output_tokens": sum(arrays["output_lens"])}
+    for name, values in (("ttft", ttfts), ("tpot", tpots)):
+        out |= {
+            f"mean_{name}_ms": float(np.mean(values)) * 1000,
+            f"median_{name}_ms": float(np.median(values)) * 1000,
+            f"std_{name}_ms": float(np.std(values)) * 1000,
+            f"p99_{name}_ms": float(np.percentile(values, 99)) * 1000,
+        }
+    return out
+
+
+def older_detailed(n: int = 16) -> dict:
+    """vLLM benchmarks/benchmark_serving.py --save-result: no max_concurrency, the arrays always saved."""
+    arrays = _requests(n)
+    head = {"date": "20250110-093000", "backend": "vllm", "model_id": "Qwen/Qwen3-32B", "tokenizer_id": "Qwen/Qwen3-32B", "best_of": 1,
+            "num_prompts": n, "request_rate": "inf", "duration": 12.5, "request_throughput": 1.2, "output_throughput": 900.0}  # fmt: skip
+    return head | _client_metrics(arrays) | arrays
+
+
+def newer_summary(concurrency: int = 4, prompts: int = 40) -> dict:
+    """vllm bench serve --save-result without --save-detailed: max_concurrency and no arrays."""
+    return {
+        "date": "20260105-101500", "endpoint_type": "openai", "backend": "openai", "label": None, "model_id": "Qwen/Qwen3-32B",
+        "tokenizer_id": "Qwen/Qwen3-32B", "num_prompts": prompts, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": concurrency,
+        "duration": 30.0, "completed": prompts, "failed": 0, "total_input_tokens": prompts * 922, "total_output_tokens": prompts * 921,
+        "request_throughput": 1.3, "request_goodput": None, "output_throughput": 1228.0, "total_token_throughput": 2457.0,
+        "max_output_tokens_per_s": 1300.0, "max_concurrent_requests": concurrency,
+        "mean_ttft_ms": 120.5, "median_ttft_ms": 110.0, "std_ttft_ms": 10.0, "p99_ttft_ms": 180.0,
+        "mean_tpot_ms": 12.5, "median_tpot_ms": 12.4, "std_tpot_ms": 0.5, "p99_tpot_ms": 14.0,
+        "mean_itl_ms": 12.5, "median_itl_ms": 12.3, "std_itl_ms": 1.0, "p99_itl_ms": 20.0,
+        "mean_e2el_ms": 11600.0, "median_e2el_ms": 11500.0, "std_e2el_ms": 100.0, "p99_e2el_ms": 12000.0,
+    }  # fmt: skip
+
+
+def sglang_line(rate: float) -> dict:
+    """SGLang bench_serving's appended JSONL line (random dataset): median TTFT and ITL only."""
+    return {"backend": "sglang", "dataset_name": "random", "request_rate": rate, "total_input_tokens": 102400, "total_output_tokens": 51200,
+            "total_output_tokens_retokenized": 51190, "mean_e2e_latency_ms": 5000.0, "median_e2e_latency_ms": 4900.0, "median_ttft_ms": 95.0,
+            "median_itl_ms": 9.5, "output_throughput": 3000.0, "random_input_len": 1024, "random_output_len": 512, "random_range_ratio": 0.5,
+            "duration": 17.0, "completed": 100}  # fmt: skip
+
+
+def _write(tmp_path: Path, name: str, content) -> Path:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+@pytest.fixture
+def deploy(tmp_path) -> Path:
+    return _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT))
+
+
+def _import(tmp_path, *args) -> tuple[int, list]:
+    out = tmp_path / "runs.csv"
+    rc = main(["import", *map(str, args), "--out", str(out)])
+    return rc, load_measurements(out) if out.exists() else []
+
+
+def test_newer_summary_only_result_imports_with_supplied_lengths_and_round_trips(tmp_path, deploy, capsys):
+    result = _write(tmp_path, "summary.json", newer_summary())
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--isl", 1024, "--osl", 1024, "--random-range-ratio", 0.8)
+    assert rc == 0
+    assert (row.ttft_ms, row.tpot_ms, row.ttft_statistic) == (120.5, 12.5, "mean over requests")
+    assert (row.isl, row.osl, row.concurrency, row.protocol.num_prompts, row.protocol.request_rate) == (1024, 1024, 4, 40, math.inf)
+    assert row.protocol.random_range_ratio == 0.8 and row.measured_date == "2026-01-05"
+    assert row.agg.tp == 1 and row.agg.batch_size == 4 and row.agg.pp == 1
+    assert "vllm/benchmarks/serve.py@" in row.protocol.client_citation
+    fields = provenance_fields(row.provenance)
+    assert "isl=1024 (--isl)" in fields["supplied"] and "random_range_ratio=0.8 (--random-range-ratio)" in fields["supplied"]
+    assert (fields["mean_isl"], fields["mean_osl"]) == ("922", "921")  # summary-only: mean lengths from the totals
+    assert (fields["ttft_median_ms"], fields["ttft_p99_ms"], fields["tpot_p99_ms"]) == ("110", "180", "14")  # every statistic kept
+    assert row.settings.origin == "engine default" and row.settings.step_token_budget == 8192  # TRT-LLM's documented defaults
+
+
+def test_summary_only_without_lengths_takes_them_from_the_totals(tmp_path, deploy):
+    result = _write(tmp_path, "summary.json", newer_summary())
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy)
+    assert rc == 0 and (row.isl, row.osl) == (922, 921)  # no range ratio given: fixed lengths, L = mean
+    assert "isl=922 (from the mean, total_*_tokens / completed" in provenance_fields(row.provenance)["derived"]
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--random-range-ratio", 0.8)
+    assert (row.isl, row.osl) == (round(2 * 922 / 1.8), round(2 * 921 / 1.8))
+
+
+def test_older_detailed_result_uses_the_clients_statistics_and_the_per_request_lengths(tmp_path, deploy):
+    record = older_detailed()
+    result = _write(tmp_path, "older.json", record)
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--statistic", "p99")
+    assert rc == 0
+    assert row.ttft_ms == pytest.approx(record["p99_ttft_ms"]) and row.tpot_ms == pytest.approx(record["p99_tpot_ms"])
+    assert row.ttft_statistic == "p99 over requests" and "p99 over requests" in row.tpot_definition
+    ok = [i for i, e in enumerate(record["errors"]) if not e]
+    assert row.isl == max(record["input_lens"][i] for i in ok) and row.osl == max(record["output_lens"][i] for i in ok)
+    assert row.concurrency == 16  # no max_concurrency, request_rate inf: every prompt in flight
+    assert "benchmarks/benchmark_serving.py@" in row.protocol.client_citation
+    fields = provenance_fields(row.provenance)
+    assert "statistic=p99 (--statistic)" in fields["supplied"]
+    assert float(fields["mean_isl"]) == pytest.approx(np.mean([record["input_lens"][i] for i in ok]), rel=1e-5)
+
+
+def test_per_request_arrays_alone_give_the_clients_statistics(tmp_path, deploy):
+    """Without the summary keys, the statistics come from ttfts (s) and itls: the same numbers the client computes."""
+    record = older_detailed(40)
+    stripped = {k: v for k, v in record.items() if not k.endswith("_ms")}
+    deployment = load_deployment(deploy)
+    for statistic in ("mean", "median", "p99"):
+        (row,), _ = import_file(_write(tmp_path, "arrays.json", stripped), "auto", deployment, Supplied.of({"statistic": statistic}, {}))
+        assert row.ttft_ms == pytest.approx(record[f"{statistic}_ttft_ms"]) and row.tpot_ms == pytest.approx(record[f"{statistic}_tpot_ms"])
+
+
+def test_sglang_jsonl_lines_each_import_and_a_missing_statistic_is_one_line(tmp_path, deploy, capsys):
+    result = _write(tmp_path, "sglang.jsonl", "\n".join(json.dumps(sglang_line(r)) for r in (4.0, 8.0)) + "\n")
+    rc, rows = _import(tmp_path, result, "--deployment", deploy, "--statistic", "median")
+    assert rc == 0 and [r.id for r in rows] == ["sglang#1", "sglang#2"]
+    assert [r.protocol.request_rate for r in rows] == [4.0, 8.0]
+    assert (rows[0].isl, rows[0].osl, rows[0].protocol.random_range_ratio) == (1024, 512, 0.5)  # the file's own lengths
+    assert rows[0].ttft_ms == 95.0 and rows[0].tpot_ms == 9.5 and "inter-token latency" in rows[0].tpot_definition
+    assert "bench_serving.py@" in rows[0].protocol.client_citation
+    capsys.readouterr()
+    rc, _ = _import(tmp_path, result, "--deployment", deploy)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "no mean TTFT" in err[0] and "sglang.jsonl" in err[0]
+
+
+def test_client_block_supplies_facts_and_flags_override_it(tmp_path):
+    deploy = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | {"client": {"isl": 1000, "osl": 900, "num_warmups": 8, "ignore_eos": True}}))
+    result = _write(tmp_path, "summary.json", newer_summary())
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--osl", 1024)
+    assert rc == 0 and (row.isl, row.osl, row.protocol.ignore_eos) == (1000, 1024, True)
+    fields = provenance_fields(row.provenance)
+    assert "isl=1000 (client block)" in fields["supplied"] and "osl=1024 (--osl)" in fields["supplied"]
+    assert fields["num_warmups"] == "8"
+
+
+def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
+    engine = {"max_num_tokens": 4096, "max_batch_size": 64, "chunked_prefill": True, "kv_cache_free_memory_fraction": 0.85,
+              "kv_cache_dtype": "fp8", "overlap_scheduler": False, "num_nextn_predict_layers": 0, "cuda_graph_batch_sizes": [1, 2]}  # fmt: skip
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | {"engine": engine}))
+    s = load_deployment(path).settings
+    assert (s.step_token_budget, s.max_num_seqs, s.chunked_prefill, s.kv_free_memory_fraction) == (4096, 64, True, 0.85)
+    assert (s.kv_cache_dtype, s.overlap_scheduler, s.nextn) == ("fp8", False, 0)
+    assert s.origin == "source" and s.citation == f"deployment file {path}"
+    vllm = parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"max_num_batched_tokens": 2048}}, "d.yaml").settings
+    assert (vllm.step_token_budget, vllm.max_num_seqs, vllm.overlap_scheduler) == (2048, 1024, False)  # the rest stays vLLM's default on an H200
+
+
+def test_disagg_deployment_and_the_template_parse():
+    d = parse_deployment(
+        {k: v for k, v in DEPLOYMENT.items() if k != "tp"} | {"mode": "disagg", "prefill": {"workers": 2, "tp": 2}, "decode": {"workers": 1, "tp": 4}}, "d.yaml"
+    )
+    assert (d.prefill.workers, d.prefill.tp, d.decode.workers, d.decode.tp, d.agg) == (2, 2, 1, 4, None)
+    t = parse_deployment(yaml.safe_load(TEMPLATE), "template")
+    assert (t.model, t.backend, t.mode, t.agg.tp) == ("Qwen/Qwen3-32B", "trtllm", "agg", 1)
+    with pytest.raises(InvalidInputError, match="decode"):
+        parse_deployment({k: v for k, v in DEPLOYMENT.items() if k != "tp"} | {"mode": "disagg", "prefill": {"workers": 1, "tp": 2}}, "d.yaml")
+
+
+def test_write_template_prints_a_deployment_file(capsys):
+    assert main(["import", "--write-template"]) == 0
+    assert parse_deployment(yaml.safe_load(capsys.readouterr().out), "stdout").system == "h200_sxm"
+
+
+def test_imported_row_is_predicted_by_closed_loop_with_engine_defaults(tmp_path, deploy):
+    """The report's predict path on the loaded rows: a row with only the required facts replays under its client protocol."""
+    result = _write(tmp_path, "summary.json", newer_summary())
+    rc, rows = _import(tmp_path, result, "--deployment", deploy, "--isl", 1024, "--osl", 1024, "--random-range-ratio", 1.0)
+    (mapped,) = map_all(rows)
+    assert mapped.reason is None
+    r = predict(mapped, "closed_loop")
+    assert r.covered, r.reason
+    assert r.ttft_pred_ms > 0 and r.tpot_pred_ms > 0
+    assert mapped.measurement.settings.origin == "engine default"
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("id,ttft\n1,2\n", "unknown format"),
+        ({"foo": 1}, "unknown format"),
+        ({"completed": 10, "total_input_tokens": 100, "total_output_tokens": 100, "num_prompts": 10}, "no latency fields"),
+    ],
+)
+def test_bad_result_is_one_line_naming_it_exit_2(tmp_path, deploy, capsys, content, needle):
+    result = _write(tmp_path, "bad.json", content)
+    rc, rows = _import(tmp_path, result, "--deployment", deploy)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and rows == [] and len(err) == 1
+    assert needle in err[0] and "bad.json" in err[0]
+    assert not (tmp_path / "runs.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "error", "needle"),
+    [({"model": "nobody/NoSuchModel"}, UnknownModelError, "nobody/NoSuchModel"), ({"system": "tpu_v9"}, UnknownSystemError, "tpu_v9"),
+     ({"backend": "tgi"}, UnknownBackendError, "tgi")],
+)  # fmt: skip
+def test_bad_deployment_is_one_line_naming_it_exit_2(tmp_path, capsys, override, error, needle):
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | override))
+    with pytest.raises(error, match=needle):
+        load_deployment(path)
+    rc, _ = _import(tmp_path, _write(tmp_path, "summary.json", newer_summary()), "--deployment", path)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and needle in err[0] and "deploy.yaml" in err[0]
+
+
+def test_several_files_one_bad_imports_the_others_and_lists_the_bad_one(tmp_path, deploy, capsys):
+    good = _write(tmp_path, "good.json", newer_summary())
+    older = _write(tmp_path, "older.json", older_detailed())
+    bad = _write(tmp_path, "nolatency.json", {"completed": 3, "total_input_tokens": 30, "total_output_tokens": 30})
+    rc, rows = _import(tmp_path, good, bad, older, "--deployment", deploy)
+    err = capsys.readouterr().err
+    assert rc == 2 and [r.id for r in rows] == ["good", "older"]
+    assert "not imported: " in err and "nolatency.json: no latency fields" in err
+
+
+def test_thousand_per_request_records_import_in_under_a_second(tmp_path, deploy):
+    record = older_detailed(1000)
+    path = _write(tmp_path, "big.json", record)
+    deployment, supplied = load_deployment(deploy), Supplied.of({}, {})
+    start = time.perf_counter()
+    (row,), _ = import_file(path, "auto", deployment, supplied)
+    assert time.perf_counter() - start < 1.0
+    assert row.protocol.num_prompts == 1000
+
+
+def test_served_model_name_differing_from_the_deployment_is_recorded_with_a_warning(tmp_path, deploy, capsys):
+    result = _write(tmp_path, "served.json", newer_summary() | {"model_id": "qwen32b-prod"})
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--format", "benchmark_serving")
+    assert rc == 0 and row.model == "Qwen/Qwen3-32B"
+    assert provenance_fields(row.provenance)["result_model"] == "qwen32b-prod"
+    assert "warning: " in capsys.readouterr().err
+
+
+def test_missing_deployment_or_out_is_one_line_exit_2(tmp_path, capsys):
+    result = _write(tmp_path, "summary.json", newer_summary())
+    assert main(["import", str(result), "--out", str(tmp_path / "runs.csv")]) == 2
+    assert main(["import", str(tmp_path / "absent.json"), "--deployment", str(_write(tmp_path, "d.yaml", yaml.safe_dump(DEPLOYMENT))),
+                 "--out", str(tmp_path / "runs.csv")]) == 2  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "--deployment" in err[0] and "absent.json: no such file" in err[1]
+
+
+def test_report_on_the_imported_file_predicts_every_row_by_closed_loop(tmp_path, deploy):
+    """The loop's last step: `report --measurements runs.csv` prices the imported rows (engine defaults, supplied protocol)."""
+    import pandas as pd
+
+    results = [_write(tmp_path, "older.json", older_detailed()), _write(tmp_path, "summary.json", newer_summary())]
+    rc, rows = _import(tmp_path, *results, "--deployment", deploy, "--random-range-ratio", 1.0)
+    assert rc == 0 and len(rows) == 2
+    points = tmp_path / "points.csv"
+    argv = ["report", "--measurements", str(tmp_path / "runs.csv"), "--limit", "5", "--workers", "1", "--out", str(tmp_path / "acc.html")]
+    assert main([*argv, "--points", str(points), "--methods", "closed_loop", "uncached"]) == 0
+    table = pd.read_csv(points)
+    assert set(table["id"]) == {"older", "summary"} and table["covered"].all(), table[["id", "method", "reason"]]
+    assert (table["engine_settings"] == "engine default").all()
+
+
+def test_disagg_import_takes_batch_sizes_from_the_engine_defaults_and_is_predicted(tmp_path):
+    doc = {k: v for k, v in DEPLOYMENT.items() if k != "tp"} | {"backend": "sglang", "backend_version": "0.5.5", "mode": "disagg",
+                                                                 "prefill": {"workers": 1, "tp": 2}, "decode": {"workers": 2, "tp": 2}}  # fmt: skip
+    deploy = _write(tmp_path, "disagg.yaml", yaml.safe_dump(doc | {"client": {"isl": 1024, "osl": 1024, "random_range_ratio": 1.0}}))
+    rc, (row,) = _import(tmp_path, _write(tmp_path, "summary.json", newer_summary(concurrency=8, prompts=80)), "--deployment", deploy)
+    assert rc == 0 and row.mode == "disagg" and row.agg is None
+    assert row.settings.step_token_budget == 8192 and row.prefill.batch_size == 8  # SGLang's default chunk on an H200: whole 1024-token prompts
+    assert row.decode.batch_size == 4  # SGLang has no running cap by default: 8 clients over 2 decode workers
+    (mapped,) = map_all([row])
+    assert mapped.reason is None and predict(mapped, "closed_loop").covered
+
+
+def test_imported_rows_round_trip_through_load_measurements_unchanged(tmp_path, deploy):
+    engine = {"max_num_tokens": 4096, "kv_cache_free_memory_fraction": 0.9}
+    deploy = _write(tmp_path, "engine.yaml", yaml.safe_dump(DEPLOYMENT | {"engine": engine}))
+    deployment, supplied = load_deployment(deploy), Supplied.of({"random_range_ratio": 0.8}, {})
+    paths = [_write(tmp_path, "older.json", older_detailed()), _write(tmp_path, "summary.json", newer_summary())]
+    expected = [row for p in paths for row in import_file(p, "auto", deployment, supplied)[0]]
+    rc, loaded = _import(tmp_path, *paths, "--deployment", deploy, "--random-range-ratio", 0.8)
+    assert rc == 0 and loaded == expected
+    assert [(r.settings.origin, r.settings.citation) for r in loaded] == [("source", f"deployment file {deploy}")] * 2
