@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -262,13 +261,11 @@ def test_several_files_one_bad_imports_the_others_and_lists_the_bad_one(tmp_path
     assert "not imported: " in err and "nolatency.json: no latency fields" in err
 
 
-def test_thousand_per_request_records_import_in_under_a_second(tmp_path, deploy):
+def test_a_thousand_per_request_records_import_as_one_row(tmp_path, deploy):
+    """The speed of this import is measured by benchmarks/bench_import.py, not asserted here."""
     record = older_detailed(1000)
     path = _write(tmp_path, "big.json", record)
-    deployment, supplied = load_deployment(deploy), Supplied.of({}, {})
-    start = time.perf_counter()
-    (row,), _ = import_file(path, "auto", deployment, supplied)
-    assert time.perf_counter() - start < 1.0
+    (row,), _ = import_file(path, "auto", load_deployment(deploy), Supplied.of({}, {}))
     assert row.protocol.num_prompts == 1000
 
 

@@ -248,8 +248,10 @@ def replay_protocol(m: Measurement, protocol: str) -> Steady | Benchmark:
     if protocol == "steady":
         return Steady()
     p = m.protocol
-    if p.num_prompts is None or p.random_range_ratio is None or not m.concurrency:
+    if p.num_prompts is None or not m.concurrency:
         raise Uncovered(f"benchmark protocol not documented by the source ({m.source})")
+    if p.random_range_ratio is None:
+        raise Uncovered(f"the benchmark's random range ratio is not recorded ({m.source}; an import takes it with --random-range-ratio)")
     if p.num_prompts % m.concurrency:
         raise Uncovered(f"num_prompts {p.num_prompts} is not a multiple of the concurrency {m.concurrency}")
     return Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio)
