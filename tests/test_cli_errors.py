@@ -239,3 +239,15 @@ def test_refine_checks_its_output_before_any_row_and_keeps_its_input(result_rows
     monkeypatch.undo()
     assert main(["refine", str(src), str(src), "--overwrite-input"]) == 0
     assert "ttft_refined" in pd.read_csv(src).columns
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["estimate", "--isl", "abc"], "argument --isl: invalid int value: 'abc' (see python -m estimator estimate --help)"),
+    (["nosuch"], "invalid choice: 'nosuch'"),
+    (["models", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+])  # fmt: skip
+def test_argument_errors_are_one_line_with_a_hint(argv, named, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ") and named in err, err

@@ -26,9 +26,17 @@ COMMANDS = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line naming the bad value and a hint to --help, exit 2
+    (argparse's default prints the whole usage first)."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m estimator", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = OneLineParser(prog="python -m estimator", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name, module in COMMANDS.items():
         module.register(sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__))
     return parser
