@@ -251,3 +251,19 @@ def test_argument_errors_are_one_line_with_a_hint(argv, named, capsys):
         main(argv)
     out, err = capsys.readouterr()
     assert exit_.value.code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ") and named in err, err
+
+
+@pytest.mark.parametrize("column,value,named", [
+    ("ttft_meas_ms", "0", "ttft_meas_ms must be a positive number, got '0"),
+    ("tpot_meas_ms", "abc", "tpot_meas_ms must be a positive number, got 'abc'"),
+    ("ttft_pred_ms", "-1", "ttft_pred_ms must be a finite number >= 0 or empty, got '-1"),
+])  # fmt: skip
+def test_a_points_file_with_a_bad_number_is_one_line_naming_the_row(tmp_path, column, value, named, capsys):
+    from estimator.report.points import POINT_COLUMNS
+
+    row = dict.fromkeys(POINT_COLUMNS, "") | {"id": "r1", "method": "legacy", "covered": "True", "ttft_meas_ms": "100", "tpot_meas_ms": "10",
+                                               "ttft_pred_ms": "90", "tpot_pred_ms": "9", "concurrency": "4", "isl": "1024", "osl": "1024"}  # fmt: skip
+    path = tmp_path / "points.csv"
+    pd.DataFrame([row | {column: value}], columns=list(POINT_COLUMNS)).to_csv(path, index=False)
+    line = one_error_line(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")], capsys)
+    assert "row r1 (legacy)" in line and named in line, line

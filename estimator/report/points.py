@@ -139,10 +139,30 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
     points["covered"] = points["covered"].astype(str).str.lower() == "true"
+    for column in MEASURED_COLUMNS + PREDICTED_COLUMNS:
+        points[column] = _numbers(points, column, positive=column in MEASURED_COLUMNS)
     for column in ("reason", "note", "model_note", "layout_note", "version_note", "replicate_group", "recipe_key", "recipe_commit"):
         points[column] = points[column].fillna("")
     sidecar = provenance_path(path)
     return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})
+
+
+MEASURED_COLUMNS = ("ttft_meas_ms", "tpot_meas_ms")  # every row's: positive numbers
+PREDICTED_COLUMNS = ("ttft_pred_ms", "tpot_pred_ms")  # empty where not predicted, else finite numbers >= 0
+
+
+def _numbers(points: pd.DataFrame, column: str, positive: bool) -> pd.Series:
+    """A column as floats; ValueError naming the first row whose value is not a number (or, for a
+    measured column, not a positive one; for a predicted one, negative or infinite)."""
+    values = pd.to_numeric(points[column], errors="coerce")
+    text = points[column].astype(str)
+    bad = values.isna() & ~(points[column].isna() & (not positive))
+    bad |= ~(values > 0) if positive else (values < 0) | values.isin([float("inf"), float("-inf")])
+    if bad.any():
+        i = bad.idxmax()
+        wanted = "a positive number" if positive else "a finite number >= 0 or empty"
+        raise ValueError(f"row {points.at[i, 'id']} ({points.at[i, 'method']}): {column} must be {wanted}, got {text[i]!r}")
+    return values
 
 
 def provenance_path(points_path: Path) -> Path:
