@@ -267,3 +267,15 @@ def test_a_points_file_with_a_bad_number_is_one_line_naming_the_row(tmp_path, co
     pd.DataFrame([row | {column: value}], columns=list(POINT_COLUMNS)).to_csv(path, index=False)
     line = one_error_line(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")], capsys)
     assert "row r1 (legacy)" in line and named in line, line
+
+
+def test_a_points_file_with_fewer_rows_than_its_provenance_is_refused_unless_allowed(tmp_path, capsys):
+    from estimator.report.points import POINT_COLUMNS, write_points
+
+    row = dict.fromkeys(POINT_COLUMNS) | {"id": "r1", "method": "legacy", "covered": True, "ttft_meas_ms": 100.0, "tpot_meas_ms": 10.0,
+                                           "ttft_pred_ms": 90.0, "tpot_pred_ms": 9.0, "concurrency": 4, "isl": 1024, "osl": 1024}  # fmt: skip
+    path = tmp_path / "points.csv"
+    write_points(pd.DataFrame([row], columns=list(POINT_COLUMNS)), path, {"data_rows": 2})
+    argv = ["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]
+    assert "holds 1 measured rows but its provenance records 2" in one_error_line(argv, capsys)
+    assert main([*argv, "--allow-partial"]) == 0 and (tmp_path / "r.html").is_file()

@@ -26,6 +26,7 @@ def register(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
     p.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
     p.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
+    p.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
     p.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
     p.add_argument("--measurements", default=None, metavar="CSV", help="a project measurement CSV instead of silicon_sample.csv")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
@@ -52,6 +53,14 @@ def compute_points(args: argparse.Namespace):
         results = predictor.predict(rows, args.methods)
     command = shlex.join(["python", "-m", "estimator", "report", *(sys.argv[2:] if sys.argv[1:2] == ["report"] else [])])
     return points_frame(rows, results), provenance.collect(data_path, len(rows), command, ROOT)
+
+
+def require_complete(points, record: dict, path: str, allow_partial: bool) -> None:
+    """A points file holding fewer measured rows than its provenance records (data_rows) is bad
+    input unless allow_partial: a truncated file would render as a smaller, silently partial report."""
+    recorded, held = record.get("data_rows"), points["id"].nunique()
+    if recorded is not None and held < recorded and not allow_partial:
+        raise InvalidInputError(f"{path} holds {held} measured rows but its provenance records {recorded}; --allow-partial renders it anyway")
 
 
 def readable(load, path, what: str):
@@ -86,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     if args.from_points:
         points, record = readable(read_points, args.from_points, "per-point file")
+        require_complete(points, record, args.from_points, args.allow_partial)
         methods = [m for m in args.methods if m in set(points["method"])]
     else:
         points, record = compute_points(args)
