@@ -19,6 +19,7 @@ from typing import Any
 
 from estimator.deployment import Backend
 from estimator.errors import InvalidInputError
+from estimator.perf import load_system_spec
 
 GIB = 1 << 30
 POINT = "point"  # metadata key: the field is a column of the accuracy report's points table
@@ -188,6 +189,11 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) 
         return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False,
                               eager_layer_ms=SGLANG_EAGER_LAYER_MS, citation=citation)  # fmt: skip
     return EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS, citation=citation)
+
+
+def system_defaults(backend: Backend | str, system: str) -> EngineSettings:
+    """engine_defaults on the named system's GPU (its memory from the system spec)."""
+    return engine_defaults(backend, system, load_system_spec(system).mem_capacity)
 
 
 def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:

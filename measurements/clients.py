@@ -30,6 +30,16 @@ UNKNOWN_SOURCE = "unknown"
 
 _VLLM_CLIENT_TPOT = "(e2e - ttft)/(output_len - 1) per request, mean over requests"
 
+
+def _undocumented(client: str, why: str) -> ClientProtocol:
+    """A source whose benchmark client is not published: every client fact None, the figures as shipped."""
+    return ClientProtocol(
+        client=client, prompts_per_concurrency=None, request_rate=None, random_range_ratio=None, ignore_eos=None,
+        citation=f"undocumented: {why}", ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
+        tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
+    )  # fmt: skip
+
+
 CLIENTS: Mapping[str, ClientProtocol] = MappingProxyType(
     {
         INFERENCEX: ClientProtocol(
@@ -46,26 +56,8 @@ CLIENTS: Mapping[str, ClientProtocol] = MappingProxyType(
             ttft_statistic="mean over requests",
             tpot_definition=_VLLM_CLIENT_TPOT,
         ),
-        AIC_GAP_ANALYSIS: ClientProtocol(
-            client="undocumented (AIConfigurator gap-analysis runs)",
-            prompts_per_concurrency=None,
-            request_rate=None,
-            random_range_ratio=None,
-            ignore_eos=None,
-            citation="undocumented: the gap-analysis benchmark protocol is not published",
-            ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
-            tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
-        ),
-        UNKNOWN_SOURCE: ClientProtocol(
-            client="undocumented",
-            prompts_per_concurrency=None,
-            request_rate=None,
-            random_range_ratio=None,
-            ignore_eos=None,
-            citation="undocumented: provenance names no known source",
-            ttft_statistic="as shipped in silicon_sample.csv (statistic not stated)",
-            tpot_definition="as shipped in silicon_sample.csv (definition not stated)",
-        ),
+        AIC_GAP_ANALYSIS: _undocumented("undocumented (AIConfigurator gap-analysis runs)", "the gap-analysis benchmark protocol is not published"),
+        UNKNOWN_SOURCE: _undocumented("undocumented", "provenance names no known source"),
     }
 )
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from estimator.perf import load_system_spec
-from estimator.settings import EngineSettings, engine_defaults
+from estimator.settings import system_defaults
 from measurements import builds, clients, recipes
 from measurements.layout import run_layout
+from measurements.provenance import provenance_fields
 from measurements.schema import ADDED_COLUMNS, CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
+from measurements.topologies.runs import with_twin_protocols
 
 _LAYOUT_FIELDS = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
-_IMAGE = re.compile(r"^[\w.\-#]+(/[\w.\-]+)+:[\w.\-]+$")  # registry/repo:tag
 
 
 def silicon_sample_path() -> Path:
@@ -39,8 +39,6 @@ def silicon_sample_path() -> Path:
 def load_silicon_sample(path: str | Path | None = None) -> list[Measurement]:
     """Every row of silicon_sample.csv as a Measurement, in file order; a gap-analysis row that is an
     InferenceX run takes its twin's protocol and settings (topologies.runs.with_twin_protocols)."""
-    from measurements.topologies.runs import with_twin_protocols  # the topologies read provenance through this module
-
     frame = pd.read_csv(path or silicon_sample_path(), dtype={"backend_version": str})
     return with_twin_protocols([silicon_measurement(row) for row in frame.to_dict("records")])
 
@@ -81,26 +79,9 @@ def silicon_measurement(row: dict) -> Measurement:
         tpot_definition=client.tpot_definition,
         measured_date=_date(fields.get("measured")),
         protocol=clients.protocol_for(source, concurrency),
-        settings=recipe or default_settings(row["backend"], row["system"]),
+        settings=recipe or system_defaults(row["backend"], row["system"]),
     )
     return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
-
-
-def default_settings(engine: str, system: str) -> EngineSettings:
-    """The engine's documented default settings on the system's GPU (the one place defaults are applied)."""
-    return engine_defaults(engine, system, load_system_spec(system).mem_capacity)
-
-
-def provenance_fields(text: str) -> dict[str, str]:
-    """`key=value` parts of a provenance string, plus `image` for a bare registry/repo:tag part."""
-    fields: dict[str, str] = {}
-    for part in (p.strip() for p in text.split(";")):
-        key, sep, value = part.partition("=")
-        if sep:
-            fields[key.strip()] = value.strip()
-        elif _IMAGE.match(part):
-            fields.setdefault("image", part)
-    return fields
 
 
 def source_of(provenance: str) -> str:
@@ -164,7 +145,7 @@ def load_measurements(path: str | Path) -> list[Measurement]:
         if missing or extra:
             raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")
         types, absent = column_types(), dict.fromkeys(ADDED_COLUMNS - header, "")
-        return [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}, default_settings) for record in reader]
+        return [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}, system_defaults) for record in reader]
 
 
 def _cell(value: Any) -> str:
@@ -187,7 +168,6 @@ def _parse(text: str, kind: type) -> Any:
 
 __all__ = [
     "load_measurements",
-    "default_settings",
     "load_silicon_sample",
     "provenance_fields",
     "silicon_measurement",

@@ -36,7 +36,7 @@ from estimator.caching import memo
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import model_architecture, native_families
-from estimator.perf import load_system_spec, slot_sort_key, version_slots
+from estimator.perf import slot_sort_key, version_slots
 from measurements import recipes
 from measurements.checkpoints import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.clients import INFERENCEX
@@ -202,7 +202,7 @@ def _published(m: Measurement, model_used: str, model_note: str, data_version: s
         if recorded.reason == DISAGG_INCOMPLETE:
             return dataclasses.replace(recorded, reason=f"{DISAGG_INCOMPLETE}; {topology.reason}", recorded=recorded)
         return None
-    published = published_run(m, topology, load_system_spec(m.system).mem_capacity)
+    published = published_run(m, topology)
     if isinstance(published, str):
         return dataclasses.replace(recorded, inputs=None, reason=published, recorded=recorded, recipe=topology)
     run, note = published

@@ -10,7 +10,6 @@ a moved record.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -149,11 +148,11 @@ def disagg_surface(semantics: Semantics) -> Callable[[Shape], dict]:
 def closed_loop_surface(shape: Shape) -> dict:
     """The steady closed-loop replay (engine-priced passes, the backend's default settings) of the
     shape's agg point: its figures and the numeric settings replayed."""
-    from estimator.closedloop import agg_run, figures, replay_run
+    from estimator.closedloop import ENGINE, agg_run, record, replay_run
 
     run = agg_run(deployment_of(shape), point_of(shape))
     replayed = replay_run(run)
-    return _numeric(figures(replayed, run.osl) | dataclasses.asdict(replayed.settings))
+    return _numeric(record(replayed, run.osl, ENGINE, replayed.protocol, replayed.settings))
 
 
 SURFACES: dict[str, Callable[[Shape], dict]] = {

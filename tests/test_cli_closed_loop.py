@@ -6,23 +6,7 @@ import json
 
 from estimator.cli import main
 
-POINT = [
-    "estimate",
-    "--model-path",
-    "Qwen/Qwen3-32B-FP8",
-    "--system",
-    "h200_sxm",
-    "--backend",
-    "sglang",
-    "--tp-size",
-    "2",
-    "--batch-size",
-    "16",
-    "--isl",
-    "4096",
-    "--osl",
-    "512",
-]
+POINT = "estimate --model-path Qwen/Qwen3-32B-FP8 --system h200_sxm --backend sglang --tp-size 2 --batch-size 16 --isl 4096 --osl 512".split()
 
 
 def test_json_carries_the_replay_next_to_the_closed_form_row(capsys):

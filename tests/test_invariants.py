@@ -114,26 +114,8 @@ def _estimate_json(argv: list[str], capsys) -> str:
 
 @pytest.mark.parametrize("semantics", ["legacy", "uncached"])
 def test_identical_inputs_give_byte_identical_output(semantics, capsys):
-    argv = [
-        "--model-path",
-        "Qwen/Qwen3-32B-FP8",
-        "--system",
-        "h200_sxm",
-        "--backend",
-        "sglang",
-        "--tp-size",
-        "2",
-        "--batch-size",
-        "16",
-        "--isl",
-        "8192",
-        "--osl",
-        "512",
-        "--prefix",
-        "2048",
-        "--semantics",
-        semantics,
-    ]
+    argv = "--model-path Qwen/Qwen3-32B-FP8 --system h200_sxm --backend sglang --tp-size 2 --batch-size 16 --isl 8192 --osl 512 --prefix 2048".split()
+    argv += ["--semantics", semantics]
     first = _estimate_json(argv, capsys)
     again = _estimate_json(argv, capsys)
     assert first == again and json.loads(first)["ttft"] > 0

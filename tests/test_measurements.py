@@ -12,10 +12,10 @@ import pytest
 
 from estimator.errors import InvalidInputError
 from estimator.perf.versions import version_slots
-from estimator.settings import GIB, engine_defaults
+from estimator.settings import GIB, engine_defaults, system_defaults
 from measurements import builds, checkpoints, clients, recipes
 from measurements.layout import run_layout
-from measurements.loaders import default_settings, load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
+from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
     DISAGG_INCOMPLETE,
     MODEL_ALIASES,
@@ -380,7 +380,7 @@ def test_every_csv_column_is_documented():
 
 def test_flatten_round_trip(sample):
     for m in sample[:20] + [m for m in sample if m.mode == "disagg"][:20]:
-        assert unflatten(flatten(m), default_settings) == m
+        assert unflatten(flatten(m), system_defaults) == m
 
 
 def test_csv_round_trip(sample, tmp_path):
@@ -397,7 +397,7 @@ def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
     write_measurements(sample[:3], path)
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     frame.drop(columns=sorted(ADDED_COLUMNS)).to_csv(path, index=False)
-    defaults = [default_settings(m.engine, m.system) for m in sample[:3]]
+    defaults = [system_defaults(m.engine, m.system) for m in sample[:3]]
     added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS}
     assert load_measurements(path) == [
         dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added})) for m, d in zip(sample[:3], defaults)

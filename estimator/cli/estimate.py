@@ -226,7 +226,7 @@ def closed_loop_figures(args: argparse.Namespace, result) -> dict:
     """The closed-loop replay of the estimated point (engine-priced passes, the backend's default
     settings, args.closed_loop protocol): figures in ms and requests/s, then the protocol and the
     settings replayed."""
-    from estimator.closedloop import agg_run, disagg_run, figures, replay_run
+    from estimator.closedloop import ENGINE, agg_run, disagg_run, record, replay_run
 
     if args.mode == "agg":
         run = agg_run(deployment_from_args(args), agg_point(args))
@@ -236,8 +236,7 @@ def closed_loop_figures(args: argparse.Namespace, result) -> dict:
     else:
         raise InvalidInputError(f"--closed-loop applies to agg and disagg, not --estimate-mode {args.mode}")
     replayed = replay_run(run, None, args.closed_loop, args.pricer)
-    settings = dataclasses.asdict(replayed.settings) if replayed.settings is not None else {}
-    return figures(replayed, run.osl) | {"pricing": "engine", "protocol": replayed.protocol} | settings
+    return record(replayed, run.osl, ENGINE, replayed.protocol, replayed.settings)
 
 
 def render_closed_loop(row: dict, refined: dict) -> str:

@@ -30,6 +30,7 @@ from estimator.closedloop.rows import (
     closed_loop_for_agg_row,
     closed_loop_for_disagg_row,
     figures,
+    record,
     solo_prefill_ms,
 )
 from estimator.closedloop.runs import AggRun, DisaggRun, Replayed, agg_run, disagg_run, replay_run
@@ -57,6 +58,7 @@ __all__ = [
     "closed_loop_for_disagg_row",
     "disagg_run",
     "figures",
+    "record",
     "filter_closed_loop_sla",
     "pick_under_closed_loop_sla",
     "refine_closed_loop_latency",

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from estimator.closedloop.cases import ENGINE, PRICINGS, AggCase, Case, ClosedLoop, RowSteps, TandemCase, replay_case
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
-from estimator.closedloop.runs import AggRun, DisaggRun, agg_engine_case, tandem_engine_case
+from estimator.closedloop.runs import AggRun, DisaggRun, Replayed, agg_engine_case, tandem_engine_case
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
@@ -158,21 +158,17 @@ def _accepted_drafts(nextn: int, tokens_per_decode: float) -> float:
 
 def tandem_case(row: Mapping, options: ReplayOptions, prefill: Deployment | None = None, decode: Deployment | None = None) -> TandemCase:
     """The replay inputs of a disagg result row."""
-    sizes = dict(
-        concurrency=_integer(row, "concurrency"), prefill_workers=_integer(row, "(p)workers"), decode_workers=_integer(row, "(d)workers"),
-        prefill_batch=_integer(row, "(p)global_bs", None) or _integer(row, "(p)bs"),
-        decode_batch=_integer(row, "(d)global_bs", None) or _integer(row, "(d)bs"),
-        prefix=_integer(row, "prefix", 0, minimum=0), visual_tokens=_integer(row, "visual_tokens", 0, minimum=0),
-        encoder_ms=_time(row, "encoder_latency", 0.0),
-    )  # fmt: skip
-    isl, osl = _integer(row, "isl"), _integer(row, "osl")
+    workers = (_integer(row, "(p)workers"), _integer(row, "(d)workers"))
+    batches = (_integer(row, "(p)global_bs", None) or _integer(row, "(p)bs"), _integer(row, "(d)global_bs", None) or _integer(row, "(d)bs"))
+    prefix, encoder_ms = _integer(row, "prefix", 0, minimum=0), _time(row, "encoder_latency", 0.0)
+    visual = _integer(row, "visual_tokens", 0, minimum=0)
+    clients, isl, osl = _integer(row, "concurrency"), _integer(row, "isl"), _integer(row, "osl")
     if options.pricing == ENGINE:
         prefill, decode = prefill or deployment_from_row(row, "(p)"), decode or deployment_from_row(row, "(d)")
         accepted = _accepted_drafts(decode.nextn, _number(row, "decode_tokens_per_iteration", 1.0))
-        return tandem_engine_case(DisaggRun(prefill, decode, isl, osl, nextn_accepted=accepted, **sizes), options.protocol, options.pricer)
-    clients, visual = sizes.pop("concurrency"), sizes.pop("visual_tokens")
-    sizes["decode_max_seqs"] = sizes.pop("decode_batch")
-    spec = TandemSpec(**sizes)
+        run = DisaggRun(prefill, decode, isl, osl, clients, *workers, *batches, prefix, accepted, visual, encoder_ms)
+        return tandem_engine_case(run, options.protocol, options.pricer)
+    spec = TandemSpec(*workers, *batches, prefix=prefix, encoder_ms=encoder_ms)
     return TandemCase(clients, isl, visual, osl, options.protocol, spec, _time(row, "(p)prefill_step_ms"), _time(row, "tpot"))
 
 
@@ -196,20 +192,27 @@ def figures(result: ClosedLoop, osl: int) -> dict:
     }  # fmt: skip
 
 
+def record(result: ClosedLoop | Replayed, osl: int, pricing: str, protocol: str, settings: EngineSettings | None) -> dict:
+    """A replay's figures (figures) followed by its pricing, protocol and, for an agg replay, every
+    EngineSettings field it replayed, in declaration order."""
+    out = figures(result, osl) | {"pricing": pricing, "protocol": protocol}
+    return out | dataclasses.asdict(settings) if settings is not None else out
+
+
 def closed_loop_for_agg_row(row: Mapping, deployment: Deployment, *, pricing: str = ENGINE, protocol: str | Protocol = "steady",
                             settings: EngineSettings | None = None, pricer: str = "native") -> dict:  # fmt: skip
     """Closed-loop figures of one agg result row (run_agg's row) on its deployment: TTFT mean/p50/p99/max,
     TPOT and ITL statistics (ms), request_latency (ms), seq/s (system-wide), plus the pricing,
     protocol and scheduler settings used. Raises InvalidInputError / NoProgressError / PerfDataMissingError."""
     case = agg_case(row, ReplayOptions(pricing, protocol, settings, pricer), deployment)
-    return figures(replay_case(case), case.osl) | _setup(case)
+    return record(replay_case(case), case.osl, case.pricing, case.protocol.name, case.spec.settings)
 
 
 def closed_loop_for_disagg_row(row: Mapping, prefill: Deployment, decode: Deployment, *, pricing: str = ENGINE,
                                protocol: str | Protocol = "steady", pricer: str = "native") -> dict:  # fmt: skip
     """Closed-loop figures of one disagg result row on its prefill and decode deployments (as closed_loop_for_agg_row)."""
     case = tandem_case(row, ReplayOptions(pricing, protocol, None, pricer), prefill, decode)
-    return figures(replay_case(case), case.osl) | _setup(case)
+    return record(replay_case(case), case.osl, case.pricing, case.protocol.name, None)
 
 
 def solo_prefill_ms(row: Mapping, options: ReplayOptions | None = None) -> float:
@@ -219,10 +222,3 @@ def solo_prefill_ms(row: Mapping, options: ReplayOptions | None = None) -> float
     alone = dict(row) | ({"concurrency": 1} if is_disagg(row) else {"bs": 1, "concurrency": 1})
     options = dataclasses.replace(options or ReplayOptions(), protocol=Steady(warm_gens=0, win_gens=1))
     return replay_case(case_of(alone, options)).stats.ttft_max
-
-
-def _setup(case: Case) -> dict:
-    setup = {"pricing": case.pricing, "protocol": case.protocol.name}
-    if isinstance(case, AggCase):
-        setup |= dataclasses.asdict(case.spec.settings)  # every EngineSettings field, in declaration order
-    return setup

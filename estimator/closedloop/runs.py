@@ -22,12 +22,11 @@ from estimator.deployment import Backend, Deployment
 from estimator.disagg.single import DisaggPoint
 from estimator.errors import InvalidInputError
 from estimator.models.config import is_natively_modelled
-from estimator.perf.system_spec import load_system_spec
 from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import EngineSettings, engine_defaults, kv_running_cap
+from estimator.settings import EngineSettings, kv_running_cap, system_defaults
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     TRT-LLM's batch waiting dropped under attention DP and its attention-DP balance without it
     (PyExecutor._schedule), capped by the KV-cache pool where a fraction is set (kv_capped)."""
     deployment = run.deployment
-    settings = settings or default_settings(deployment)
+    settings = settings or system_defaults(deployment.backend, deployment.system)
     if deployment.attention_dp > 1:
         settings = settings.replace(batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
     else:
@@ -206,8 +205,3 @@ def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, is
     if cap is None or cap >= min(clients, settings.max_num_seqs or clients):
         return settings
     return settings.replace(max_num_seqs=cap)
-
-
-def default_settings(deployment: Deployment) -> EngineSettings:
-    """The deployment's serving engine defaults on its GPU."""
-    return engine_defaults(deployment.backend, deployment.system, load_system_spec(deployment.system).mem_capacity)

@@ -29,8 +29,7 @@ import yaml
 from estimator.deployment import Backend
 from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
 from estimator.models import resolve_model_config
-from estimator.perf import load_system_spec
-from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
+from estimator.settings import SOURCE_ORIGIN, EngineSettings, system_defaults
 from measurements.schema import Layout
 
 MODES = ("agg", "disagg")
@@ -116,7 +115,7 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
         raise InvalidInputError(f"{where}: mode must be agg or disagg, got {mode!r}")
     _check_model(model, where)
     try:
-        memory = load_system_spec(system).mem_capacity
+        defaults = system_defaults(backend, system)
     except EstimatorError as exc:
         raise type(exc)(f"{where}: {exc}") from None
     if mode == "agg":
@@ -129,7 +128,7 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
             if key in doc:
                 raise InvalidInputError(f"{where}: disagg deployment sets {key!r} at the top level (put it in the prefill and decode blocks)")
         agg, prefill, decode = None, _block(doc, "prefill", where), _block(doc, "decode", where)
-    settings, engine_keys = _settings(doc.get("engine"), backend, system, memory, path)
+    settings, engine_keys = _settings(doc.get("engine"), defaults, path)
     client = doc.get("client") or {}
     if not isinstance(client, Mapping):
         raise InvalidInputError(f"{where}: client must be a mapping, got {type(client).__name__}")
@@ -196,9 +195,8 @@ def _block(doc: Mapping, name: str, where: str) -> Layout:
     return _layout(block, f"{where}: {name}", workers=_size(block["workers"], "workers", f"{where}: {name}"))
 
 
-def _settings(engine: Any, backend: str, system: str, memory: int, path: str) -> tuple[EngineSettings, tuple[str, ...]]:
+def _settings(engine: Any, defaults: EngineSettings, path: str) -> tuple[EngineSettings, tuple[str, ...]]:
     """The launch settings: the engine's defaults on the GPU, with the engine: block's values over them."""
-    defaults = engine_defaults(backend, system, memory)
     if engine is None:
         return defaults, ()
     where = f"deployment file {path}: engine"

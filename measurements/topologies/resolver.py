@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from estimator.caching import memo
-from measurements.loaders import provenance_fields
+from measurements.provenance import provenance_fields
 from measurements.schema import Layout, Measurement
 
 RULES_PATH = Path(__file__).with_name("rules.csv")

@@ -17,10 +17,10 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from estimator.settings import engine_defaults
+from estimator.settings import system_defaults
 from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
 from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS
-from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_CITATION
+from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_ACCEPTED_CITATION
 from measurements.schema import Measurement, Protocol
 from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts, inferencex_twin
 
@@ -38,7 +38,7 @@ def sa_bench_protocol(concurrency: int) -> Protocol:
     )  # fmt: skip
 
 
-def published_run(m: Measurement, topology: Topology, gpu_memory_bytes: int) -> tuple[Measurement, str] | str:
+def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str] | str:
     """(the run as published, the note of what was replaced), or why it cannot be priced."""
     drafts = _drafts(m, topology)
     if isinstance(drafts, str):
@@ -48,7 +48,7 @@ def published_run(m: Measurement, topology: Topology, gpu_memory_bytes: int) -> 
         return (f"the config ({topology.key} @ {topology.commit}) leaves the {' and '.join(undecided)} attention DP and EP to its "
                 "launcher script, which is not public")  # fmt: skip
     prefill, decode, note = corrected_layouts(m, topology)
-    defaults = engine_defaults(m.engine, m.system, gpu_memory_bytes)
+    defaults = system_defaults(m.engine, m.system)
     notes = [note]
     whole = max(1, defaults.step_token_budget // m.isl)  # whole prompts one prefill pass holds at the engine's default budget
     if prefill.batch_size is None or prefill.batch_size > whole:
@@ -84,7 +84,7 @@ def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
         return (
             nextn,
             TRTLLM_DSR1_MTP_ACCEPTED[nextn],
-            f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_CITATION.split('; accepted drafts per step from ')[-1]}",
+            f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_ACCEPTED_CITATION}",
         )
     return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
 
@@ -93,18 +93,22 @@ def with_twin_protocols(sample: Sequence[Measurement]) -> list[Measurement]:
     """The sample with each gap-analysis row that is an InferenceX run (its twin in the sample,
     resolver.inferencex_twin; aiconfigurator PR 738 compared the two) given its twin's client
     protocol and launch settings, citing the twin; every other row as it is."""
-    key = lambda m: (m.model, m.system, m.engine, m.isl, m.osl, m.concurrency)  # noqa: E731 - the twins' shared facts
     candidates = defaultdict(list)
     for m in sample:
         if m.source == INFERENCEX:
-            candidates[key(m)].append(m)
+            candidates[_twin_key(m)].append(m)
     out = []
     for m in sample:
-        twin_id = inferencex_twin(m, candidates[key(m)]) if m.source == AIC_GAP_ANALYSIS else None
+        twin_id = inferencex_twin(m, candidates[_twin_key(m)]) if m.source == AIC_GAP_ANALYSIS else None
         if twin_id is not None:
-            twin = next(x for x in candidates[key(m)] if x.id == twin_id)
+            twin = next(x for x in candidates[_twin_key(m)] if x.id == twin_id)
             citation = f"{twin.protocol.client_citation}; as run by its InferenceX twin {twin_id} (TTFT and TPOT within 0.06%)"
             m = dataclasses.replace(m, protocol=dataclasses.replace(twin.protocol, client_citation=citation), settings=twin.settings,
                                     ttft_statistic=twin.ttft_statistic, tpot_definition=twin.tpot_definition)  # fmt: skip
         out.append(m)
     return out
+
+
+def _twin_key(m: Measurement) -> tuple:
+    """The facts a gap-analysis row shares with its InferenceX twin (resolver.inferencex_twin checks the rest)."""
+    return (m.model, m.system, m.engine, m.isl, m.osl, m.concurrency)
