@@ -14,9 +14,9 @@
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
   row's engine scheduler settings and the Triton compiles its engine build pays per new prefill
-  shape (EngineSettings.shape_compile_ms, measurements.builds). It replays the uncached method's closed-form row
-  (engine-priced passes read the operating point from it, no step price; the engine settings set
-  the budget).
+  shape (EngineSettings.shape_compile_ms, measurements.builds). It replays the typed run of the
+  priced inputs (replay_input, estimator.closedloop.replay_run) on the rows the uncached closed
+  form covers, so both share coverage and reasons.
 """
 
 from __future__ import annotations
