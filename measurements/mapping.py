@@ -176,12 +176,13 @@ def map_measurement(m: Measurement) -> MappedRow:
         return MappedRow(m, None, str(exc), model_used, model_note, None, "")
     recorded = _mapped(m, model_used, model_note, data_version, version_note)
     disaggregated = recipes.multinode_disagg_reason(m.source, m.model, m.system, m.mode)
-    if m.source == INFERENCEX and (m.mode == "disagg" or disaggregated is not None):
-        published = _published(m, model_used, model_note, data_version, version_note, recorded)
+    topology = resolve(m) if m.source == INFERENCEX and (m.mode == "disagg" or disaggregated is not None) else None
+    if topology is not None:
+        published = _published(m, topology, model_used, model_note, data_version, version_note, recorded)
         if published is not None:
             return published
-    if disaggregated is not None:  # a multi-node disagg run labelled agg: only the baseline's pricing of the columns remains
-        return dataclasses.replace(recorded, inputs=None, reason=f"{disaggregated}; {resolve(m).reason}", recorded=recorded)
+    if disaggregated is not None:  # a multi-node disagg run labelled agg, unresolved: only the baseline's pricing of the columns remains
+        return dataclasses.replace(recorded, inputs=None, reason=f"{disaggregated}; {topology.reason}", recorded=recorded)
     labelled = labelled_layout(m)
     if labelled is None:
         return _with_checkpoint_quant(recorded, m)
@@ -191,13 +192,12 @@ def map_measurement(m: Measurement) -> MappedRow:
     return _with_checkpoint_quant(dataclasses.replace(corrected, measurement=m, layout_note=note, recorded=recorded), run)
 
 
-def _published(m: Measurement, model_used: str, model_note: str, data_version: str, version_note: str,
-               recorded: MappedRow) -> MappedRow | None:  # fmt: skip
+def _published(m: Measurement, topology: Topology | Unresolved, model_used: str, model_note: str, data_version: str,
+               version_note: str, recorded: MappedRow) -> MappedRow | None:  # fmt: skip
     """The row of an InferenceX multi-node disaggregated run mapped from its published topology
     (measurements.topologies), its recorded mapping kept for the baseline; a row with recorded
     worker counts whose topology is unresolved keeps its columns (None), one without them is
     left unestimated naming why."""
-    topology = resolve(m)
     if isinstance(topology, Unresolved):
         if recorded.reason == DISAGG_INCOMPLETE:
             return dataclasses.replace(recorded, reason=f"{DISAGG_INCOMPLETE}; {topology.reason}", recorded=recorded)
