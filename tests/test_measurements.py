@@ -467,7 +467,7 @@ def test_unestimable_reasons_of_the_sample(mapped):
     incomplete = [r.reason for r in mapped if r.reason and r.reason.startswith((DISAGG_INCOMPLETE, disaggregated))]
     assert incomplete and all(reason.split("; ")[-1] for reason in incomplete)
     unpriced = {r.reason.split(" (")[0].split(":")[0] for r in mapped if r.reason and r.recipe is not None}
-    assert unpriced <= {"the config", "MTP depth 2"}
+    assert unpriced <= {"the config"}
 
 
 def test_dense_models_are_priced_natively_and_moe_models_by_the_reference(mapped):

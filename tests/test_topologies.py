@@ -10,6 +10,8 @@ from typing import ClassVar
 import pytest
 
 from measurements.loaders import load_silicon_sample
+from measurements.recipes import models as recipe_models
+from measurements.recipes.models import dsr1_mtp_accepted
 from measurements.schema import Layout
 from measurements.topologies import derive
 from measurements.topologies.resolver import (
@@ -20,6 +22,7 @@ from measurements.topologies.resolver import (
     load_rules,
     resolve,
 )
+from measurements.topologies.runs import published_run
 
 # Two entries of one key with the same conc-list value: MTP with 11 decode workers, STP with 9 (the
 # shape of dsr1-fp8-h200-dynamo-trt); an MTP/STP pair with one topology; a pair told apart only by
@@ -190,3 +193,33 @@ def test_gap_analysis_twins(sample):
         if tid is not None:
             g, t = by_id[gid], by_id[tid]
             assert t.source == "inferencex" and abs(t.ttft_ms - g.ttft_ms) <= 6e-4 * g.ttft_ms and t.concurrency == g.concurrency
+
+
+@pytest.mark.parametrize(
+    ("engine", "nextn", "accepted"),
+    [("trtllm", 1, 0.92), ("trtllm", 2, 1.58), ("trtllm", 3, 1.82), ("sglang", 2, 1.58), ("sglang", 1, None), ("sglang", 3, None), ("vllm", 2, None)],
+)
+def test_dsr1_mtp_acceptance_carries_to_sglang_only_inside_its_published_range(engine, nextn, accepted):
+    """The checkpoint's published figure (TRT-LLM blog 1) serves SGLang where SGLang's own published range
+    holds it (depth 2: 2.58 in 2.4-2.7); at depths 1 and 3 it lies outside (1.92 > 1.9, 2.82 < 2.9)."""
+    got = dsr1_mtp_accepted(engine, nextn)
+    if accepted is None:
+        assert isinstance(got, str) and engine in got and str(nextn) in got
+    else:
+        assert got[0] == accepted and "blog1" in got[1] and (engine == "trtllm" or "lm-sys" in got[1])
+
+
+def test_dsr1_mtp_acceptance_outside_a_narrowed_range_is_refused(monkeypatch):
+    """The SGLang check can fail: a published range that excludes the checkpoint's figure leaves the depth unpriced."""
+    monkeypatch.setattr(recipe_models, "SGLANG_DSR1_ACCEPT_LENGTH", {2: (2.6, 2.7)})
+    assert "outside SGLang's published 2.6-2.7" in recipe_models.dsr1_mtp_accepted("sglang", 2)
+
+
+def test_sglang_mtp_depth_2_runs_are_priced_with_the_checkpoint_acceptance(sample):
+    sglang_mtp = [r for r in map(resolve, (m for m in sample if m.engine == "sglang" and m.mode == "disagg")) if isinstance(r, Topology) and r.nextn == 2]
+    assert sglang_mtp
+    m = next(m for m in sample if m.engine == "sglang" and m.mode == "disagg" and isinstance(resolve(m), Topology) and resolve(m).nextn == 2)
+    published = published_run(m, resolve(m))
+    assert not isinstance(published, str), published
+    run, note = published
+    assert (run.settings.nextn, run.settings.nextn_accepted) == (2, 1.58) and "inside SGLang's own published 2.4-2.7" in note

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from estimator.report import KV_CAP_NOTE
-from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED
+from measurements.recipes.models import DSR1_MTP_ACCEPTED
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             "numbers) sets no cap.",
         )
     if drafting:
-        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
+        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(DSR1_MTP_ACCEPTED.items()))
         facts.insert(
             3,
             f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "

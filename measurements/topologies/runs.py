@@ -19,8 +19,7 @@ from collections.abc import Sequence
 
 from estimator.settings import system_defaults
 from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
-from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS
-from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_ACCEPTED_CITATION
+from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS, dsr1_mtp_accepted
 from measurements.schema import Measurement, Protocol
 from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts, inferencex_twin
 
@@ -80,13 +79,12 @@ def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
         return f"the config ({topology.key} @ {topology.commit}) does not decide the speculative mode (MTP or not)"
     if nextn == 0:
         return 0, 0.0, ""
-    if m.engine == "trtllm" and m.model in DSR1_MODELS and nextn in TRTLLM_DSR1_MTP_ACCEPTED:
-        return (
-            nextn,
-            TRTLLM_DSR1_MTP_ACCEPTED[nextn],
-            f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_ACCEPTED_CITATION}",
-        )
-    return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
+    if m.model not in DSR1_MODELS:
+        return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
+    accepted = dsr1_mtp_accepted(m.engine, nextn)
+    if isinstance(accepted, str):
+        return f"MTP depth {nextn} ({topology.key}): {accepted}"
+    return nextn, *accepted
 
 
 def with_twin_protocols(sample: Sequence[Measurement]) -> list[Measurement]:
