@@ -82,6 +82,12 @@ class EngineSettings:
         "lasts at least layers x this (SGLang PR 12160: DeepSeek-V3 1-token eager prefill 82.64 ms over 61 layers; "
         "ai-dynamo/aisimulate issue 277: GPT-OSS-120B on TRT-LLM 1.3.0rc14 forward CPU about 30 ms over 36 layers); 0: none "
         "published", point=True))  # fmt: skip
+    request_path_ms: float = field(default=0.0, metadata=_doc(
+        "fixed time on a request's path outside the engine's passes, ms, >= 0: the HTTP server handing the request to the "
+        "executor, and the first token's response reaching the client; it adds to every TTFT and delays each client's "
+        "next request by as much (TRT-LLM trtllm-serve: ai-dynamo/aisimulate issue 288, 1.3.0rc14, server to executor "
+        "2.69 ms + first token to server response 2.04 ms + client minus server 5.24 ms; agg replay only); 0: none "
+        "published", point=True))  # fmt: skip
     kv_free_memory_fraction: float | None = field(default=None, metadata=_doc(
         "KV-cache share of the memory left after weights and activations (TRT-LLM "
         "kv_cache_config.free_gpu_memory_fraction) of a documented launch, 0 < this <= 1; empty: undocumented. The "
@@ -99,7 +105,7 @@ class EngineSettings:
             _set(self, name, _integer(name, getattr(self, name), minimum))
         for name in ("chunked_prefill", "mixed_batches", "overlap_scheduler"):
             _set(self, name, bool(getattr(self, name)))
-        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted", "eager_layer_ms"):
+        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted", "eager_layer_ms", "request_path_ms"):
             _set(self, name, _finite_non_negative(name, getattr(self, name)))
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
@@ -167,6 +173,9 @@ TRTLLM_EAGER_LAYER_MS = (
     30.0 / 36
 )  # ai-dynamo/aisimulate issue 277: GPT-OSS-120B (36 layers), TRT-LLM 1.3.0rc14, B200 TP2: "complete forward CPU calls still average about 30 ms"
 
+# fixed request-path time outside the passes, ms, by serving front end
+TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 288: trtllm-serve 1.3.0rc14 TTFT split (means)
+
 
 def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
     """The serving engine's documented default settings on a GPU with gpu_memory_bytes of memory:
@@ -178,7 +187,8 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) 
       running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
       (piecewise CUDA graphs off by default through 0.5.9) at SGLANG_EAGER_LAYER_MS per layer;
     * TensorRT-LLM: ``max_num_tokens`` 8192, ``max_batch_size`` 2048, chunked prefill off; overlap
-      scheduler on; eager context passes at TRTLLM_EAGER_LAYER_MS per layer.
+      scheduler on; eager context passes at TRTLLM_EAGER_LAYER_MS per layer; trtllm-serve's fixed
+      request path (TRTLLM_REQUEST_PATH_MS).
     """
     backend = Backend.parse(backend)
     large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
@@ -188,7 +198,7 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) 
     if backend is Backend.SGLANG:
         return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False,
                               eager_layer_ms=SGLANG_EAGER_LAYER_MS, citation=citation)  # fmt: skip
-    return EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS, citation=citation)
+    return EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS, request_path_ms=TRTLLM_REQUEST_PATH_MS, citation=citation)
 
 
 def system_defaults(backend: Backend | str, system: str) -> EngineSettings:

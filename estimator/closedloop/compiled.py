@@ -47,6 +47,7 @@ from estimator.closedloop.spec import (
     AF_DISPATCH,
     AF_ENCODER,
     AF_K,
+    AF_PATH,
     AF_PREFILL_FLOOR,
     AF_TURNAROUND,
     AF_WAIT_RATIO,
@@ -490,7 +491,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     recv_interval, wait_iters, adp_timeout, adp_batching_wait = ints[A_RECV_INTERVAL], ints[A_WAIT_ITERS], ints[A_ADP_TIMEOUT], ints[A_ADP_BATCHING_WAIT]
     decode_budget, bound, requests, overlap = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS], ints[A_OVERLAP] != 0
     wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
-    dispatch_ms, prefill_floor_ms, compile_ms = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE]
+    dispatch_ms, prefill_floor_ms, compile_ms, path = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -523,7 +524,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
     for c in range(clients):
-        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0)
+        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, path)
         wq[(head + n_wait) % clients] = c
         n_wait += 1
     status = LIMIT
@@ -647,7 +648,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             joins = n_coh
         for i in range(n_fin):
             c = fin[i]
-            if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround):
+            if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround + path):
                 wq[(head + n_wait) % clients] = c
                 n_wait += 1
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:

@@ -216,8 +216,9 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
+    path = spec.settings.request_path_ms  # a request reaches the engine this long after its dispatch (settings.py)
     for _ in range(plan.clients):
-        waiting.append(run.new_request(0.0, 0.0))
+        waiting.append(run.new_request(0.0, path))
     for _ in range(agg_pass_bound(plan, spec.prefix)):
         if run.done >= plan.stop:
             return run.result()
@@ -286,7 +287,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         active = [r for r in active if r.made < r.osl]
         for r in firsts + decs:
             if r.made >= r.osl:
-                replacement = run.new_request(t, t + spec.turnaround_ms)
+                replacement = run.new_request(t, t + spec.turnaround_ms + path)
                 if replacement is not None:
                     waiting.append(replacement)
     if run.done >= plan.stop:
