@@ -11,9 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from estimator.cli.import_runs import import_file
-from measurements.importers.benchmark_serving import Supplied
 from measurements.importers.deployment import load_deployment
+from measurements.importers.formats import import_file
+from measurements.importers.result import Supplied
 
 RECORDS = 1000
 DEPLOYMENT = "model: Qwen/Qwen3-32B\nsystem: h200_sxm\nbackend: vllm\nbackend_version: 0.10.1\nmode: agg\ntp: 1\n"

@@ -77,6 +77,7 @@ def silicon_measurement(row: dict) -> Measurement:
         tpot_ms=float(row["silicon_tpot_ms"]),
         ttft_statistic=client.ttft_statistic,
         tpot_definition=client.tpot_definition,
+        statistics=None,
         measured_date=_date(fields.get("measured")),
         protocol=clients.protocol_for(source, concurrency),
         settings=recipe or system_defaults(row["backend"], row["system"]),

@@ -16,13 +16,14 @@ import pytest
 import yaml
 
 from estimator.cli import main
-from estimator.cli.import_runs import import_file
 from estimator.errors import InvalidInputError, UnknownBackendError, UnknownModelError, UnknownSystemError
 from estimator.report.batch import predict
-from measurements.importers.benchmark_serving import Supplied
 from measurements.importers.deployment import TEMPLATE, load_deployment, parse_deployment
+from measurements.importers.formats import import_file
+from measurements.importers.result import Supplied
 from measurements.loaders import load_measurements, provenance_fields
 from measurements.mapping import map_all
+from measurements.schema import Statistics
 
 DEPLOYMENT = {"model": "Qwen/Qwen3-32B", "system": "h200_sxm", "backend": "trtllm", "backend_version": "1.0.0", "mode": "agg", "tp": 1}
 
@@ -117,7 +118,7 @@ def test_newer_summary_only_result_imports_with_supplied_lengths_and_round_trips
     fields = provenance_fields(row.provenance)
     assert "isl=1024 (--isl)" in fields["supplied"] and "random_range_ratio=0.8 (--random-range-ratio)" in fields["supplied"]
     assert (fields["mean_isl"], fields["mean_osl"]) == ("922", "921")  # summary-only: mean lengths from the totals
-    assert (fields["ttft_median_ms"], fields["ttft_p99_ms"], fields["tpot_p99_ms"]) == ("110", "180", "14")  # every statistic kept
+    assert row.statistics == Statistics("mean", 120.5, 110.0, 180.0, 12.5, 12.4, 14.0)  # every statistic kept, in its columns
     assert row.settings.origin == "engine default" and row.settings.step_token_budget == 8192  # TRT-LLM's documented defaults
 
 
@@ -177,7 +178,7 @@ def test_client_block_supplies_facts_and_flags_override_it(tmp_path):
     assert rc == 0 and (row.isl, row.osl, row.protocol.ignore_eos) == (1000, 1024, True)
     fields = provenance_fields(row.provenance)
     assert "isl=1000 (client block)" in fields["supplied"] and "osl=1024 (--osl)" in fields["supplied"]
-    assert fields["num_warmups"] == "8"
+    assert row.protocol.num_warmups == 8
 
 
 def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
