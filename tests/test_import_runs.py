@@ -153,7 +153,7 @@ def test_per_request_arrays_alone_give_the_clients_statistics(tmp_path, deploy):
     stripped = {k: v for k, v in record.items() if not k.endswith("_ms")}
     deployment = load_deployment(deploy)
     for statistic in ("mean", "median", "p99"):
-        (row,), _ = import_file(_write(tmp_path, "arrays.json", stripped), "auto", deployment, Supplied.of({"statistic": statistic}, {}))
+        (row,) = import_file(_write(tmp_path, "arrays.json", stripped), "auto", deployment, Supplied.of({"statistic": statistic}, {})).rows
         assert row.ttft_ms == pytest.approx(record[f"{statistic}_ttft_ms"]) and row.tpot_ms == pytest.approx(record[f"{statistic}_tpot_ms"])
 
 
@@ -266,7 +266,7 @@ def test_a_thousand_per_request_records_import_as_one_row(tmp_path, deploy):
     """The speed of this import is measured by benchmarks/bench_import.py, not asserted here."""
     record = older_detailed(1000)
     path = _write(tmp_path, "big.json", record)
-    (row,), _ = import_file(path, "auto", load_deployment(deploy), Supplied.of({}, {}))
+    (row,) = import_file(path, "auto", load_deployment(deploy), Supplied.of({}, {})).rows
     assert row.protocol.num_prompts == 1000
 
 
@@ -319,7 +319,7 @@ def test_imported_rows_round_trip_through_load_measurements_unchanged(tmp_path, 
     deploy = _write(tmp_path, "engine.yaml", yaml.safe_dump(DEPLOYMENT | {"engine": engine}))
     deployment, supplied = load_deployment(deploy), Supplied.of({"random_range_ratio": 0.8}, {})
     paths = [_write(tmp_path, "older.json", older_detailed()), _write(tmp_path, "summary.json", newer_summary())]
-    expected = [row for p in paths for row in import_file(p, "auto", deployment, supplied)[0]]
+    expected = [row for p in paths for row in import_file(p, "auto", deployment, supplied).rows]
     rc, loaded = _import(tmp_path, *paths, "--deployment", deploy, "--random-range-ratio", 0.8)
     assert rc == 0 and loaded == expected
     assert [(r.settings.origin, r.settings.citation) for r in loaded] == [("source", f"deployment file {deploy}")] * 2

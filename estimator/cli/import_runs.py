@@ -50,11 +50,13 @@ def register_facts(p: argparse.ArgumentParser) -> None:
     p.add_argument("--request-rate", type=float, default=None, help="requests/s offered (inf: each sent at once), when the result lacks it")
 
 
-def import_results(paths: list[Path], args: argparse.Namespace, deployment: DeploymentFile) -> Imported:
-    """The rows of the result files, with the supplied facts of the flags over the deployment's
-    client: block; warnings and the bad files are printed to stderr; no row at all is bad input."""
-    supplied = Supplied.of({name: getattr(args, name) for name in CLIENT_KEYS}, deployment.client)
-    imported = import_files(paths, args.format, deployment, supplied)
+def supplied_facts(args: argparse.Namespace, deployment: DeploymentFile) -> Supplied:
+    """The facts of the flags over the deployment's client: block."""
+    return Supplied.of({name: getattr(args, name) for name in CLIENT_KEYS}, deployment.client)
+
+
+def announce(imported: Imported) -> None:
+    """Print the warnings and what was not imported to stderr; no row at all is bad input naming why."""
     for warning in imported.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if not imported.rows:
@@ -63,7 +65,6 @@ def import_results(paths: list[Path], args: argparse.Namespace, deployment: Depl
         raise InvalidInputError(f"no result imported ({len(imported.bad)} bad): " + "; ".join(imported.bad))
     for reason in imported.bad:
         print(f"not imported: {reason}", file=sys.stderr)
-    return imported
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,8 +76,10 @@ def run(args: argparse.Namespace) -> int:
     if args.deployment is None or args.out is None:
         raise InvalidInputError("--deployment and --out are required (--write-template prints a deployment file)")
     require_writable(args.out, "--out")
-    imported = import_results(args.results, args, load_deployment(args.deployment))
+    deployment = load_deployment(args.deployment)
+    imported = import_files(args.results, args.format, deployment, supplied_facts(args, deployment))
+    announce(imported)
     with atomic_path(args.out) as tmp:
         write_measurements(imported.rows, tmp)
-    print(f"wrote {args.out}: {len(imported.rows)} rows from {len(args.results) - len(imported.bad)} of {len(args.results)} files", file=sys.stderr)
+    print(f"wrote {args.out}: {len(imported.rows)} rows from {len(args.results)} files, {len(imported.bad)} not imported", file=sys.stderr)
     return 2 if imported.bad else 0

@@ -33,7 +33,7 @@ from measurements.importers.result import ResultRun
 CLIENT = "aiperf profile"
 CITATION = "ai-dynamo/aiperf aiperf/exporters/json_exporter.py@db4f6397d11ee2d4cfbb41f70b2327315163dcf0"
 MARKERS = frozenset({"was_cancelled", "error_summary", "start_time", "end_time"})  # top-level keys aiperf writes and genai-perf does not
-CONFIG_MARKERS = frozenset({"loadgen", "endpoint"})  # input_config sections of aiperf's UserConfig
+CONFIG_MARKERS = frozenset({"loadgen"})  # an input_config section of aiperf's UserConfig that genai-perf's lacks
 DEFAULT_WARMUPS = 0  # LoadGeneratorDefaults.WARMUP_REQUEST_COUNT
 
 

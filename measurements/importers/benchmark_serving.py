@@ -23,8 +23,11 @@ One family, its clients differ in keys. Each key's meaning and unit is taken fro
   ``total_input_tokens``, ``total_output_tokens``, ``total_output_tokens_retokenized``,
   ``{mean,median}_e2e_latency_ms``, ``median_ttft_ms``, ``median_itl_ms``, ``random_input_len``,
   ``random_output_len``, ``random_range_ratio`` (the lengths' flags, meaningful for the random
-  dataset), ``duration``, ``completed``; later versions add ``max_concurrency`` and the mean/p99
-  statistics under the vLLM names.
+  dataset), ``duration``, ``completed``; later versions (@ 0033168f0f58b2bc05aa0273bd475d9c01bafb1c)
+  add ``max_concurrency`` (null: no cap), the mean/p99 statistics under the vLLM names,
+  ``concurrency`` (the measured mean requests in flight, not a setting: not read),
+  ``accept_length`` and, with ``--output-details``, the per-request arrays; the client sends
+  ``--warmup-requests`` (default 1) first and does not save the count.
 * TensorRT-LLM ``tensorrt_llm/serve/scripts/benchmark_serving.py`` @ f61d71d9fe7b0127ae4c20c3e9aa77dc4d78396f
   (adopted from vLLM's at 200bbf92): the vLLM keys (``date``, ``backend``, ``model_id``,
   ``tokenizer_id``, ``num_prompts``, ``request_rate``, ``burstiness``, ``max_concurrency``, the
@@ -101,8 +104,8 @@ def matches(document: Document) -> str | None:
     records = document.objects()
     if records is None:
         return "not a JSON object or JSON lines of objects"
-    if not all(SIGNATURE_KEYS & r.keys() for r in records):
-        return f"no benchmark_serving keys ({', '.join(sorted(SIGNATURE_KEYS))})"
+    if not all(any(number(r.get(key)) is not None for key in SIGNATURE_KEYS) for r in records):
+        return f"no benchmark_serving keys ({', '.join(sorted(SIGNATURE_KEYS))} holding a number)"
     return None
 
 
@@ -136,6 +139,10 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
     if num_prompts is None and isinstance(record.get("input_lens"), list):
         num_prompts = len(record["input_lens"])
         derived.append(f"num_prompts={num_prompts} (per-request arrays)")
+    request_rate, concurrency = number(record.get("request_rate")), count(record.get("max_concurrency"))
+    if concurrency is None and request_rate == math.inf and num_prompts is not None:  # no cap (absent or null): all in flight
+        concurrency = num_prompts
+        derived.append(f"concurrency={num_prompts} (no max_concurrency, every request sent at t = 0)")
     dataset = record.get("dataset_name")
     return ResultRun(
         client=kind.client + (f", {dataset} dataset" if dataset else ""),
@@ -147,8 +154,8 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
         osl=count(record.get("random_output_len")) if random else None,
         random_range_ratio=number(record.get("random_range_ratio")) if random else None,
         num_prompts=num_prompts,
-        request_rate=number(record.get("request_rate")),
-        concurrency=count(record.get("max_concurrency")),
+        request_rate=request_rate,
+        concurrency=concurrency,
         num_warmups=None,
         ignore_eos=None,
         measured_date=_date(record.get("date")),

@@ -89,47 +89,53 @@ def format_of(document: Document, forced: str) -> Format:
     raise InvalidInputError(f"{document.path}: unknown format ({'; '.join(reasons)})")
 
 
-def import_file(path: str | Path, forced: str, deployment: DeploymentFile, supplied: Supplied) -> tuple[list[Measurement], list[str]]:
-    """The rows of one result file and their warnings (ids: the file's stem, #n per run of a multi-run file)."""
+def import_file(path: str | Path, forced: str, deployment: DeploymentFile, supplied: Supplied) -> Imported:
+    """The rows of one result file (ids: the file's stem, #n per run of a multi-run file), their
+    warnings, and each run that cannot be imported with its reason (the file's when it cannot be read)."""
     document = read_document(path)
     fmt = format_of(document, forced)
     runs = READERS[fmt].runs(document)
-    rows, warnings = [], []
+    rows, warnings, bad = [], [], []
     stem = document.path.stem
     for i, run in enumerate(runs):
         row_id, label = (stem, str(document.path)) if len(runs) == 1 else (f"{stem}#{i + 1}", f"{document.path} run {i + 1}")
-        row, notes = to_row(run, deployment, supplied, row_id, label, fmt.value)
+        try:
+            row, notes = to_row(run, deployment, supplied, row_id, label, fmt.value)
+        except EstimatorError as exc:
+            bad.append(str(exc))
+            continue
         rows.append(row)
         warnings += notes
-    return rows, warnings
+    return Imported(tuple(rows), tuple(warnings), tuple(bad))
 
 
 @dataclass(frozen=True)
 class Imported:
-    """The rows of several result files (ids unique), their warnings, and each bad file's reason."""
+    """Imported rows, their warnings, and what could not be imported."""
 
     rows: tuple[Measurement, ...]
     warnings: tuple[str, ...]
-    bad: tuple[str, ...]  # one line per file not imported, naming it and why
+    bad: tuple[str, ...]  # one line per file or run not imported, naming it and why
 
 
 def import_files(paths: Sequence[str | Path], forced: str, deployment: DeploymentFile, supplied: Supplied) -> Imported:
-    """Every file's rows; a bad file is listed with its reason and the others are imported."""
+    """Every file's rows (ids unique); a bad file or run is listed with its reason and the others are imported."""
     rows: list[Measurement] = []
     warnings: list[str] = []
     bad: list[str] = []
     for path in paths:
         try:
-            file_rows, file_warnings = import_file(path, forced, deployment, supplied)
+            imported = import_file(path, forced, deployment, supplied)
         except EstimatorError as exc:
             bad.append(str(exc))
             continue
-        rows += file_rows
-        warnings += file_warnings
-    return Imported(tuple(_unique_ids(rows)), tuple(warnings), tuple(bad))
+        rows += imported.rows
+        warnings += imported.warnings
+        bad += imported.bad
+    return Imported(tuple(unique_ids(rows)), tuple(warnings), tuple(bad))
 
 
-def _unique_ids(rows: list[Measurement]) -> list[Measurement]:
+def unique_ids(rows: Sequence[Measurement]) -> list[Measurement]:
     """The rows with an id repeated by an earlier row suffixed -2, -3, ..."""
     seen: set[str] = set()
     out = []

@@ -151,9 +151,6 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
     num_prompts = fact("num_prompts", run.num_prompts)
     request_rate = fact("request_rate", run.request_rate)
     concurrency = fact("concurrency", run.concurrency)
-    if concurrency is None and request_rate == math.inf and num_prompts is not None:
-        concurrency = num_prompts
-        derived.append(f"concurrency={num_prompts} (no concurrency cap, every request sent at t = 0)")
     agg, prefill, decode, layout_notes = _layouts(deployment, concurrency, int(isl))
     derived += layout_notes
 
