@@ -284,3 +284,14 @@ def test_deployment_fixture_is_a_valid_deployment_file():
     doc = yaml.safe_load(DEPLOY.read_text())
     deployment = load_deployment(DEPLOY)
     assert (deployment.model, deployment.system, deployment.agg.tp, dict(deployment.client)) == (doc["model"], doc["system"], doc["tp"], doc["client"])
+
+
+def test_report_on_two_imported_files_sharing_an_id_suffixes_the_later_one(tmp_path):
+    tables = []
+    for name, flags in (("profile_export_aiperf.json", []), ("profile_export_aiperf.csv", ["--concurrency", "4"])):
+        tables.append(tmp_path / f"{Path(name).suffix[1:]}.csv")
+        assert main(["import", str(FIXTURES / name), "--deployment", str(DEPLOY), *flags, "--out", str(tables[-1])]) == 0
+    points = tmp_path / "points.csv"
+    argv = ["report", "--measurements", *map(str, tables), "--methods", "legacy", "--workers", "1", "--out", str(tmp_path / "r.html"), "--points", str(points)]
+    assert main(argv) == 0
+    assert list(pd.read_csv(points)["id"]) == ["profile_export_aiperf", "profile_export_aiperf-2"]

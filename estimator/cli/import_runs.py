@@ -81,5 +81,6 @@ def run(args: argparse.Namespace) -> int:
     announce(imported)
     with atomic_path(args.out) as tmp:
         write_measurements(imported.rows, tmp)
-    print(f"wrote {args.out}: {len(imported.rows)} rows from {len(args.results)} files, {len(imported.bad)} not imported", file=sys.stderr)
+    rows, files = len(imported.rows), len(args.results)
+    print(f"wrote {args.out}: {rows} row{'s' * (rows != 1)} from {files} file{'s' * (files != 1)}, {len(imported.bad)} not imported", file=sys.stderr)
     return 2 if imported.bad else 0

@@ -68,7 +68,8 @@ def compute_points(args: argparse.Namespace):
 
 def own_runs(args: argparse.Namespace):
     """(rows, files, not imported) of --measurements: the measurement CSVs' rows, then the rows of the
-    other files, benchmark results imported with --deployment and the fact flags (each in the order given)."""
+    other files, benchmark results imported with --deployment and the fact flags (each in the order
+    given; an id repeated by an earlier row is suffixed -2, -3, ...)."""
     from measurements.importers.deployment import load_deployment
     from measurements.importers.formats import import_files, unique_ids
     from measurements.loaders import is_measurement_file, load_measurements
@@ -81,7 +82,7 @@ def own_runs(args: argparse.Namespace):
     rows = [row for path in tables for row in readable(load_measurements, path, "measurement file")]
     results = [p for p in paths if p not in tables]
     if not results:
-        return rows, paths, 0
+        return unique_ids(rows), paths, 0
     if args.deployment is None:
         raise InvalidInputError(f"{results[0]} is not a measurement CSV: a benchmark result file needs --deployment DEPLOY.yaml")
     deployment = load_deployment(args.deployment)
