@@ -295,3 +295,15 @@ def test_report_on_two_imported_files_sharing_an_id_suffixes_the_later_one(tmp_p
     argv = ["report", "--measurements", *map(str, tables), "--methods", "legacy", "--workers", "1", "--out", str(tmp_path / "r.html"), "--points", str(points)]
     assert main(argv) == 0
     assert list(pd.read_csv(points)["id"]) == ["profile_export_aiperf", "profile_export_aiperf-2"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "needle"),
+    [("--concurrency", "0", "--concurrency must be a positive integer, got 0"), ("--num-prompts", "-3", "--num-prompts must be a positive integer"),
+     ("--request-rate", "-1", "--request-rate must be a positive number of requests/s or inf, got -1.0"), ("--request-rate", "nan", "got nan")],
+)  # fmt: skip
+def test_a_bad_supplied_fact_is_one_line_naming_the_flag(tmp_path, capsys, flag, value, needle):
+    argv = ["import", str(FIXTURES / "profile_export_aiperf.csv"), "--deployment", str(DEPLOY), flag, value, "--out", str(tmp_path / "r.csv")]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert needle in line and not (tmp_path / "r.csv").exists()

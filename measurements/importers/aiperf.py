@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from measurements.importers import profile_export as pe
-from measurements.importers.document import Document, count, number
+from measurements.importers.document import Document, count, number, section
 from measurements.importers.result import ResultRun
 
 CLIENT = "aiperf profile"
@@ -39,21 +39,17 @@ DEFAULT_WARMUPS = 0  # LoadGeneratorDefaults.WARMUP_REQUEST_COUNT
 
 def matches(document: Document) -> str | None:
     """None when the document is one JSON object of profile-export metric blocks with aiperf's own keys."""
-    objects = document.objects()
-    if objects is None or len(objects) != 1:
-        return "not one JSON object"
-    doc = objects[0]
-    if not any(pe.is_block(doc.get(tag)) for tag in (pe.TTFT, pe.ITL, "request_latency")):
-        return "no profile-export metric blocks (time_to_first_token, inter_token_latency)"
-    config = doc.get("input_config")
-    if not (MARKERS & doc.keys() or (isinstance(config, Mapping) and CONFIG_MARKERS & config.keys())):
+    doc = pe.export_of(document)
+    if isinstance(doc, str):
+        return doc
+    if not (MARKERS & doc.keys() or CONFIG_MARKERS & section(doc, "input_config").keys()):
         return f"no aiperf keys ({', '.join(sorted(MARKERS))} or input_config {', '.join(sorted(CONFIG_MARKERS))})"
     return None
 
 
 def runs(document: Document) -> list[ResultRun]:
     doc = document.objects()[0]
-    config = doc.get("input_config") if isinstance(doc.get("input_config"), Mapping) else {}
+    config = section(doc, "input_config")
     date = re.match(r"^\d{4}-\d{2}-\d{2}", str(doc.get("start_time") or ""))
     notes = {"client": "aiperf", **({"was_cancelled": "true"} if doc.get("was_cancelled") else {})}
     return [run(doc, config, str(document.path), CLIENT, CITATION, date[0] if date else None, notes)]
@@ -62,11 +58,11 @@ def runs(document: Document) -> list[ResultRun]:
 def run(metrics: Mapping[str, Any], config: Mapping[str, Any], where: str, client: str, citation: str, date: str | None,
         notes: Mapping[str, str]) -> ResultRun:  # fmt: skip
     """The run of aiperf metric blocks and the run's UserConfig (empty when the export keeps none)."""
-    loadgen = _section(config, "loadgen")
-    prompt = _section(_section(config, "input"), "prompt")
+    loadgen = section(config, "loadgen")
+    prompt = section(section(config, "input"), "prompt")
     derived = []
-    isl, isl_fixed = _nominal(_section(prompt, "input_tokens"), _synthetic(config))
-    osl, osl_fixed = _nominal(_section(prompt, "output_tokens"), True)
+    isl, isl_fixed = _nominal(section(prompt, "input_tokens"), _synthetic(config))
+    osl, osl_fixed = _nominal(section(prompt, "output_tokens"), True)
     ratio = 1.0 if isl_fixed and osl_fixed else None
     if ratio is not None:
         derived.append("random_range_ratio=1.0 (input and output tokens stddev 0: fixed lengths)")
@@ -88,13 +84,11 @@ def run(metrics: Mapping[str, Any], config: Mapping[str, Any], where: str, clien
     if warmups is None and config:
         warmups = DEFAULT_WARMUPS
         derived.append(f"num_warmups={DEFAULT_WARMUPS} (aiperf's default)")
-    names = _section(config, "endpoint").get("model_names")
+    names = section(config, "endpoint").get("model_names")
     return ResultRun(
         client=client,
         citation=citation,
-        ttft_ms=pe.latency_statistics(metrics, pe.TTFT, where),
-        tpot_ms={s: (v, pe.TPOT_DEFINITION) for s, v in pe.latency_statistics(metrics, pe.ITL, where).items()},
-        lengths=pe.lengths(metrics),
+        **pe.measured(metrics, where),
         isl=isl,
         osl=osl,
         random_range_ratio=ratio,
@@ -102,7 +96,7 @@ def run(metrics: Mapping[str, Any], config: Mapping[str, Any], where: str, clien
         request_rate=rate,
         concurrency=concurrency,
         num_warmups=warmups,
-        ignore_eos=ignore_eos if isinstance(ignore_eos := _extra(_section(config, "input").get("extra"), "ignore_eos"), bool) else None,
+        ignore_eos=ignore_eos if isinstance(ignore_eos := _extra(section(config, "input").get("extra"), "ignore_eos"), bool) else None,
         measured_date=date,
         model=str(names[0]) if isinstance(names, list) and names else None,
         notes=notes,
@@ -110,15 +104,10 @@ def run(metrics: Mapping[str, Any], config: Mapping[str, Any], where: str, clien
     )
 
 
-def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    value = config.get(name)
-    return value if isinstance(value, Mapping) else {}
-
-
 def _synthetic(config: Mapping[str, Any]) -> bool:
     """True unless a file or public dataset gives the prompts (their lengths are then not the configured ones)."""
-    section = _section(config, "input")
-    return not (section.get("file") or section.get("public_dataset") or section.get("custom_dataset_type"))
+    inputs = section(config, "input")
+    return not (inputs.get("file") or inputs.get("public_dataset") or inputs.get("custom_dataset_type"))
 
 
 def _nominal(tokens: Mapping[str, Any], synthetic: bool) -> tuple[int | None, bool]:

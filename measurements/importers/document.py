@@ -43,3 +43,9 @@ def latency(value: Any) -> float | None:
     """A finite latency as a float; None for anything else."""
     value = number(value)
     return value if value is not None and math.isfinite(value) else None
+
+
+def section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """A nested mapping of a configuration ({} when absent or not a mapping)."""
+    value = config.get(name)
+    return value if isinstance(value, Mapping) else {}

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from measurements.importers import profile_export as pe
-from measurements.importers.document import Document, count, number
+from measurements.importers.document import Document, count, number, section
 from measurements.importers.result import ResultRun
 
 CLIENT = "genai-perf profile (perf_analyzer)"
@@ -49,12 +49,9 @@ def key_set(config: Any) -> str | None:
 
 
 def matches(document: Document) -> str | None:
-    objects = document.objects()
-    if objects is None or len(objects) != 1:
-        return "not one JSON object"
-    doc = objects[0]
-    if not any(pe.is_block(doc.get(tag)) for tag in (pe.TTFT, pe.ITL, "request_latency")):
-        return "no profile-export metric blocks (time_to_first_token, inter_token_latency)"
+    doc = pe.export_of(document)
+    if isinstance(doc, str):
+        return doc
     if key_set(doc.get("input_config")) is None:
         return f"no genai-perf input_config ({', '.join(sorted(NESTED_KEYS | FLAT_KEYS))})"
     return None
@@ -75,9 +72,7 @@ def runs(document: Document) -> list[ResultRun]:
         ResultRun(
             client=CLIENT,
             citation=CITATIONS[kind],
-            ttft_ms=pe.latency_statistics(doc, pe.TTFT, where),
-            tpot_ms={s: (v, pe.TPOT_DEFINITION) for s, v in pe.latency_statistics(doc, pe.ITL, where).items()},
-            lengths=pe.lengths(doc),
+            **pe.measured(doc, where),
             isl=isl,
             osl=osl,
             random_range_ratio=ratio,
@@ -91,8 +86,8 @@ def runs(document: Document) -> list[ResultRun]:
 
 def _nested(config: Mapping[str, Any]) -> dict[str, Any]:
     """The run's facts from the nested key set."""
-    analyzer, inputs = _section(config, "perf_analyzer"), _section(config, "input")
-    stimulus, measurement = _section(analyzer, "stimulus"), _section(analyzer, "measurement")
+    analyzer, inputs = section(config, "perf_analyzer"), section(config, "input")
+    stimulus, measurement = section(analyzer, "stimulus"), section(analyzer, "measurement")
     concurrency, rate, derived = _load(count(stimulus.get("concurrency")), number(stimulus.get("request_rate")))
     num_prompts = count(measurement.get("num")) if measurement.get("mode") == "request_count" else None
     if num_prompts is None and measurement.get("mode") == "request_count" and concurrency is not None:
@@ -104,8 +99,8 @@ def _nested(config: Mapping[str, Any]) -> dict[str, Any]:
         "request_rate": rate,
         "num_prompts": num_prompts,
         "num_warmups": count(analyzer.get("warmup_request_count")),
-        "isl": _fixed(_section(inputs, "synthetic_tokens").get("mean"), _section(inputs, "synthetic_tokens").get("stddev"), synthetic),
-        "osl": _fixed(_section(inputs, "output_tokens").get("mean"), _section(inputs, "output_tokens").get("stddev"), True),
+        "isl": _fixed(section(inputs, "synthetic_tokens").get("mean"), section(inputs, "synthetic_tokens").get("stddev"), synthetic),
+        "osl": _fixed(section(inputs, "output_tokens").get("mean"), section(inputs, "output_tokens").get("stddev"), True),
         "ignore_eos": _ignore_eos(inputs.get("extra")),
         "model": _first(config.get("model_names")),
         "derived": derived,
@@ -137,11 +132,6 @@ def _load(concurrency: int | None, rate: float | None) -> tuple[int | None, floa
     if concurrency is not None and rate is None:
         return concurrency, float("inf"), [f"request_rate=inf (concurrency mode: {concurrency} requests kept in flight)"]
     return concurrency, rate, []
-
-
-def _section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    value = config.get(name)
-    return value if isinstance(value, Mapping) else {}
 
 
 def _fixed(mean: Any, stddev: Any, applies: bool) -> int | None:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from estimator.errors import InvalidInputError
-from measurements.importers.document import latency, number
+from measurements.importers.document import Document, latency, number
 from measurements.importers.result import Lengths
 
 TTFT = "time_to_first_token"
@@ -33,6 +33,16 @@ REQUEST_COUNT = "request_count"
 STAT_KEYS = {"mean": "avg", "median": "p50", "p99": "p99"}  # the schema's statistic -> the block's key
 MS_PER_UNIT = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "sec": 1000.0, "s": 1000.0}  # time unit tags (aiperf MetricTimeUnit) -> ms
 TPOT_DEFINITION = "(request_latency - ttft)/(output_sequence_length - 1) per request (inter_token_latency), {stat} over requests"
+
+
+def export_of(document: Document) -> Mapping[str, Any] | str:
+    """The document's one JSON object of metric blocks, or why it is not one."""
+    objects = document.objects()
+    if objects is None or len(objects) != 1:
+        return "not one JSON object"
+    if not any(is_block(objects[0].get(tag)) for tag in (TTFT, ITL, "request_latency")):
+        return "no profile-export metric blocks (time_to_first_token, inter_token_latency)"
+    return objects[0]
 
 
 def is_block(value: Any) -> bool:
@@ -49,6 +59,12 @@ def latency_statistics(metrics: Mapping[str, Any], tag: str, where: str) -> dict
     if unit not in MS_PER_UNIT:
         raise InvalidInputError(f"{where}: {tag} unit {unit!r} is not a time unit ({', '.join(MS_PER_UNIT)})")
     return {stat: value * MS_PER_UNIT[unit] for stat, key in STAT_KEYS.items() if (value := latency(block.get(key))) is not None}
+
+
+def measured(metrics: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The ResultRun fields the metric blocks give: ttft_ms, tpot_ms (inter_token_latency) and lengths."""
+    tpot = latency_statistics(metrics, ITL, where)
+    return {"ttft_ms": latency_statistics(metrics, TTFT, where), "tpot_ms": {s: (v, TPOT_DEFINITION) for s, v in tpot.items()}, "lengths": lengths(metrics)}
 
 
 def average(metrics: Mapping[str, Any], tag: str) -> float | None:
