@@ -73,4 +73,5 @@ def protocol_for(source: str, concurrency: int | None) -> Protocol:
         random_range_ratio=client.random_range_ratio,
         ignore_eos=client.ignore_eos,
         client_citation=client.citation,
+        num_warmups=None,  # not recorded per row (InferenceX's client warms up with 2 x C requests from 2026-01-21 on: estimator/docs/evidence)
     )
