@@ -26,18 +26,22 @@ from measurements.schema import Measurement
 FORMATS = {benchmark_serving.FORMAT: benchmark_serving}
 
 
+EXAMPLE = "python -m estimator import result.json --deployment deploy.yaml --random-range-ratio 0.8 --out runs.csv"
+
+
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", nargs="*", type=Path, metavar="RESULT", help="benchmark result files")
-    p.add_argument("--deployment", type=Path, default=None, metavar="DEPLOY.yaml", help="the deployment file: what ran")
-    p.add_argument("--out", type=Path, default=None, metavar="CSV", help="measurement CSV written")
-    p.add_argument("--format", choices=["auto", *FORMATS], default="auto", help="result format (default: auto-detected)")
-    p.add_argument("--isl", type=int, default=None, help="nominal input tokens per request, when the result lacks it")
-    p.add_argument("--osl", type=int, default=None, help="nominal output tokens per request, when the result lacks it")
-    p.add_argument("--random-range-ratio", type=float, default=None, help="lengths uniform on [r*L, L], when the result lacks it")
-    p.add_argument("--num-warmups", type=int, default=None, help="warm-up requests the client sent before the measured ones")
-    p.add_argument("--statistic", choices=STATISTICS, default=None, help="which statistic the rows' ttft_ms/tpot_ms are (default: mean)")
-    p.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None, help="the client set ignore_eos")
-    p.add_argument("--write-template", action="store_true", help="print a commented deployment file and exit")
+    inputs, facts, output = (p.add_argument_group(title) for title in ("inputs", "facts a result lacks", "output"))
+    inputs.add_argument("results", nargs="*", type=Path, metavar="RESULT", help="benchmark result files")
+    inputs.add_argument("--deployment", type=Path, default=None, metavar="DEPLOY.yaml", help="the deployment file: what ran")
+    inputs.add_argument("--format", choices=["auto", *FORMATS], default="auto", help="result format (default: auto-detected)")
+    facts.add_argument("--isl", type=int, default=None, help="nominal input tokens per request, when the result lacks it")
+    facts.add_argument("--osl", type=int, default=None, help="nominal output tokens per request, when the result lacks it")
+    facts.add_argument("--random-range-ratio", type=float, default=None, help="lengths uniform on [r*L, L], when the result lacks it")
+    facts.add_argument("--num-warmups", type=int, default=None, help="warm-up requests the client sent before the measured ones")
+    facts.add_argument("--statistic", choices=STATISTICS, default=None, help="which statistic the rows' ttft_ms/tpot_ms are (default: mean)")
+    facts.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None, help="the client set ignore_eos")
+    output.add_argument("--out", type=Path, default=None, metavar="CSV", help="measurement CSV written")
+    output.add_argument("--write-template", action="store_true", help="print a commented deployment file and exit")
 
 
 def import_file(path: Path, fmt: str, deployment, supplied) -> tuple[list[Measurement], list[str]]:

@@ -22,16 +22,20 @@ from estimator.report import METHOD_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 
 
+EXAMPLE = "python -m estimator report --limit 200 --out /tmp/accuracy.html --points /tmp/accuracy_points.csv"
+
+
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
-    p.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
-    p.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
-    p.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
-    p.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
-    p.add_argument("--measurements", default=None, metavar="CSV", help="a project measurement CSV instead of silicon_sample.csv")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
-    p.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
-    p.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
+    inputs, outputs, run_ = (p.add_argument_group(title) for title in ("inputs", "output", "run"))
+    outputs.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
+    outputs.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
+    inputs.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
+    inputs.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
+    inputs.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
+    inputs.add_argument("--measurements", default=None, metavar="CSV", help="a project measurement CSV instead of silicon_sample.csv")
+    run_.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
+    run_.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
+    run_.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
 
 
 def compute_points(args: argparse.Namespace):
