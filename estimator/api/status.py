@@ -20,7 +20,7 @@ def describe(*statuses: ExitStatus) -> str:
     text = {
         ExitStatus.FOUND: "found (estimate: priced, even out of memory unless --strict)",
         ExitStatus.BAD_INPUT: "bad input: one error line naming the bad value",
-        ExitStatus.NOTHING_MEETS_TARGETS: "no configuration meets any target; the closest miss is printed",
+        ExitStatus.NOTHING_MEETS_TARGETS: "no configuration meets any target: the closest miss is printed (or that nothing fits in GPU memory)",
         ExitStatus.OUT_OF_MEMORY: "with --strict: out of memory (estimate: the point; sweep: every point evaluated)",
         ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
     }

@@ -50,7 +50,6 @@ TARGETS, SPACE, AGG, DISAGG, CLOSED_LOOP = "targets", "search space", "agg searc
 # Figures the closed-loop replay reprices in a refined sweep's best rows; their columns there are suffixed.
 REPRICED = ("ttft", "tpot", "request_latency", "request_rate", "seq/s", "seq/s/gpu", "tokens/s", "tokens/s/gpu", "tokens/s/user")
 CLOSED_LOOP_SUFFIX = "_closed_loop"
-ADDED = ("replicas", "total_gpus", "oom", "target")  # the columns a report adds to the sweep's rows
 
 SWEEP = Command(
     "sweep",
@@ -324,4 +323,4 @@ def miss_line(miss: Mapping) -> str:
             f"({miss['miss_factor']:.3f}x)")  # fmt: skip
 
 
-__all__ = ["ADDED", "CLOSED_LOOP_SUFFIX", "REPLAYED", "SWEEP", "Ranking", "SweepReport", "Target", "miss_line", "partial_table", "sweep", "sweep_with"]
+__all__ = ["CLOSED_LOOP_SUFFIX", "REPLAYED", "SWEEP", "Ranking", "SweepReport", "Target", "miss_line", "partial_table", "sweep", "sweep_with"]

@@ -25,6 +25,3 @@ def printable(frame, columns: dict[str, str], count: int) -> str:
         if column in shown.columns:
             shown[column] = [layout_label(r, prefix) for r in shown.to_dict("records")]
     return shown[list(columns)].rename(columns=columns).to_string(index=False, float_format=lambda v: f"{v:.3f}")
-
-
-__all__ = ["OUTPUT", "layout_label", "printable", "register_command"]

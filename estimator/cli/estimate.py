@@ -16,9 +16,10 @@ import json
 import sys
 
 from estimator.api import ESTIMATE, ExitStatus, estimate_with
+from estimator.api.deployments import layout_label
 from estimator.api.estimating import price
 from estimator.api.status import describe
-from estimator.cli.common import layout_label, register_command
+from estimator.cli.common import register_command
 from estimator.disagg import DisaggResult
 from estimator.scheduler import AggResult
 from estimator.steps import StepCost
