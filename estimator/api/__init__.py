@@ -9,10 +9,19 @@ cannot drift.
 | estimate(**flags) | estimate | EstimateResult |
 | sweep(**flags) | sweep | SweepReport |
 | refine(frame, **flags) | refine IN OUT | RefineResult |
-| recommend(**flags) | recommend | built on the `recommend` branch: its Command and function live in estimator.recommend and are exported here beside these |
+| recommend(**flags) | recommend | not here yet: built on the `recommend` branch (below) |
 
 `import estimator` stays light: estimator.estimate / estimator.refine load this package on first
 use, and estimator.sweep is the sweep package, which calling runs sweep() (estimator.entry).
+
+The place for `recommend` (its own modules, estimator/recommend/ and estimator/cli/recommend.py):
+define RECOMMEND = Command("recommend", params, example) with the shared params of
+estimator.api.deployments and estimating/sweeping, a frozen result with `.row` and `.to_frame()`,
+and recommend(**flags) = recommend_with(RECOMMEND.bind(flags)); export RECOMMEND and recommend
+here and add RECOMMEND to COMMANDS; since estimator.recommend is a package, end its __init__ with
+estimator.entry.make_callable(__name__, "recommend") and add "recommend" to estimator._PACKAGES.
+The CLI module registers with estimator.cli.common.register_command(p, RECOMMEND) and calls
+recommend_with(RECOMMEND.bind(RECOMMEND.given(ns))); statuses come from ExitStatus.
 """
 
 from estimator.api.estimating import ESTIMATE, EstimateResult, estimate, estimate_with

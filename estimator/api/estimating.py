@@ -104,15 +104,13 @@ class EstimateResult:
 
     @property
     def ttft_ms(self) -> float:
+        """Mean time to first token, ms (closed form)."""
         return float(self.row["ttft"])
 
     @property
     def tpot_ms(self) -> float:
+        """Mean time per output token, ms (closed form)."""
         return float(self.row["tpot"])
-
-    @property
-    def tokens_per_s_per_gpu(self) -> float:
-        return float(self.row["tokens/s/gpu"])
 
     def to_frame(self):
         """The row as a one-row DataFrame; closed-loop figures become columns suffixed _closed_loop."""
