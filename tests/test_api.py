@@ -218,6 +218,8 @@ def test_nothing_meeting_the_targets_exits_3_with_the_closest_miss():
     assert miss["miss_factor"] == pytest.approx(min((table["ttft"] / 50.0).combine(table["tpot"] / 30.0, max)))
     code, out, _ = cli([*argv("sweep", arguments), "--progress", "never"])
     assert code == 3 and f"closest miss: {miss['parallel']} bs {miss['bs']} " in out and f"({miss['miss_factor']:.3f}x)" in out
+    code, out, _ = cli([*argv("sweep", arguments), "--progress", "never", "--json"])
+    assert code == 3 and out.strip() == json.dumps(report.to_json()) and json.loads(out)["status"] == "nothing_meets_targets"
 
 
 @pytest.mark.parametrize("mode", ["agg", "disagg"])
