@@ -252,6 +252,9 @@ def test_unreplayable_combos_fail_open_and_the_rest_is_walked_best_first():
     slow.row["(p)prefill_step_ms"] = 7000.0
     picked = search([slow, slow, slow, fits], [])
     assert picked["concurrency"] == 1 and picked["ttft"] == pytest.approx(2000.0) and picked["tpot"] <= 30.0
+    assert search.replayed == [picked]  # a returned row is flagged replayed only when its figures are the replay's
+    broken.row["tokens/s/gpu"] = 1.0  # ranked (alone) among the knee candidates
+    assert search([broken], []) is broken.row and search.replayed == [picked]
 
 
 def test_knee_row_reprices_every_throughput_column():
@@ -289,6 +292,7 @@ def test_refined_disagg_sweep_meets_the_targets_after_tuning():
     options = ReplayOptions(pricing=ROW)
     result = sweep_disagg(LAYOUTS[1:2], LAYOUTS[1:2], Workload(4096, 512), Sla(1500.0, (40.0,)), LIMITS, UNCACHED, refined=options)
     assert len(result.best) and (result.best["ttft"] <= 1500.0).all() and (result.best["tpot"] <= 40.0).all()
+    assert result.best["replayed"].all() and result.rankings[0].equals(result.best)
 
 
 # ---------------------------------------------------------------------------------------------
