@@ -18,6 +18,7 @@ PRICERS = ("native", "reference", "hybrid")  # hybrid: the reference engine in i
 AUTO = "auto"  # native for the natively modelled architectures, the reference engine otherwise: every entry point's default
 
 
+@memo()
 def resolve_pricer(kind: str, model: str) -> str:
     """The pricer `kind` stands for on a model: AUTO is native for the natively modelled
     architectures and reference otherwise (UnknownModelError when the model has no config); any

@@ -54,8 +54,16 @@ class SweepResult:
     best: pd.DataFrame  # the best rows over every target, merged and ranked by tokens/s/gpu (3-decimal rounded in legacy mode)
     tabulate: Callable[[], pd.DataFrame] = field(repr=False, compare=False)  # builds `table`
     targets: tuple[tuple[float, float], ...] = ()  # the (ttft, tpot) target pairs ranked, ms
-    rankings: tuple[pd.DataFrame, ...] = ()  # per target pair, its best rows ranked as `best` ranks one target alone
+    rank: Callable[[int], pd.DataFrame] | None = field(default=None, repr=False, compare=False)  # target index -> its ranking
     fits: bool = True  # some point (agg) or some worker of each pool (disagg) fits in GPU memory
+
+    @functools.cached_property
+    def rankings(self) -> tuple[pd.DataFrame, ...]:
+        """Per target pair, its best rows ranked as `best` ranks one target alone (built on first
+        access; a single target's is `best`)."""
+        if len(self.targets) == 1 or self.rank is None:
+            return (self.best,) * len(self.targets)
+        return tuple(self.rank(i) for i in range(len(self.targets)))
 
     @functools.cached_property
     def table(self) -> pd.DataFrame:
@@ -95,7 +103,7 @@ def sweep_agg(
     merged = best(pairs)
     if merged.empty:
         log.warning("agg sweep: no operating point meets the targets")
-    return SweepResult(merged, tabulate, tuple(pairs), tuple(best([pair]) for pair in pairs), fits=len(rows.column("ttft")) > 0)
+    return SweepResult(merged, tabulate, tuple(pairs), lambda i: best([pairs[i]]), fits=len(rows.column("ttft")) > 0)
 
 
 @dataclass(frozen=True)
@@ -170,7 +178,7 @@ def sweep_disagg(
     if merged.empty:
         log.warning("disagg sweep: no worker combination meets the targets")
     tabulate = lambda: disagg_frame([c.row for c in combos.matched], rounded=False)  # noqa: E731
-    return SweepResult(merged, tabulate, tuple(pairs), tuple(best([chosen]) for chosen in selections), fits)
+    return SweepResult(merged, tabulate, tuple(pairs), lambda i: best([selections[i]]), fits)
 
 
 def _autoscaled(prefill: list, decode: list, sla: Sla, options: DisaggOptions, semantics: Semantics, fits: bool) -> SweepResult:
@@ -180,7 +188,7 @@ def _autoscaled(prefill: list, decode: list, sla: Sla, options: DisaggOptions, s
     best = disagg_frame(top_by_tokens_per_gpu(pairs, options.top_n), rounded=False)
     if best.empty:
         log.warning("disagg sweep: no prefill or decode worker candidate to pick from")
-    return SweepResult(best, lambda: disagg_frame(pairs, rounded=False), ((sla.ttft, max(sla.tpots)),), (best,), fits)
+    return SweepResult(best, lambda: disagg_frame(pairs, rounded=False), ((sla.ttft, max(sla.tpots)),), fits=fits)
 
 
 def row_key(row: dict) -> tuple:
