@@ -31,6 +31,10 @@ MODES = ("agg", "disagg", *(m.value for m in StaticMode))
 ROLES = ("prefill", "decode")
 ROLE_SIZES = {"tp": "tp", "pp": "pp", "attention_dp": "dp", "moe_tp": "etp", "moe_ep": "ep"}  # Deployment size -> short flag (--p-tp, --d-ep)
 WORKLOAD, MEMORY, DISAGG, CLOSED_LOOP = "mode and workload", "memory", "disagg workers", "closed loop"
+CLOSED_LOOP_HELP = (
+    "agg/disagg: also replay the point closed-loop (engine-priced passes) under this protocol (bare flag: steady) "
+    "and report its figures beside the closed-form ones"
+)
 
 SEMANTICS_PARAM = Param("semantics", str, Semantics.UNCACHED.value, "legacy: aiconfigurator 0.12.0; uncached: only uncached prompt tokens "
                         "count against the prefill budget", PRICING, choices=tuple(s.value for s in Semantics))  # fmt: skip
@@ -63,25 +67,15 @@ ESTIMATE = Command(
         Param("stride", int, DEFAULT_STRIDE, "static decode sampling stride", WORKLOAD),
         Param("free_gpu_memory_fraction", float, help="KV budget fraction (default: the backend's)", group=MEMORY),
         Param(
-            "max_seq_len",
-            int,
-            help="KV slot per request, tokens (agg: TRT-LLM's max_seq_len; static and disagg: every backend; default isl + osl)",
-            group=MEMORY,
-        ),  # fmt: skip
+            "max_seq_len", int, help="KV slot per request, tokens (agg: TRT-LLM's max_seq_len; static, disagg: any backend; default isl + osl)", group=MEMORY
+        ),
         *QUANT_PARAMS,
         PRICER_PARAM,
         SEMANTICS_PARAM,
         LONG_CONTEXT_PARAM,
         *(p for role in ROLES for p in _role_params(role)),
         Param("decode_system", str, help="decode workers' system (default --system)", group=DISAGG),
-        Param(
-            "closed_loop",
-            str,
-            help="agg/disagg: also replay the point closed-loop (engine-priced passes) under this protocol and report its figures beside the closed-form ones",
-            group=CLOSED_LOOP,
-            choices=("steady", "benchmark"),
-            const="steady",
-        ),  # fmt: skip
+        Param("closed_loop", str, help=CLOSED_LOOP_HELP, group=CLOSED_LOOP, choices=("steady", "benchmark"), const="steady"),
     ),
     example="python -m estimator estimate --model-path Qwen/Qwen3-32B-FP8 --system h200_sxm --backend sglang --tp-size 2 "
     "--batch-size 16 --isl 32768 --osl 512 --ctx-tokens 16384 --semantics legacy",

@@ -78,26 +78,20 @@ class Param:
         return self.help + ("" if self.default is None or self.default is False else f" (default: {shown})")
 
 
-def _to_int(value: object) -> int:
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise BadValue(f"invalid int value: {value!r}")
+def _number(kind: type, abstract: type):
+    """The converter to `kind` (int or float) of a number of the `abstract` kind or of a word."""
 
+    def convert(value: object):
+        if isinstance(value, abstract) and not isinstance(value, bool):
+            return kind(value)
+        if isinstance(value, str):
+            try:
+                return kind(value)
+            except ValueError:
+                pass
+        raise BadValue(f"invalid {kind.__name__} value: {value!r}")
 
-def _to_float(value: object) -> float:
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            pass
-    raise BadValue(f"invalid float value: {value!r}")
+    return convert
 
 
 def _to_str(value: object) -> str:
@@ -112,7 +106,7 @@ def _to_bool(value: object) -> bool:
     raise BadValue(f"invalid bool value: {value!r}")
 
 
-_CONVERTERS = {int: _to_int, float: _to_float, str: _to_str, bool: _to_bool}
+_CONVERTERS = {int: _number(int, numbers.Integral), float: _number(float, numbers.Real), str: _to_str, bool: _to_bool}
 METAVARS = {int: "N", float: "X"}  # --help's placeholder per kind (text flags show their name)
 
 

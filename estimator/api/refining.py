@@ -23,9 +23,7 @@ REPLAY, SCHEDULER = "replay", "agg scheduler (engine pricing)"
 REFINE = Command(
     "refine",
     (
-        Param(
-            "pricing", str, ENGINE, "pass pricing: row (the reference's row-scalar wiring) or engine (the step composition)", REPLAY, choices=PRICINGS
-        ),  # fmt: skip
+        Param("pricing", str, ENGINE, "pass pricing: row (the reference's row-scalar wiring) or engine (the step composition)", REPLAY, choices=PRICINGS),
         Param("protocol", str, "steady", "run protocol: steady (warm-up and window) or benchmark (a finite run)", REPLAY, choices=PROTOCOLS),
         Param("prompts_per_client", int, Benchmark.prompts_per_client, "benchmark: N = this x C prompts", REPLAY),
         Param("range_ratio", float, Benchmark.range_ratio, "benchmark: lengths uniform on [r*L, L]", REPLAY),
@@ -36,9 +34,9 @@ REFINE = Command(
         Param(
             "kv_free_memory_fraction",
             float,
-            help="TRT-LLM agg: kv_cache_config.free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)",
+            help="TRT-LLM agg: free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)",
             group=SCHEDULER,
-        ),  # fmt: skip
+        ),
     ),
     example="python -m estimator refine sweep.csv refined.csv --protocol benchmark",
 )

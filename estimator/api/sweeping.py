@@ -50,6 +50,10 @@ TARGETS, SPACE, AGG, DISAGG, CLOSED_LOOP = "targets", "search space", "agg searc
 # Figures the closed-loop replay reprices in a refined sweep's best rows; their columns there are suffixed.
 REPRICED = ("ttft", "tpot", "request_latency", "request_rate", "seq/s", "seq/s/gpu", "tokens/s", "tokens/s/gpu", "tokens/s/user")
 CLOSED_LOOP_SUFFIX = "_closed_loop"
+TOTAL_GPUS_HELP = (
+    "GPUs in total: a replica (an agg worker, or a disagg deployment) uses at most this many, and `replicas` "
+    "counts the copies that fit, as aiconfigurator counts them"
+)
 
 SWEEP = Command(
     "sweep",
@@ -67,17 +71,8 @@ SWEEP = Command(
         Param("pp_list", int, DEFAULT_PP_SIZES, "pipeline parallel sizes", SPACE, many=True),
         Param("dp_list", int, DEFAULT_DP_SIZES, "MoE models: attention data-parallel sizes", SPACE, many=True),
         Param("moe_tp_list", int, DEFAULT_MOE_TP_SIZES, "MoE models: MoE tensor parallel sizes", SPACE, many=True),
-        Param(
-            "moe_ep_list", int, DEFAULT_MOE_EP_SIZES, "MoE models: MoE expert parallel sizes; a layout needs tp*dp = moe_tp*moe_ep", SPACE, many=True
-        ),  # fmt: skip
-        Param(
-            "total_gpus",
-            int,
-            DEFAULT_TOTAL_GPUS,
-            "GPUs in total: a replica (an agg worker, or a disagg deployment) uses at most "
-            "this many, and `replicas` counts the copies that fit, as aiconfigurator counts them",
-            SPACE,
-        ),  # fmt: skip
+        Param("moe_ep_list", int, DEFAULT_MOE_EP_SIZES, "MoE models: MoE expert parallel sizes (a layout needs tp*dp = moe_tp*moe_ep)", SPACE, many=True),
+        Param("total_gpus", int, DEFAULT_TOTAL_GPUS, TOTAL_GPUS_HELP, SPACE),
         Param("max_batch_size", int, DEFAULT_MAX_BATCH_SIZE, "agg: largest batch", AGG),
         Param("ctx_stride", int, DEFAULT_CTX_STRIDE, "agg: small prefill-budget stride, tokens", AGG),
         Param("enable_chunked_prefill", bool, False, "agg: budgets need not be multiples of the prompt", AGG),
@@ -90,20 +85,12 @@ SWEEP = Command(
         Param("max_prefill_workers", int, 32, "disagg: prefill workers per replica at most", DISAGG),
         Param("max_decode_workers", int, 32, "disagg: decode workers per replica at most", DISAGG),
         Param("top_n", int, DEFAULT_TOP_N, "disagg: best rows per target", DISAGG),
-        Param(
-            "autoscale", bool, False, "disagg: pick prefill and decode engines independently, one worker each, at --ttft and the largest --tpot", DISAGG
-        ),  # fmt: skip
+        Param("autoscale", bool, False, "disagg: pick prefill and decode engines apart, one worker each, at --ttft and the largest --tpot", DISAGG),
         *QUANT_PARAMS,
         PRICER_PARAM,
         SEMANTICS_PARAM,
         LONG_CONTEXT_PARAM,
-        Param(
-            "refined_sla",
-            bool,
-            False,
-            "gate and reprice candidates by the closed-loop replay; the best rows' figures are then the replay's (columns suffixed _closed_loop)",
-            CLOSED_LOOP,
-        ),  # fmt: skip
+        Param("refined_sla", bool, False, "gate and reprice candidates by the closed-loop replay (the rankings' figures: suffixed _closed_loop)", CLOSED_LOOP),
         Param("replay_pricing", str, ROW, "closed-loop pass pricing for --refined-sla", CLOSED_LOOP, choices=PRICINGS),
     ),
     example="python -m estimator sweep --model-path Qwen/Qwen3-32B --system h200_sxm --backend vllm --isl 4000 --osl 500 "
@@ -183,9 +170,7 @@ class SweepReport:
             "mode": self.mode,
             "closed_loop": self.closed_loop,
             "status": self.status.name.lower(),
-            "rankings": [
-                {"target": dataclasses.asdict(r.target) | {"label": r.target.label}, "rows": r.frame.to_dict("records")} for r in self.rankings
-            ],  # fmt: skip
+            "rankings": [{"target": dataclasses.asdict(r.target) | {"label": r.target.label}, "rows": r.frame.to_dict("records")} for r in self.rankings],
             "closest_miss": None if self.closest_miss is None else dict(self.closest_miss),
         }
 
