@@ -27,27 +27,30 @@ from measurements.importers.result import Supplied
 from measurements.loaders import write_measurements
 from measurements.schema import STATISTICS
 
+EXAMPLE = "python -m estimator import result.json --deployment deploy.yaml --random-range-ratio 0.8 --out runs.csv"
+
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("results", nargs="*", type=Path, metavar="RESULT", help="benchmark result files")
-    p.add_argument("--deployment", type=Path, default=None, metavar="DEPLOY.yaml", help="the deployment file: what ran")
-    p.add_argument("--out", type=Path, default=None, metavar="CSV", help="measurement CSV written")
-    register_facts(p)
-    p.add_argument("--write-template", action="store_true", help="print a commented deployment file and exit")
+    inputs, facts, output = (p.add_argument_group(title) for title in ("inputs", "facts a result lacks", "output"))
+    inputs.add_argument("results", nargs="*", type=Path, metavar="RESULT", help="benchmark result files")
+    inputs.add_argument("--deployment", type=Path, default=None, metavar="DEPLOY.yaml", help="the deployment file: what ran")
+    register_facts(inputs, facts)
+    output.add_argument("--out", type=Path, default=None, metavar="CSV", help="measurement CSV written")
+    output.add_argument("--write-template", action="store_true", help="print a commented deployment file and exit")
 
 
-def register_facts(p: argparse.ArgumentParser) -> None:
+def register_facts(inputs: argparse._ArgumentGroup, facts: argparse._ArgumentGroup) -> None:
     """--format and the flags of the facts a result may lack (import and report --measurements share them)."""
-    p.add_argument("--format", choices=["auto", *FORMAT_NAMES], default="auto", help="result format (default: auto-detected)")
-    p.add_argument("--isl", type=int, default=None, help="nominal input tokens per request, when the result lacks it")
-    p.add_argument("--osl", type=int, default=None, help="nominal output tokens per request, when the result lacks it")
-    p.add_argument("--random-range-ratio", type=float, default=None, help="lengths uniform on [r*L, L], when the result lacks it")
-    p.add_argument("--num-warmups", type=int, default=None, help="warm-up requests the client sent before the measured ones")
-    p.add_argument("--statistic", choices=STATISTICS, default=None, help="which statistic the rows' ttft_ms/tpot_ms are (default: mean)")
-    p.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None, help="the client set ignore_eos")
-    p.add_argument("--concurrency", type=int, default=None, help="requests in flight at most, when the result lacks it")
-    p.add_argument("--num-prompts", type=int, default=None, help="requests in the measured pass, when the result lacks it")
-    p.add_argument("--request-rate", type=float, default=None, help="requests/s offered (inf: each sent at once), when the result lacks it")
+    inputs.add_argument("--format", choices=["auto", *FORMAT_NAMES], default="auto", help="result format (default: auto-detected)")
+    facts.add_argument("--isl", type=int, default=None, help="nominal input tokens per request, when the result lacks it")
+    facts.add_argument("--osl", type=int, default=None, help="nominal output tokens per request, when the result lacks it")
+    facts.add_argument("--random-range-ratio", type=float, default=None, help="lengths uniform on [r*L, L], when the result lacks it")
+    facts.add_argument("--num-warmups", type=int, default=None, help="warm-up requests the client sent before the measured ones")
+    facts.add_argument("--statistic", choices=STATISTICS, default=None, help="which statistic the rows' ttft_ms/tpot_ms are (default: mean)")
+    facts.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None, help="the client set ignore_eos")
+    facts.add_argument("--concurrency", type=int, default=None, help="requests in flight at most, when the result lacks it")
+    facts.add_argument("--num-prompts", type=int, default=None, help="requests in the measured pass, when the result lacks it")
+    facts.add_argument("--request-rate", type=float, default=None, help="requests/s offered (inf: each sent at once), when the result lacks it")
 
 
 def supplied_facts(args: argparse.Namespace, deployment: DeploymentFile) -> Supplied:

@@ -24,26 +24,30 @@ from estimator.report import METHOD_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 
 
+EXAMPLE = "python -m estimator report --limit 200 --out /tmp/accuracy.html --points /tmp/accuracy_points.csv"
+
+
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
-    p.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
-    p.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
-    p.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
-    p.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
-    p.add_argument(
+    inputs, facts, outputs, run_ = (p.add_argument_group(title) for title in ("inputs", "facts a result lacks (with --measurements)", "output", "run"))
+    outputs.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
+    outputs.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
+    inputs.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
+    inputs.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
+    inputs.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
+    inputs.add_argument(
         "--measurements",
         nargs="+",
         default=None,
         metavar="FILE",
         help="your runs instead of silicon_sample.csv: measurement CSVs (python -m estimator import) and/or benchmark result files (with --deployment)",
     )
-    p.add_argument(
+    inputs.add_argument(
         "--deployment", type=Path, default=None, metavar="DEPLOY.yaml", help="with result files in --measurements: what ran (see python -m estimator import)"
     )
-    import_runs.register_facts(p)
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
-    p.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
-    p.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
+    import_runs.register_facts(inputs, facts)
+    run_.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
+    run_.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
+    run_.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
 
 
 def compute_points(args: argparse.Namespace):
