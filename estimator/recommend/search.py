@@ -74,7 +74,7 @@ class RecommendTask:
         if self.backend != AUTO:
             object.__setattr__(self, "backend", Backend.parse(self.backend).value)
         Sla(self.ttft, (self.tpot,), self.request_latency)  # checks the targets
-        Workload(self.isl, self.osl, self.prefix).require_prefix_below_isl("recommendation")
+        Workload(self.isl, self.osl, self.prefix).require_prefix_below_isl("agg or disagg run")
 
     @property
     def backends(self) -> tuple[Backend, ...]:
