@@ -14,6 +14,7 @@ from estimator.cli import estimate as estimate_cmd
 from estimator.cli import import_runs as import_cmd
 from estimator.cli import models as models_cmd
 from estimator.cli import price_ops as price_ops_cmd
+from estimator.cli import recommend as recommend_cmd
 from estimator.cli import refine as refine_cmd
 from estimator.cli import report as report_cmd
 from estimator.cli import sweep as sweep_cmd
@@ -29,6 +30,7 @@ COMMANDS = {
     "report": report_cmd,
     "sweep": sweep_cmd,
     "import": import_cmd,
+    "recommend": recommend_cmd,
 }
 DEFAULT_EXIT_STATUS = describe(ExitStatus.FOUND, ExitStatus.BAD_INPUT)
 
