@@ -86,6 +86,7 @@ def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.samp
         draw(st.integers(1, 3)), draw(st.integers(1, 3)), prefill_batch=draw(st.integers(1, 4)), decode_max_seqs=draw(st.integers(1, 8)),
         prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(progress), turnaround_ms=draw(turnaround),
         handoff_ms=draw(st.sampled_from([0.0, 2.5])), encoder_ms=draw(st.sampled_from([0.0, 3.25])),
+        prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])),
     )  # fmt: skip
     return plan, spec, draw(prices), draw(prices)
 
@@ -187,9 +188,10 @@ def test_single_client_agg_ttft_adds_the_request_path(config):
 
 @given(tandem_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths))
 def test_single_client_disagg_ttft_is_the_solo_prefill_plus_handoff(config):
+    """The solo prefill batch: its priced pass and encoder, at least the prefill worker's eager floor."""
     plan, spec, prefill, decode = config
     stats = replay_tandem(*config).stats
-    solo = prefill.pass_ms(PassShape((spec.prefix,), (int(plan.isl[0]) - spec.prefix,), 0, 0)) + spec.encoder_ms
+    solo = max(prefill.pass_ms(PassShape((spec.prefix,), (int(plan.isl[0]) - spec.prefix,), 0, 0)) + spec.encoder_ms, spec.prefill_floor_ms)
     assert_every_ttft_is(stats, (0.0 + solo) + spec.handoff_ms)
 
 

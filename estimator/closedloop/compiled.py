@@ -66,6 +66,7 @@ from estimator.closedloop.spec import (
     TF_ENCODER,
     TF_HANDOFF,
     TF_K,
+    TF_PREFILL_FLOOR,
     TF_TURNAROUND,
 )
 from estimator.jit import njit
@@ -888,6 +889,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
     bound, requests = ints[T_BOUND], ints[T_REQUESTS]
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
+    prefill_floor_ms = floats[TF_PREFILL_FLOOR]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -944,7 +946,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 if p_kind == AFFINE
                 else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
             )
-            dur = dur + encoder_ms
+            dur = max(dur + encoder_ms, prefill_floor_ms)
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break

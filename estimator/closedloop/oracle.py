@@ -343,7 +343,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             if not batch:
                 continue
             dur = prefill_pricer.pass_ms(PassShape(tuple(spec.prefix for _ in batch), tuple(r.new for r in batch), 0, 0))
-            dur = dur + spec.encoder_ms
+            dur = max(dur + spec.encoder_ms, spec.prefill_floor_ms)  # an eager batch lasts at least its host launch time
             if not (0.0 <= dur < math.inf):
                 raise NoProgressError(NONFINITE_MESSAGE)
             end = t + dur

@@ -26,7 +26,7 @@ class NoProgressError(EstimatorError):
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
  T_REQUESTS, N_TANDEM_INTS) = range(12)  # fmt: skip
-(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, N_TANDEM_FLOATS) = range(5)
+(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
 NONFINITE_MESSAGE = "a pass price is not finite (a step without perf data, or a non-finite step time)"
@@ -105,13 +105,14 @@ class TandemSpec:
     turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
     handoff_ms: float = 0.0  # KV transfer: first token visible and decode eligible at prefill end + handoff, ms (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
+    prefill_floor_ms: float = 0.0  # host launch time of a prefill worker's eager batch: it lasts at least this long, ms (>= 0)
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
             _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
         _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
         _require_progress(self.tokens_per_decode)
-        for name in ("turnaround_ms", "handoff_ms", "encoder_ms"):
+        for name in ("turnaround_ms", "handoff_ms", "encoder_ms", "prefill_floor_ms"):
             _require_time(name, getattr(self, name))
 
     def pack(self, plan: RunPlan) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +124,9 @@ class TandemSpec:
             self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan),
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
-        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER]] = (self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms)
+        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (
+            self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms, self.prefill_floor_ms,
+        )  # fmt: skip
         return ints, floats
 
     def check(self, plan: RunPlan) -> None:

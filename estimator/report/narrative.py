@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from estimator.closedloop.host import HOST_POINTS
 from estimator.report import KV_CAP_NOTE
 from measurements.recipes.models import DSR1_MTP_ACCEPTED
 
@@ -114,6 +115,15 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
             "legacy prices them without drafts, as the baseline.",
         )
+    eager = rows[rows["backend"].isin(["sglang", "trtllm"])]
+    facts.append(
+        f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
+        "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the model's decoder layers "
+        "x the framework's published host cost per layer for its architecture (estimator/closedloop/host.py; a single request's "
+        "median TTFT over the layers it ran, or a measured forward time): "
+        + "; ".join(f"{b.value} {arch} {p.per_layer_ms:.3f} ms" for (b, arch), p in HOST_POINTS.items())
+        + ". Another MoE architecture takes its framework's least cost, a dense one none."
+    )
     return facts
 
 
