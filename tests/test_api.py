@@ -1,4 +1,4 @@
-"""The public Python API (estimator.estimate / sweep / refine) against the command line: the same
+"""The public Python API (estimator.estimate / sweep / refine / recommend) against the command line: the same
 numbers, defaults and one-line errors, and the light `import estimator`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import estimator
-from estimator.api import ESTIMATE, REFINE, SWEEP, EstimatorError, ExitStatus
+from estimator.api import ESTIMATE, RECOMMEND, REFINE, SWEEP, EstimatorError, ExitStatus
 from estimator.cli import COMMANDS, build_parser, main
 from estimator.disagg import run_disagg
 from estimator.pricing import AUTO
@@ -27,6 +27,8 @@ AGG = MODEL | {"tp_size": 2, "batch_size": 16, "isl": 4096, "osl": 512}
 DISAGG = MODEL | {"estimate_mode": "disagg", "isl": 4096, "osl": 512, "prefill_batch_size": 1, "prefill_num_workers": 2,
                   "decode_batch_size": 32, "decode_num_workers": 1, "decode_tp_size": 2}  # fmt: skip
 SWEEP_ARGS = MODEL | {"isl": 4096, "osl": 512, "ttft": 2000.0, "tpot": (30.0, 50.0), "tp_list": (1, 2)}
+RECOMMEND_ARGS = {"model_path": "Qwen/Qwen3-8B", "system": "h200_sxm", "backend": "trtllm", "total_gpus": 2, "isl": 2048, "osl": 256,
+                  "ttft": 2000.0, "tpot": 50.0}  # fmt: skip
 
 
 def argv(command: str, arguments: dict) -> list[str]:
@@ -94,16 +96,50 @@ def test_refine_frame_is_the_file_the_command_writes(swept, tmp_path):
     assert result.unpriced == 0 and result.row["ttft_refined"] > 0
 
 
+@pytest.fixture(scope="module")
+def recommended(tmp_path_factory):
+    """(the API's result, the command's JSON, the command's --save-dir folder) of one recommendation."""
+    folder = tmp_path_factory.mktemp("recommend") / "saved"
+    code, out, _ = cli([*argv("recommend", RECOMMEND_ARGS), "--json", "--save-dir", str(folder)])
+    assert code == 0
+    return estimator.recommend(**RECOMMEND_ARGS), out.strip(), folder
+
+
+def best_printed_row(out: str) -> dict:
+    """Rank 1 of the mode whose rank 1 has the most tokens/s/gpu in `recommend --json`'s output."""
+    tops = [mode["top"][0] for mode in json.loads(out)["modes"].values() if mode["top"]]
+    return max(tops, key=lambda row: row["tokens/s/gpu"])
+
+
+def test_recommend_row_and_json_are_what_the_command_prints_and_writes(recommended, tmp_path):
+    result, out, folder = recommended
+    assert result.status is ExitStatus.FOUND and json.dumps(result.to_json(), sort_keys=True, indent=1) == out
+    assert result.row == best_printed_row(out) and result.verdict == json.loads(out)["verdict"]
+    api = tmp_path / "api"
+    written = result.save(api)
+    assert sorted(p.relative_to(api) for p in written) == sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file())
+    assert all(p.read_bytes() == (folder / p.relative_to(api)).read_bytes() for p in written)
+    result.to_frame().to_csv(tmp_path / "best.csv", index=False, lineterminator="\n")
+    assert (tmp_path / "best.csv").read_bytes() == (folder / "best_configs.csv").read_bytes()
+
+
+def test_the_recommend_agreement_check_sees_a_different_budget(recommended):
+    """The comparison above fails when the API recommends for another budget than the command line."""
+    _, out, _ = recommended
+    other = estimator.recommend(**RECOMMEND_ARGS | {"total_gpus": 4})
+    assert other.row != best_printed_row(out) and json.dumps(other.to_json(), sort_keys=True, indent=1) != out
+
+
 # ---------------------------------------------------------------------------------------------
 # One source of arguments: defaults, kinds and errors
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [ESTIMATE, SWEEP, REFINE], ids=lambda c: c.name)
+@pytest.mark.parametrize("command", [ESTIMATE, SWEEP, REFINE, RECOMMEND], ids=lambda c: c.name)
 def test_the_command_line_and_the_api_bind_the_same_defaults(command):
     """An absent flag is left to bind: the command line's namespace of required flags alone binds
     to the API's defaults (one source), and every param is a flag of the command."""
-    required = {p.name: "x" for p in command.params if p.required}
+    required = {p.name: "1" if p.kind is int else "x" for p in command.params if p.required}
     words = [command.name, *(["in.csv", "out.csv"] if command is REFINE else []), *argv("", required)[1:]]
     namespace = build_parser().parse_args(words)
     assert command.bind(command.given(namespace)) == command.bind(required)
@@ -126,6 +162,9 @@ def test_the_internal_entry_points_default_to_the_commands_pricer():
     ("estimate", AGG | {"estimate_mode": "disagg"}, ["--estimate-mode", "disagg"]),
     ("sweep", SWEEP_ARGS | {"tpot": -1.0}, ["--tpot", "-1.0"]),
     ("sweep", SWEEP_ARGS | {"tp_list": (1, "x")}, ["--tp-list", "1", "x"]),
+    ("recommend", RECOMMEND_ARGS | {"total_gpus": 0}, ["--total-gpus", "0"]),
+    ("recommend", RECOMMEND_ARGS | {"backend": "tgi"}, ["--backend", "tgi"]),
+    ("recommend", RECOMMEND_ARGS | {"top_n": "five"}, ["--top-n", "five"]),
 ])  # fmt: skip
 def test_bad_arguments_raise_one_error_with_the_commands_message(command, arguments, flags, capsys):
     with pytest.raises(EstimatorError) as raised:
@@ -147,11 +186,12 @@ def test_missing_and_unknown_keywords_are_errors_too():
         estimator.estimate(**AGG, tp=2)
 
 
-def test_importing_the_estimator_stays_light_and_sweep_is_the_callable_package():
+def test_importing_the_estimator_stays_light_and_sweep_and_recommend_are_callable_packages():
     code = (
         "import sys, estimator; assert 'numba' not in sys.modules and 'pandas' not in sys.modules; "
         "import estimator.sweep.agg; assert estimator.sweep is sys.modules['estimator.sweep'] and callable(estimator.sweep); "
-        "from estimator.api import sweep, estimate; assert estimator.estimate is estimate and estimator.sweep.sweep_agg"
+        "from estimator.api import sweep, estimate; assert estimator.estimate is estimate and estimator.sweep.sweep_agg; "
+        "import estimator.recommend.output; assert estimator.recommend is sys.modules['estimator.recommend'] and callable(estimator.recommend)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -1,5 +1,6 @@
 """recommend: the search space, picking, the CLI's exit codes and the --save-dir folder (launch files checked
-against the engines' option names, the deployment file read back by `python -m estimator import`)."""
+against the engines' option names, the deployment file read back by `python -m estimator import`).
+The default tier checks each engine once (dense TRT-LLM and vLLM, MoE SGLang); the other cases run with --full."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import yaml
 
 from estimator.cli import main
 from estimator.deployment import Backend, Deployment
-from estimator.recommend import RecommendTask, recommend
+from estimator.recommend import RecommendTask, recommend_task
 from estimator.recommend import engine_names as names
 from estimator.recommend.launch import check_config, check_launch_dir, check_script
 from estimator.recommend.output import best_configs, save
@@ -36,9 +37,13 @@ def task(backend: str, model: str = DENSE, gpus: int = 2, **kw) -> RecommendTask
 
 
 @pytest.mark.reference
-@pytest.mark.parametrize("model,moe", [(DENSE, False), (MOE, True)])
-@pytest.mark.parametrize("backend", list(Backend))
-def test_layouts_are_cli_defaults(model, moe, backend):
+@pytest.mark.parametrize("backend,model,moe", [
+    (Backend.TRTLLM, DENSE, False),
+    (Backend.SGLANG, MOE, True),
+    *(pytest.param(b, m, moe, marks=pytest.mark.full) for b, m, moe in ((Backend.VLLM, DENSE, False), (Backend.SGLANG, DENSE, False),
+                                                                        (Backend.TRTLLM, MOE, True), (Backend.VLLM, MOE, True))),
+])  # fmt: skip
+def test_layouts_are_cli_defaults(backend, model, moe):
     """Every mode's layouts equal aiconfigurator's Task.iter_parallel (context parallelism left out)."""
     from aiconfigurator.cli.main import build_default_tasks
 
@@ -119,11 +124,12 @@ def test_nothing_meeting_the_targets_is_exit_3_with_the_closest_miss(capsys):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=[("trtllm", DENSE), ("vllm", DENSE), ("sglang", DENSE), ("sglang", MOE), ("trtllm", MOE), ("vllm", MOE)],
+@pytest.fixture(scope="module", params=[("trtllm", DENSE), ("vllm", DENSE), ("sglang", MOE),  # every engine's launch files, dense and MoE
+                                        *(pytest.param(p, marks=pytest.mark.full) for p in (("sglang", DENSE), ("trtllm", MOE), ("vllm", MOE)))],
                 ids=lambda p: f"{p[0]}-{p[1].split('/')[1]}")  # fmt: skip
 def saved(request, tmp_path_factory):
     backend, model = request.param
-    rec = recommend(task(backend, model, gpus=4 if model == MOE else 2, ttft=2000.0, tpot=50.0))
+    rec = recommend_task(task(backend, model, gpus=4 if model == MOE else 2, ttft=2000.0, tpot=50.0))
     folder = tmp_path_factory.mktemp("rec")
     return rec, folder, save(rec, folder, model == MOE)
 
@@ -193,7 +199,7 @@ def test_imported_result_of_bench_sh_closes_the_loop(saved, tmp_path, capsys):
 
 
 def test_same_inputs_write_byte_identical_files(tmp_path):
-    rec = recommend(task("trtllm"))
+    rec = recommend_task(task("trtllm"))
     a, b = save(rec, tmp_path / "a", False), save(rec, tmp_path / "b", False)
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
     assert [p.relative_to(tmp_path / "a") for p in a] == [p.relative_to(tmp_path / "b") for p in b]

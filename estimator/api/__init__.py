@@ -9,43 +9,45 @@ cannot drift.
 | estimate(**flags) | estimate | EstimateResult |
 | sweep(**flags) | sweep | SweepReport |
 | refine(frame, **flags) | refine IN OUT | RefineResult |
-| recommend(**flags) | recommend | not here yet: built on the `recommend` branch (below) |
+| recommend(**flags) | recommend | RecommendResult |
 
 `import estimator` stays light: estimator.estimate / estimator.refine load this package on first
-use, and estimator.sweep is the sweep package, which calling runs sweep() (estimator.entry).
+use, and estimator.sweep and estimator.recommend are packages, which calling runs sweep() and
+recommend() (estimator.entry).
 
-The place for `recommend` (its own modules, estimator/recommend/ and estimator/cli/recommend.py):
-define RECOMMEND = Command("recommend", params, example) with the shared params of
-estimator.api.deployments and estimating/sweeping, a frozen result with `.row` and `.to_frame()`,
-and recommend(**flags) = recommend_with(RECOMMEND.bind(flags)); export RECOMMEND and recommend
-here and add RECOMMEND to COMMANDS; since estimator.recommend is a package, end its __init__ with
-estimator.entry.make_callable(__name__, "recommend") and add "recommend" to estimator._PACKAGES.
-The CLI module registers with estimator.cli.common.register_command(p, RECOMMEND) and calls
-recommend_with(RECOMMEND.bind(RECOMMEND.given(ns))); statuses come from ExitStatus.
+A command's module here defines its Command (params shared with the other commands where the flag
+is the same: estimator.api.deployments, Command.param), its result, `name(**flags)` =
+`name_with(COMMAND.bind(flags))`; the CLI module registers it with
+estimator.cli.common.register_command and calls name_with(COMMAND.bind(COMMAND.given(ns))).
 """
 
 from estimator.api.estimating import ESTIMATE, EstimateResult, estimate, estimate_with
+from estimator.api.recommending import RECOMMEND, RecommendResult, recommend, recommend_with
 from estimator.api.refining import REFINE, RefineResult, refine, refine_with
 from estimator.api.status import ExitStatus
 from estimator.api.sweeping import SWEEP, Ranking, SweepReport, Target, sweep, sweep_with
 from estimator.errors import EstimatorError
 
-COMMANDS = {command.name: command for command in (ESTIMATE, SWEEP, REFINE)}  # the commands on the shared flag layer
+COMMANDS = {command.name: command for command in (ESTIMATE, SWEEP, REFINE, RECOMMEND)}  # the commands on the shared flag layer
 
 __all__ = [
     "COMMANDS",
     "ESTIMATE",
+    "RECOMMEND",
     "REFINE",
     "SWEEP",
     "EstimateResult",
     "EstimatorError",
     "ExitStatus",
     "Ranking",
+    "RecommendResult",
     "RefineResult",
     "SweepReport",
     "Target",
     "estimate",
     "estimate_with",
+    "recommend",
+    "recommend_with",
     "refine",
     "refine_with",
     "sweep",

@@ -123,6 +123,10 @@ class Command:
         if len(names) != len(set(names)):
             raise ValueError(f"{self.name}: a param is defined twice")
 
+    def param(self, name: str) -> Param:
+        """The param called `name` (KeyError: none), for another command that takes the same flag."""
+        return {p.name: p for p in self.params}[name]
+
     @functools.cached_property
     def arguments_type(self) -> type:
         """The frozen dataclass of one call's arguments: one field per param, in order."""

@@ -45,10 +45,9 @@ def pareto_rows(rec: Recommendation) -> pd.DataFrame:
 def _series(rec: Recommendation) -> tuple[list, tuple[float, float] | None, str]:
     x = rec.task.constraint.x_axis
     series = [(mode, list(zip(r.frontier[x], r.frontier[CLUSTER]))) for mode, r in rec.modes.items() if not r.frontier.empty]
-    best = rec.best
     highlight = None
-    if best:
-        top = rec.modes[max(best, key=best.get)].top.iloc[0]
+    if rec.winner is not None:
+        top = rec.modes[rec.winner].top.iloc[0]
         highlight = (float(top[x]), float(top[CLUSTER]))
     return series, highlight, x
 
@@ -88,19 +87,19 @@ def render_text(rec: Recommendation) -> str:
     return "\n".join(out)
 
 
-def to_json(rec: Recommendation) -> str:
-    """The recommendation as one JSON document (keys sorted, NaN as null)."""
+def json_document(rec: Recommendation) -> dict:
+    """The recommendation as JSON values (NaN as None): the task line, what decided, the verdict, and
+    per mode its top rows (best_configs.csv's), its frontier (pareto.csv's) and its closest miss."""
     table, front = best_configs(rec), pareto_rows(rec)
 
     def records(frame: pd.DataFrame, mode: str) -> list[dict]:
         return json.loads(frame[frame["mode"] == mode].to_json(orient="records"))
 
-    doc = {
+    return {
         "task": headline(rec), "decided_by": rec.decided_by, "verdict": rec.verdict, "found": rec.found, "notes": list(rec.notes),
         "modes": {mode: {"top": records(table, mode), "frontier": records(front, mode),
                          "closest_miss": None if not r.top.empty else miss_line(r, rec.task)} for mode, r in rec.modes.items()},
     }  # fmt: skip
-    return json.dumps(doc, sort_keys=True, indent=1)
 
 
 def _csv(frame: pd.DataFrame) -> str:
@@ -135,8 +134,4 @@ def save(rec: Recommendation, folder: str | Path, moe: bool) -> list[Path]:
     return written
 
 
-def closest_misses(rec: Recommendation) -> list[str]:
-    return [miss_line(r, rec.task) for r in rec.modes.values()]
-
-
-__all__ = ["best_configs", "closest_misses", "pareto_rows", "render_text", "save", "to_json"]
+__all__ = ["best_configs", "json_document", "pareto_rows", "render_text", "save"]

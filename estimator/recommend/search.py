@@ -1,7 +1,7 @@
 """The recommendation: agg and disagg (and every backend under ``auto``) swept within a GPU budget by
 the project's sweep drivers, picked as AIConfigurator 0.12.0's ``cli default`` picks (``picking``).
 
-``recommend(task)`` runs one experiment per (backend, mode): the sweep's best rows under every TPOT of
+``recommend_task(task)`` runs one experiment per (backend, mode): the sweep's best rows under every TPOT of
 the frontier grid (``space.tpot_grid``) are the experiment's candidates; the frontier and the top-N
 are picked from them within the budget. With ``refined`` the top-N comes instead from a sweep at the
 user's targets whose candidates the closed-loop replay gates and reprices (``estimator.sweep``'s
@@ -117,6 +117,12 @@ class Recommendation:
         return {m: float(r.top[picking.CLUSTER].iloc[0]) for m, r in self.modes.items() if not r.top.empty}
 
     @property
+    def winner(self) -> str | None:
+        """The mode with the highest best budget-wide tokens/s/gpu (the first on ties; None: no mode meets the targets)."""
+        best = self.best
+        return max(best, key=best.get) if best else None
+
+    @property
     def verdict(self) -> str:
         return picking.verdict(self.best)
 
@@ -125,7 +131,7 @@ class Recommendation:
         return bool(self.best)
 
 
-def recommend(task: RecommendTask) -> Recommendation:
+def recommend_task(task: RecommendTask) -> Recommendation:
     """Search every mode and backend of the task within its GPU budget; InvalidInputError when no
     searched layout fits in memory within the budget."""
     pricer = task.resolved_pricer
