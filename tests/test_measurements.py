@@ -13,7 +13,7 @@ import pytest
 from estimator.errors import InvalidInputError
 from estimator.perf.versions import version_slots
 from estimator.settings import GIB, engine_defaults, system_defaults
-from measurements import builds, checkpoints, clients, recipes
+from measurements import builds, checkpoints, clients, recipes, tokenizers
 from measurements.layout import run_layout
 from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
@@ -931,3 +931,35 @@ def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):
     compiling -= {r.measurement.id for r in mapped if "InferenceX twin" in r.measurement.protocol.client_citation}
     undated = {m.id for m in qwen35 if (m.engine_version, m.image, m.measured_date) == ("nightly-dev", None, None)}
     assert compiling == {m.id for m in qwen35} - undated and len(compiling) > 250 and len(undated) < 20
+
+
+def _dsr1_sglang(sample, **changes):
+    base = next(m for m in sample if m.source == "inferencex" and m.engine == "sglang" and m.model in recipe_models_.DSR1_MODELS and m.mode == "agg")
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize(
+    ("image", "measured", "model", "served"),
+    [
+        ("lmsysorg/sglang:v0.5.10.post1-cu130", "2026-04-17T00:00:00Z", "deepseek-ai/DeepSeek-V3", True),
+        ("lmsysorg/sglang:v0.5.10-cu129", "2026-03-01T00:00:00Z", "deepseek-ai/DeepSeek-R1", True),
+        ("lmsysorg/sglang:v0.5.10.post1-cu130", "2026-05-16T00:00:00Z", "deepseek-ai/DeepSeek-R1", False),  # after PR 1381's repair
+        ("lmsysorg/sglang:v0.5.9-cu130", "2026-04-17T00:00:00Z", "deepseek-ai/DeepSeek-R1", False),  # transformers 4.57.1
+        ("lmsysorg/sglang:v0.5.10.post1-cu130", "2026-04-17T00:00:00Z", "Qwen/Qwen3.5-397B-A17B", False),  # another tokenizer
+    ],
+)
+def test_served_prompt_follows_the_tokenizer_mismatch_window(sample, image, measured, model, served):
+    m = _dsr1_sglang(sample, image=image, model=model, provenance=f"measured={measured}", isl=1024)
+    got = tokenizers.served_prompt(m)
+    if not served:
+        assert got is None
+        return
+    run, note = got
+    assert run.isl == round(1024 * 35921 / 7140) == 5152 and "PR 937" in note and "PR 1381" in note
+
+
+def test_mismatched_rows_price_the_served_prompt_and_the_baseline_the_recorded_one(mapped):
+    affected = [r for r in mapped if "tokenizer mismatch" in r.layout_note]
+    assert affected
+    for r in affected:
+        assert r.inputs.isl == round(r.measurement.isl * 35921 / 7140) and r.baseline.inputs.isl == r.measurement.isl

@@ -115,6 +115,12 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
             "legacy prices them without drafts, as the baseline.",
         )
+    mismatched = rows["layout_note"].fillna("").str.contains("tokenizer mismatch", regex=False).sum()
+    facts.append(
+        f"{mismatched} rows ran InferenceX's client on a transformers-5 image before its tokenizer repair reached HF repo ids "
+        "(PR 937, PR 1381): the server computed about 5x the prompt tokens the client counted (35,921 for 7,140), so every "
+        "method but legacy prices the prompt the server computed; their layout_note says so (measurements/tokenizers.py)."
+    )
     eager = rows[rows["backend"].isin(["sglang", "trtllm"])]
     facts.append(
         f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
