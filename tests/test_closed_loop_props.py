@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from estimator.closedloop import AggSpec, Benchmark, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan
+from estimator.closedloop.compiled import decode_progress
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
 from estimator.closedloop.pricing import PassShape, affine_pricer, engine_pricer, row_pricer
 from estimator.closedloop.spec import LIMIT_MESSAGE, NONFINITE_MESSAGE, STALLED_MESSAGE
@@ -79,12 +81,13 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
 
 
 @st.composite
-def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled_from([0.0, 0.0, 7.5]), protocol=protocols):
+def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled_from([0.0, 0.0, 7.5]), protocol=protocols,
+                   osl=st.integers(1, 48), tokens_per_decode=progress):  # fmt: skip
     """(plan, spec, prefill pricer, decode pricer) of a tandem replay."""
-    plan = run_plan(draw(protocol), draw(clients), draw(st.integers(1, 1500)), draw(st.integers(1, 48)))
+    plan = run_plan(draw(protocol), draw(clients), draw(st.integers(1, 1500)), draw(osl))
     spec = TandemSpec(
         draw(st.integers(1, 3)), draw(st.integers(1, 3)), prefill_batch=draw(st.integers(1, 4)), decode_max_seqs=draw(st.integers(1, 8)),
-        prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(progress), turnaround_ms=draw(turnaround),
+        prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(tokens_per_decode), turnaround_ms=draw(turnaround),
         handoff_ms=draw(st.sampled_from([0.0, 2.5])), encoder_ms=draw(st.sampled_from([0.0, 3.25])),
         prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])),
     )  # fmt: skip
@@ -131,6 +134,57 @@ def test_agg_numba_equals_python(config):
 @given(tandem_configs())
 def test_tandem_numba_equals_python(config):
     assert same(outcome(replay_tandem, *config, impl="numba"), outcome(replay_tandem, *config, impl="python"))
+
+
+# The report's speculative decode rates (1 + accepted MTP drafts: 1.92, 2.58, 2.82), whose float
+# sums floor unevenly, and exact ones; long outputs put many exceptions in each request's life.
+speculative = st.sampled_from([1.25, 1.92, 2.58, 2.82, 3.0])
+
+
+@given(tandem_configs(clients=st.integers(1, 12), osl=st.integers(2, 300), tokens_per_decode=speculative))
+def test_tandem_speculative_cohort_equals_python(config):
+    """The decode cohort at k != 1 (members' tokens and KV from compiled.decode_progress) is the
+    literal per-request walk."""
+    assert same(outcome(replay_tandem, *config, impl="numba"), outcome(replay_tandem, *config, impl="python"))
+
+
+def progress_mismatches(k: float, osl_max: int, table) -> list[str]:
+    """Where decode_progress(k, osl_max)'s table differs from requests decoded one by one as
+    oracle._Run.decode does (progress += k, floor differences emitted, capped at osl)."""
+    made, done_after, base, ex_n, ex_w = table
+    exceptions = dict(zip(ex_n.tolist(), ex_w.tolist()))
+    out = []
+    for osl in range(2, osl_max + 1):
+        progress, tokens, decodes, history = 0.0, 1, 0, [1]
+        while tokens < osl:
+            before, progress = progress, progress + k
+            tokens += min(math.floor(progress) - math.floor(before), osl - tokens)
+            decodes += 1
+            history.append(1 + math.floor(progress))
+        if done_after[osl] != decodes:
+            out.append(f"osl {osl}: done after {done_after[osl]} decodes, walked {decodes}")
+        if list(made[: decodes + 1]) != history:
+            out.append(f"osl {osl}: uncapped tokens {list(made[: decodes + 1])}, walked {history}")
+        for n in range(1, decodes):  # the increments a member's KV takes while in the cohort
+            if made[n + 1] - made[n] != base + exceptions.get(n, 0):
+                out.append(f"osl {osl}: decode {n + 1} adds {made[n + 1] - made[n]}, marked {base} + {exceptions.get(n, 0)}")
+    return out
+
+
+@given(st.floats(1.0, 4.0) | speculative, st.integers(1, 400))
+def test_decode_progress_is_the_per_request_walk(k, osl_max):
+    assert progress_mismatches(k, osl_max, decode_progress(k, osl_max)) == []
+
+
+def test_decode_progress_comparison_flags_perturbed_table():
+    made, done_after, base, ex_n, ex_w = decode_progress(1.92, 64)
+    assert progress_mismatches(1.92, 64, (made, done_after, base, ex_n, ex_w)) == []
+    later = done_after.copy()
+    later[40] += 1
+    heavier = ex_w.copy()
+    heavier[0] += 1
+    for perturbed in ((made, later, base, ex_n, ex_w), (made, done_after, base, ex_n, heavier), (made, done_after, base + 1, ex_n, ex_w)):
+        assert progress_mismatches(1.92, 64, perturbed)
 
 
 @given(agg_configs(clients=st.integers(1, 64)), tandem_configs(clients=st.integers(1, 64)))

@@ -838,13 +838,92 @@ def _earliest(rq, rlen, rf):
     return rf[rq[0], VISIBLE] if rlen > 0 else np.inf
 
 
+# ---------------------------------------------------------------------------------------------
+# Decode progress in a tandem cohort, for any k. Every hand-off starts decoding at progress 0.0 and
+# adds k per decode (oracle._Run.decode), so after its first token and n decodes it has made
+# 1 + floor(P_n) tokens (capped at osl), P_n the n-fold float sum of k: one sequence for every
+# request. A member is then known by its join epoch and its osl (it completes after done_after[osl]
+# decodes), and the cohort's summed KV grows per decode by members x base plus the members'
+# exceptions (decodes whose increment is not base), marked ahead in a ring indexed by epoch.
+# k == 1: base 1 and no exceptions.
+# ---------------------------------------------------------------------------------------------
+
+
 @njit(cache=True)
-def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handoff, decode_max, counting, it, bound, kind,
-                    params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
+def decode_progress(k, osl_max):
+    """(made, done_after, base, ex_n, ex_w) of decode progress k for requests of up to osl_max tokens:
+    made[n] = 1 + floor(P_n), the uncapped tokens after the first token and n decodes (n <= osl_max);
+    done_after[o] = the decodes that finish a request of o >= 2 tokens (the first n with made[n] >= o);
+    base = the most common increment made[n + 1] - made[n] (ties: the smaller), and the decodes
+    n >= 1 whose increment differs: ex_n ascending and ex_w = increment - base."""
+    top = max(osl_max, 2)
+    made = np.empty(top + 1, dtype=np.int64)
+    made[0] = 1
+    progress = 0.0
+    for n in range(1, top + 1):
+        progress = progress + k
+        made[n] = 1 + int(math.floor(progress))
+    done_after = np.zeros(top + 1, dtype=np.int64)
+    n = 1
+    for o in range(2, top + 1):
+        while made[n] < o:
+            n += 1
+        done_after[o] = n
+    last = done_after[top]  # no request decodes past its done_after: increments at n < last matter
+    widest = 0
+    for n in range(1, last):
+        widest = max(widest, made[n + 1] - made[n])
+    votes = np.zeros(widest + 1, dtype=np.int64)
+    for n in range(1, last):
+        votes[made[n + 1] - made[n]] += 1
+    base = 1 if last <= 1 else np.int64(np.argmax(votes))
+    n_ex = 0
+    for n in range(1, last):
+        n_ex += made[n + 1] - made[n] != base
+    ex_n = np.empty(n_ex, dtype=np.int64)
+    ex_w = np.empty(n_ex, dtype=np.int64)
+    x = 0
+    for n in range(1, last):
+        if made[n + 1] - made[n] != base:
+            ex_n[x], ex_w[x] = n, made[n + 1] - made[n] - base
+            x += 1
+    return made, done_after, base, ex_n, ex_w
+
+
+@njit(cache=True)
+def _mark(ring, epoch, lives, m, ex_n, ex_w):
+    """The exceptions of m members joining at `epoch` (each after its first decode), member i's
+    decodes n = 1 .. lives[i] falling at epoch + n: each exception's weight times the members
+    alive at it, added to its ring slot."""
+    if m == 0 or ex_n.shape[0] == 0:
+        return
+    order = np.sort(lives[:m])
+    gone = 0  # members whose last decode precedes the exception
+    for x in range(ex_n.shape[0]):
+        while gone < m and order[gone] < ex_n[x]:
+            gone += 1
+        if gone == m:
+            return
+        ring[(epoch + ex_n[x]) % ring.shape[0]] += (m - gone) * ex_w[x]
+
+
+@njit(cache=True, inline="always")
+def _cohort_decode(epoch, kv, ring, j, members, base):
+    """Worker j's cohort decodes once: its epoch advances and its summed KV grows by every member's increment."""
+    epoch[j] += 1
+    slot = epoch[j] % ring.shape[1]
+    kv[j] += members * base + ring[j, slot]
+    ring[j, slot] = 0
+
+
+@njit(cache=True)
+def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, counting, it, bound,
+                     kind, params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Decode-only events of the cohort workers (members[j] > 0), in time order (ties by worker
     index, as the full loop serves them), while each launches before t_fixed (the next event of
     anything else), no member completes and no hand-off joins: the full loop's float operations
-    without its bookkeeping. Updates d_free, epoch and kv in place; returns (it, status, run_v, run_c)."""
+    without its bookkeeping. Updates d_free, epoch, kv and ring (_cohort_decode) in place; returns
+    (it, status, run_v, run_c)."""
     if counting:
         steps = 0
         for w in range(d_free.shape[0]):
@@ -872,8 +951,7 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handof
         if counting:
             _add_gaps(end - t, members[j], cnt, run_v, run_c)
         d_free[j] = end
-        epoch[j] += 1
-        kv[j] += members[j]
+        _cohort_decode(epoch, kv, ring, j, members[j], base)
     return it, LIMIT, run_v, run_c
 
 
@@ -881,9 +959,9 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, members, next_done, next_handof
 def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_kind, d_params, d_data, d_hdr):
     """The P/D tandem (oracle.tandem). Each queue keeps its earliest visible time, so finding the
     next event costs O(P + D). A decode worker's run list is sorted by visible (oracle.arrive), so
-    its eligible requests are a leading run; with k == 1 its batch is a cohort that decodes in
-    every iteration (as in the agg calendar) plus the first eligible hand-offs up to decode_max,
-    which then join it. ints and floats are TandemSpec.pack's slots.
+    its eligible requests are a leading run, and its batch is a cohort that decodes in every
+    iteration plus the first eligible hand-offs up to decode_max, which then join it (any k: see
+    decode_progress). ints and floats are TandemSpec.pack's slots.
     Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
@@ -901,18 +979,19 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     rmin = np.full(n_decode, np.inf)  # earliest visible in rq (-inf while the worker has a cohort)
     p_free = np.zeros(n_prefill)
     d_free = np.zeros(n_decode)
-    cohort = np.full(n_decode, k == 1.0)  # the worker's batch moves in step (see the docstring)
     hk = np.empty((n_decode, clients), dtype=np.int64)
     hj = np.empty((n_decode, clients), dtype=np.int64)
     hc = np.empty((n_decode, clients), dtype=np.int64)
     n_coh = np.zeros(n_decode, dtype=np.int64)
     no_cohort = np.zeros(n_prefill, dtype=np.int64)
-    in_step = np.zeros(n_decode, dtype=np.int64)  # stretch: cohort size of cohort workers, else 0
     next_done = np.zeros(n_decode, dtype=np.int64)  # stretch: decode iteration of the cohort's next completion
     next_handoff = np.full(n_decode, np.inf)  # stretch: visible time of the oldest pending hand-off
     epoch = np.zeros(n_decode, dtype=np.int64)
     joins = np.zeros(n_decode, dtype=np.int64)
     kv_coh = np.zeros(n_decode, dtype=np.int64)
+    made, done_after, base, ex_n, ex_w = decode_progress(k, osl_arr.max())
+    ring = np.zeros((n_decode, made.shape[0]), dtype=np.int64)  # per worker: KV increments beyond base, by epoch
+    lives = np.empty(clients, dtype=np.int64)  # one iteration's joiners: decodes after their first
     batch = np.empty(clients, dtype=np.int64)
     gaps = np.empty(clients)
     fin = np.empty(clients, dtype=np.int64)
@@ -972,25 +1051,16 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         for j in range(n_decode):
             if rlen[j] + n_coh[j] == 0 or d_free[j] > t:
                 continue
-            nj = 0  # cohort mode: the batch is the cohort, then the first eligible hand-offs up to decode_max
-            while cohort[j] and nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
+            nj = 0  # the batch: the cohort, then the first eligible hand-offs up to decode_max
+            while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
                 nj += 1
             # ---- the iteration's batch and its price ----
-            nb = 0
-            kv_sum = 0
-            if cohort[j]:
-                nb = n_coh[j] + nj
-                kv_sum = kv_coh[j]
-                for x in range(nj):
-                    kv_sum += ri[rq[j, x], ISL] + ri[rq[j, x], MADE]
-            else:  # the eligible requests are a leading run of the sorted list
-                while nb < rlen[j] and nb < decode_max and rf[rq[j, nb], VISIBLE] <= t:
-                    c = rq[j, nb]
-                    batch[nb] = c
-                    nb += 1
-                    kv_sum += ri[c, ISL] + ri[c, MADE]
+            nb = n_coh[j] + nj
             if nb == 0:
                 continue
+            kv_sum = kv_coh[j]
+            for x in range(nj):
+                kv_sum += ri[rq[j, x], ISL] + ri[rq[j, x], MADE]
             dur = (
                 affine_ms(d_params, np.int64(0), starts, takes, nb, kv_sum)
                 if d_kind == AFFINE
@@ -1004,59 +1074,45 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             d_free[j] = end
             counting = cnt[DONE] >= warm
             n_fin = 0
-            if cohort[j]:
-                # members emit one token each, then the joiners (the eligible hand-offs) their first decode token
-                members = n_coh[j]
-                if members > 0:
-                    epoch[j] += 1
-                    kv_coh[j] += members
-                    if counting:
-                        run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
-                        _add_gaps(end - previous_end, members, cnt, run_v, run_c)
-                for x in range(nj):
-                    gaps[x] = _decode(ri, rf, rq[j, x], end, k)
+            # members emit, then the joiners (the eligible hand-offs) their first decode tokens
+            members = n_coh[j]
+            if members > 0:
+                _cohort_decode(epoch, kv_coh, ring, j, members, base)
                 if counting:
-                    run_v, run_c = _room(run_v, run_c, cnt, nj)
-                    _add_gap_list(gaps, nj, cnt, run_v, run_c)
-                while n_coh[j] > 0 and hk[j, 0] == epoch[j]:
-                    c = hc[j, 0]
-                    n_coh[j] = _heap_pop(hk[j], hj[j], hc[j], n_coh[j])
-                    ri[c, MADE] = ri[c, OSL]
-                    rf[c, T_LAST] = end
-                    kv_coh[j] -= ri[c, ISL] + ri[c, OSL]
+                    run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
+                    _add_gaps(end - previous_end, members, cnt, run_v, run_c)
+            for x in range(nj):
+                gaps[x] = _decode(ri, rf, rq[j, x], end, k)
+            if counting:
+                run_v, run_c = _room(run_v, run_c, cnt, nj)
+                _add_gap_list(gaps, nj, cnt, run_v, run_c)
+            while n_coh[j] > 0 and hk[j, 0] == epoch[j]:
+                c = hc[j, 0]
+                n_coh[j] = _heap_pop(hk[j], hj[j], hc[j], n_coh[j])
+                kv_coh[j] -= ri[c, ISL] + made[done_after[ri[c, OSL]]]  # its uncapped tokens, as kv_coh counted them
+                ri[c, MADE] = ri[c, OSL]
+                rf[c, T_LAST] = end
+                fin[n_fin] = c
+                n_fin += 1
+            m = 0
+            for x in range(nj):
+                c = rq[j, x]
+                if ri[c, MADE] >= ri[c, OSL]:
                     fin[n_fin] = c
                     n_fin += 1
-                for x in range(nj):
-                    c = rq[j, x]
-                    if ri[c, MADE] >= ri[c, OSL]:
-                        fin[n_fin] = c
-                        n_fin += 1
-                    else:
-                        n_coh[j] = _join_cohort(ri, c, epoch[j], joins[j], hk[j], hj[j], hc[j], n_coh[j])
-                        joins[j] += 1
-                        kv_coh[j] += ri[c, ISL] + ri[c, MADE]
-                if nj > 0:  # the joiners leave the pending hand-offs (shift left in place, no copy)
-                    for x in range(rlen[j] - nj):
-                        rq[j, x] = rq[j, x + nj]
-                rlen[j] -= nj
-                rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq[j], rlen[j], rf)
-            else:
-                n_fin, run_v, run_c = _decode_pass(ri, rf, batch, nb, end, k, gaps, fin, n_fin, counting, cnt, run_v, run_c)
-                if n_fin > 0:
-                    kept = 0
-                    for x in range(rlen[j]):
-                        if ri[rq[j, x], MADE] < ri[rq[j, x], OSL]:
-                            rq[j, kept] = rq[j, x]
-                            kept += 1
-                    rlen[j] = kept
-                    rmin[j] = _earliest(rq[j], rlen[j], rf)
-                if k == 1.0 and nb == rlen[j] + n_fin:  # every request decoded: the worker moves in step again
-                    cohort[j] = True
-                    epoch[j] = 0
-                    kv_coh[j] = _form_cohort(ri, rq[j], rlen[j], hk[j], hj[j], hc[j])
-                    n_coh[j] = joins[j] = rlen[j]
-                    rlen[j] = 0
-                    rmin[j] = -np.inf if n_coh[j] > 0 else np.inf
+                else:  # joins after its first decode: completes at its done_after-th
+                    life = done_after[ri[c, OSL]] - 1
+                    n_coh[j] = _heap_push(hk[j], hj[j], hc[j], n_coh[j], epoch[j] + life, joins[j], c)
+                    joins[j] += 1
+                    kv_coh[j] += ri[c, ISL] + ri[c, MADE]
+                    lives[m] = life
+                    m += 1
+            _mark(ring[j], epoch[j], lives, m, ex_n, ex_w)
+            if nj > 0:  # the joiners leave the pending hand-offs (shift left in place, no copy)
+                for x in range(rlen[j] - nj):
+                    rq[j, x] = rq[j, x + nj]
+            rlen[j] -= nj
+            rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq[j], rlen[j], rf)
             for x in range(n_fin):
                 c = fin[x]
                 _complete(ri, rf, c, end, warm, cnt, sc, tpots, lats, done_born, done_t)
@@ -1068,17 +1124,18 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             continue
         t_fixed = _next_event(p_free, plen, no_cohort, pmin)
         for w in range(n_decode):
-            in_step[w] = n_coh[w] if cohort[w] else 0
-            next_done[w] = hk[w, 0] if in_step[w] > 0 else 0
+            next_done[w] = hk[w, 0] if n_coh[w] > 0 else 0
             next_handoff[w] = _earliest(rq[w], rlen[w], rf)
-            if in_step[w] == 0 and rlen[w] + n_coh[w] > 0:
+            if n_coh[w] == 0 and rlen[w] > 0:
                 t_fixed = min(t_fixed, max(d_free[w], rmin[w]))
         it, status, run_v, run_c = _workers_stretch(
             t_fixed,
             d_free,
             epoch,
             kv_coh,
-            in_step,
+            ring,
+            base,
+            n_coh,
             next_done,
             next_handoff,
             decode_max,
