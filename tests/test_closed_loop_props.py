@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import math
 
+import numpy as np
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
@@ -28,7 +29,7 @@ from hypothesis import strategies as st
 from estimator.closedloop import AggSpec, Benchmark, NoProgressError, Steady, TandemSpec, replay_agg, replay_tandem, run_plan
 from estimator.closedloop.compiled import decode_progress
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables
-from estimator.closedloop.pricing import PassShape, affine_pricer, engine_pricer, row_pricer
+from estimator.closedloop.pricing import PassShape, affine_pricer, decode_fixed, decode_walk_ms, engine_ms, engine_pricer, row_pricer
 from estimator.closedloop.spec import LIMIT_MESSAGE, NONFINITE_MESSAGE, STALLED_MESSAGE
 from estimator.deployment import Deployment
 from estimator.settings import EngineSettings
@@ -185,6 +186,24 @@ def test_decode_progress_comparison_flags_perturbed_table():
     heavier[0] += 1
     for perturbed in ((made, later, base, ex_n, ex_w), (made, done_after, base, ex_n, heavier), (made, done_after, base + 1, ex_n, ex_w)):
         assert progress_mismatches(1.92, 64, perturbed)
+
+
+@given(st.integers(1, 96), st.sampled_from([1, 2]), st.sampled_from([1, 3, 8]), st.integers(1, 5000),
+       st.lists(st.integers(0, 300), min_size=1, max_size=40), st.integers(-1, 80))  # fmt: skip
+def test_decode_walk_prices_a_stretch_as_engine_ms(n_dec, multiplier, dp_ranks, kv_mean, steps, hint):
+    """decode_fixed + decode_walk_ms (the stretches' decode prices: the KV cell walked forward from
+    the previous pass's, or from any hint) equal engine_ms bit for bit, KV sums on and between
+    nodes, past the axis and falling back below a stale cell."""
+    pricer = engine_pricer(qwen_tables(), multiplier, dp_ranks)
+    args = pricer.params, pricer.data, pricer.hdr
+    none = np.zeros(0, dtype=np.int64)
+    own, other, i, wi = decode_fixed(*args, n_dec)
+    kv, cell = n_dec * kv_mean, hint
+    for step in steps:
+        kv += step if step % 7 else -step  # mostly growing, sometimes falling
+        kv = max(kv, n_dec)
+        walked, cell = decode_walk_ms(*args, n_dec, kv, own, other, i, wi, cell)
+        assert walked == engine_ms(*args, 0, none, none, n_dec, kv)
 
 
 @given(agg_configs(clients=st.integers(1, 64)), tandem_configs(clients=st.integers(1, 64)))

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, engine_ms
+from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, decode_fixed, decode_walk_ms, engine_ms
 from estimator.closedloop.quantile import nearest_rank_index
 from estimator.closedloop.spec import (
     A_ADP_BATCHING_WAIT,
@@ -707,12 +707,15 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
     whose intake of requests (every recv_interval weighted passes, see agg_calendar) would find one
     visible (next_due <= the pass's start). The same float operations as the full pass loop,
-    without its bookkeeping. Returns (t, epoch, kv, it, since_recv, status, run_v, run_c)."""
+    without its bookkeeping (engine prices from what the fixed cohort size fixes, decode_fixed).
+    Returns (t, epoch, kv, it, since_recv, status, run_v, run_c)."""
     status = LIMIT
     if counting:
         run_v, run_c = _room(run_v, run_c, cnt, passes)
     flat = kind == AFFINE and params[DECODE_PER_KV] == 0.0  # the price ignores the KV: one evaluation serves every pass
     flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
+    own, other, i, wi = decode_fixed(params, data, hdr, n_coh) if kind != AFFINE else (np.int64(0), 0.0, np.int64(0), 0.0)
+    cell = np.int64(-1)
     for _ in range(passes):
         if it >= bound:
             break
@@ -723,12 +726,10 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv
         it += 1
         if flat:
             dur = flat_dur
+        elif kind == AFFINE:
+            dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv)
         else:
-            dur = (
-                affine_ms(params, np.int64(0), starts, takes, n_coh, kv)
-                if kind == AFFINE
-                else engine_ms(params, data, hdr, np.int64(0), starts, takes, n_coh, kv)
-            )
+            dur, cell = decode_walk_ms(params, data, hdr, n_coh, kv, own, other, i, wi, cell)
         dur = dur + encoder_ms * 0
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
@@ -918,12 +919,14 @@ def _cohort_decode(epoch, kv, ring, j, members, base):
 
 @njit(cache=True)
 def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, counting, it, bound,
-                     kind, params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
+                     kind, params, data, hdr, fixed_n, fixed_i, fixed_f, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Decode-only events of the cohort workers (members[j] > 0), in time order (ties by worker
     index, as the full loop serves them), while each launches before t_fixed (the next event of
     anything else), no member completes and no hand-off joins: the full loop's float operations
     without its bookkeeping. Updates d_free, epoch, kv and ring (_cohort_decode) in place; returns
-    (it, status, run_v, run_c)."""
+    (it, status, run_v, run_c). Engine prices come from what a worker's cohort size fixes
+    (decode_fixed), kept per worker across calls: fixed_n[w] the size they are for (0: none),
+    fixed_i[w] (own requests, attention-row cell, KV cell), fixed_f[w] (other ops' price, row weight)."""
     if counting:
         steps = 0
         for w in range(d_free.shape[0]):
@@ -940,11 +943,15 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done,
         if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= t):
             break
         it += 1
-        dur = (
-            affine_ms(params, np.int64(0), starts, takes, members[j], kv[j])
-            if kind == AFFINE
-            else engine_ms(params, data, hdr, np.int64(0), starts, takes, members[j], kv[j])
-        )
+        if kind == AFFINE:
+            dur = affine_ms(params, np.int64(0), starts, takes, members[j], kv[j])
+        else:
+            if fixed_n[j] != members[j]:
+                fixed_n[j] = members[j]
+                fixed_i[j, 0], fixed_f[j, 0], fixed_i[j, 1], fixed_f[j, 1] = decode_fixed(params, data, hdr, members[j])
+                fixed_i[j, 2] = -1
+            dur, fixed_i[j, 2] = decode_walk_ms(params, data, hdr, members[j], kv[j], fixed_i[j, 0], fixed_f[j, 0], fixed_i[j, 1],
+                                                fixed_f[j, 1], fixed_i[j, 2])  # fmt: skip
         if not (0.0 <= dur < np.inf):
             return it, NONFINITE, run_v, run_c
         end = t + dur
@@ -992,6 +999,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     made, done_after, base, ex_n, ex_w = decode_progress(k, osl_arr.max())
     ring = np.zeros((n_decode, made.shape[0]), dtype=np.int64)  # per worker: KV increments beyond base, by epoch
     lives = np.empty(clients, dtype=np.int64)  # one iteration's joiners: decodes after their first
+    fixed_n = np.zeros(n_decode, dtype=np.int64)  # stretch: the decode prices' fixed parts per worker (_workers_stretch)
+    fixed_i = np.zeros((n_decode, 3), dtype=np.int64)
+    fixed_f = np.zeros((n_decode, 2))
     batch = np.empty(clients, dtype=np.int64)
     gaps = np.empty(clients)
     fin = np.empty(clients, dtype=np.int64)
@@ -1146,6 +1156,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             d_params,
             d_data,
             d_hdr,
+            fixed_n,
+            fixed_i,
+            fixed_f,
             starts,
             takes,
             cnt,

@@ -189,6 +189,20 @@ def _locate(axis, x):
 
 
 @njit(cache=True)
+def _locate_from(axis, x, hint):
+    """_locate(axis, x), walking forward from cell `hint` (a previous x's cell, when x has not
+    fallen below its node; else, or for hint < 0, the binary search): the same (i, w), since the
+    axis ascends strictly."""
+    n = axis.shape[0]
+    if hint < 0 or hint > n - 2 or x <= axis[0] or x >= axis[n - 1] or axis[hint] > x:
+        return _locate(axis, x)
+    lo = hint
+    while axis[lo + 1] <= x:
+        lo += 1
+    return lo, (x - axis[lo]) / (axis[lo + 1] - axis[lo])
+
+
+@njit(cache=True)
 def _lerp(a, b, w):
     """a + w*(b - a), exactly a at w == 0 (a missing neighbour b never leaks in)."""
     if w == 0.0:
@@ -206,9 +220,14 @@ def interp1(axis, values, x):
 @njit(cache=True)
 def interp2(axis0, axis1, values, x0, x1):
     """values: row-major [len(axis0), len(axis1)], flattened."""
-    n1 = axis1.shape[0]
     i, wi = _locate(axis0, x0)
     j, wj = _locate(axis1, x1)
+    return interp2_cell(values, axis1.shape[0], i, wi, j, wj)
+
+
+@njit(cache=True)
+def interp2_cell(values, n1, i, wi, j, wj):
+    """interp2 in the located cell: (i, wi) on axis0, (j, wj) on axis1 of n1 nodes."""
     low = values[i * n1 + j] if wj == 0.0 else _lerp(values[i * n1 + j], values[i * n1 + j + 1], wj)
     if wi == 0.0:
         return low
@@ -284,6 +303,31 @@ def rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
         context += interp3(batch_axis, new_axis, start_axis, chunk_table, float(n_chunks), float(takes[i]), float(starts[i]))
     shared = interp1(_slot(data, hdr, np.int64(TOKEN_AXIS)), _slot(data, hdr, np.int64(SHARED)), tokens + rows)
     return shared + context / n_chunks + attention
+
+
+@njit(cache=True)
+def decode_fixed(params, data, hdr, n_dec):
+    """What the request count fixes in engine_ms of a decode-only pass of n_dec >= 1 requests:
+    (the busiest attention-DP rank's requests, the price of the decode ops other than attention,
+    the attention-row cell and weight). decode_walk_ms completes the price at a KV sum."""
+    ranks = int(params[DP_RANKS])
+    own = (n_dec + ranks - 1) // ranks if ranks > 1 else n_dec
+    rows = own * params[QUERY_MULTIPLIER]
+    other = interp1(_slot(data, hdr, np.int64(DECODE_ROWS_AXIS)), _slot(data, hdr, np.int64(DECODE_OTHER)), rows)
+    i, wi = _locate(_slot(data, hdr, np.int64(ATTENTION_ROWS_AXIS)), rows)
+    return own, other, i, wi
+
+
+@njit(cache=True)
+def decode_walk_ms(params, data, hdr, n_dec, kv_sum, own, other, i, wi, cell):
+    """engine_ms(.., no chunks, n_dec, kv_sum) from decode_fixed's (own, other, i, wi) of n_dec, the
+    mean-KV cell walked forward from `cell` (the previous pass's, < 0: none): a run of passes
+    whose KV grows prices each in O(1). The same float operations as engine_ms, in its order.
+    Returns (ms, the KV cell)."""
+    own_kv = kv_sum * own // n_dec if int(params[DP_RANKS]) > 1 else kv_sum
+    kv_axis = _slot(data, hdr, np.int64(KV_AXIS))
+    j, wj = _locate_from(kv_axis, own_kv / own, cell)
+    return other + interp2_cell(_slot(data, hdr, np.int64(DECODE_ATTENTION)), kv_axis.shape[0], i, wi, j, wj), j
 
 
 @njit(cache=True)
