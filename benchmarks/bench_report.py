@@ -5,7 +5,8 @@
 * Phases (in this process, CPU seconds, so other load on the machine does not inflate them): load
   and map the rows, then every method on every row in the batch runner's order (stacks, then
   deployments, so tables and pricers are reused as in a worker), each (row, method) split into the
-  engine price tables built for it (estimator.closedloop.engine), the replay kernels run
+  engine price tables built for it (estimator.closedloop.engine; read from the disk store when it
+  holds them, as in the report, unless --no-table-store), the replay kernels run
   (estimator.closedloop.cases.Prepared.run) and the rest (closed forms, mapping glue, memo hits);
   then the page rendered from the points. Totals per method and row class (agg / disagg, pricer,
   MTP or not), per perf-data stack (a worker's unit of work) and the slowest rows.
@@ -21,6 +22,7 @@ the kernels (cold); later builds load them from the on-disk cache (warm).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import filecmp
 import os
 import statistics
@@ -79,9 +81,11 @@ def row_class(row) -> str:
     return f"{mode} {inputs.pricer}{' mtp' if mtp else ''}"
 
 
-def profile(limit: int | None, top: int) -> None:
-    """Every method on every row in this process, timed by phase; prints the tables."""
+def profile(limit: int | None, top: int, stored_tables: bool) -> None:
+    """Every method on every row in this process, timed by phase (the engine price grids' disk store
+    open unless stored_tables is False); prints the tables."""
     start = time.process_time()
+    from estimator.closedloop import tablecache
     from estimator.report import METHOD_NAMES
     from estimator.report.batch import predict, stacks, tasks
     from estimator.report.page import render_report
@@ -98,25 +102,26 @@ def profile(limit: int | None, top: int) -> None:
     by_stack: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     per_row: list[tuple[float, int, str]] = []
     results = {}
-    for stack in stacks(rows):
-        name = f"{stack[0][1].measurement.system} {stack[0][1].measurement.engine}" if stack[0][1].some_inputs else "(unpriced rows)"
-        for task in tasks(stack):
-            for index, row in task:
-                row_total, out, spans = 0.0, [], []
-                for method in METHOD_NAMES:
-                    clock.reset()
-                    begin = time.process_time()
-                    out.append(predict(row, method))
-                    spent = time.process_time() - begin
-                    spans.append((method, clock.tables, clock.kernel, spent - clock.tables - clock.kernel))
-                    row_total += spent
-                cls = row_class(row)  # after the methods: it reads their memoized closed forms
-                for method, *split in spans:
-                    by_method[(method, cls)] = [a + b for a, b in zip(by_method[(method, cls)], split)]
-                results[index] = out
-                by_stack[name][0] += row_total
-                by_stack[name][1] += 1
-                per_row.append((row_total, index, f"{row.measurement.id} ({cls})"))
+    with tablecache.enabled() if stored_tables else contextlib.nullcontext():  # as the report's batch runner
+        for stack in stacks(rows):
+            name = f"{stack[0][1].measurement.system} {stack[0][1].measurement.engine}" if stack[0][1].some_inputs else "(unpriced rows)"
+            for task in tasks(stack):
+                for index, row in task:
+                    row_total, out, spans = 0.0, [], []
+                    for method in METHOD_NAMES:
+                        clock.reset()
+                        begin = time.process_time()
+                        out.append(predict(row, method))
+                        spent = time.process_time() - begin
+                        spans.append((method, clock.tables, clock.kernel, spent - clock.tables - clock.kernel))
+                        row_total += spent
+                    cls = row_class(row)  # after the methods: it reads their memoized closed forms
+                    for method, *split in spans:
+                        by_method[(method, cls)] = [a + b for a, b in zip(by_method[(method, cls)], split)]
+                    results[index] = out
+                    by_stack[name][0] += row_total
+                    by_stack[name][1] += 1
+                    per_row.append((row_total, index, f"{row.measurement.id} ({cls})"))
     predicted = time.process_time()
     frame = points_frame(rows, [r for i in range(len(rows)) for r in results[i]])
     render_report(frame, {}, list(METHOD_NAMES))
@@ -161,6 +166,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="profile only the first N rows")
     parser.add_argument("--top", type=int, default=10, help="slowest rows listed")
+    parser.add_argument("--no-table-store", action="store_true", help="profile with the engine price grids' disk store closed (every grid priced)")
     parser.add_argument("--builds", type=int, default=0, help="time this many full builds (no profile)")
     parser.add_argument("--workers", type=int, default=2, help="the builds' worker processes")
     parser.add_argument("--expect", type=Path, default=None, help="with --builds: points CSV each build must equal byte for byte")
@@ -168,7 +174,7 @@ def main() -> None:
     if args.builds:
         builds(args.builds, args.expect, args.workers)
     else:
-        profile(args.limit, args.top)
+        profile(args.limit, args.top, not args.no_table_store)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ narrowed to the attention ops.
 Extents are rounded up to powers of two. Each component grid is held per model at the largest
 extent requested so far (growing prices only the new nodes) and sliced for smaller ones (the
 lattices are nested and every node is priced on its own, so a slice equals a fresh build bit for
-bit); the assembled tables are cached per (model, extent). A node whose shape has no perf data is
-NaN; a pass that lands on it prices as NaN and the replay reports the row unpriceable.
+bit); the assembled tables are cached per (model, extent). While the disk store is open
+(estimator.closedloop.tablecache; the report's batch runner opens it) a grid starts from its
+stored copy and each growth is stored. A node whose shape has no perf data is NaN; a pass that
+lands on it prices as NaN and the replay reports the row unpriceable.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from estimator.caching import memo
+from estimator.caching import memo, register
+from estimator.closedloop import tablecache
 from estimator.closedloop.pricing import PassTables
 from estimator.deployment import Deployment
 from estimator.errors import PerfDataMissingError
@@ -150,18 +153,26 @@ class _GrownGrid:
     """A per-model price grid over nested lattices: held at the elementwise maximum of the tops
     requested so far, answered by slicing (each axis up to its first node >= the requested top).
     Growing prices only the nodes outside the held block: the lattices are nested, so the held
-    grid is the leading block of the grown one, and every node is priced on its own."""
+    grid is the leading block of the grown one, and every node is priced on its own. A named grid
+    starts from its stored copy and stores each growth while the disk store is open (tablecache)."""
 
-    def __init__(self, axes, price):
+    def __init__(self, axes, price, name: str | None = None):
         self.axes = axes  # (model, *tops) -> axes, each a lattice nested in any larger top's
         self.price = price  # (model, nodes float64[n, len(axes)]) -> float64[n], one price per node
+        self.name = name  # the component's name in the disk store (None: never stored)
         self.held: dict[PassModel, tuple[tuple[int, ...], tuple[np.ndarray, ...], np.ndarray]] = {}
+        register(self.held.clear)  # estimator.caching.clear_caches empties the held grids too
 
     def __call__(self, model: PassModel, *tops: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         held = self.held.get(model)
+        if held is None and self.name is not None:
+            held = tablecache.load(self.name, model)
         if held is None or any(t > h for t, h in zip(tops, held[0])):
             grown = tops if held is None else tuple(max(t, h) for t, h in zip(tops, held[0]))
             held = (grown, *self.build(model, grown, held))
+            if self.name is not None:
+                tablecache.store(self.name, model, held)
+        if self.held.get(model) is not held:
             self.held.pop(model, None)
             self.held[model] = held
             while len(self.held) > GRIDS_HELD:
@@ -229,10 +240,10 @@ def _price_decode_other(model: PassModel, nodes: np.ndarray) -> np.ndarray:
     return _component_pricers(model).generation(np.column_stack((nodes[:, 0], np.ones(len(nodes)))), exclude=GENERATION_KV_OPS)
 
 
-_shared = _GrownGrid(_shared_axes, _price_shared)
-_chunk_attention = _GrownGrid(_chunk_attention_axes, _price_chunk_attention)
-_decode_attention = _GrownGrid(_decode_attention_axes, _price_decode_attention)
-_decode_other = _GrownGrid(_decode_other_axes, _price_decode_other)
+_shared = _GrownGrid(_shared_axes, _price_shared, "shared")
+_chunk_attention = _GrownGrid(_chunk_attention_axes, _price_chunk_attention, "chunk_attention")
+_decode_attention = _GrownGrid(_decode_attention_axes, _price_decode_attention, "decode_attention")
+_decode_other = _GrownGrid(_decode_other_axes, _price_decode_other, "decode_other")
 
 
 @dataclass(frozen=True)

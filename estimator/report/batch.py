@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import TextIO
 
+from estimator.closedloop import tablecache
 from estimator.numba_cache import KERNEL_WARMERS
 from estimator.report.methods import METHODS, Uncovered, first_line
 from measurements.mapping import MappedRow
@@ -62,13 +63,14 @@ def uncovered(mid: str, method: str, reason: str) -> PointResult:
 def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...],
                  progress: Callable[[int], object] | None = None) -> list[tuple[int, list[PointResult]]]:  # fmt: skip
     """Every method on every (index, row), serially, deployment by deployment (so that tables and
-    pricers are reused); results keyed by the row index. `progress` is called with the count of
-    rows done after each CHUNK_ROWS."""
+    pricers are reused), the engine price grids' disk store open (tablecache); results keyed by
+    the row index. `progress` is called with the count of rows done after each CHUNK_ROWS."""
     out = []
-    for task in tasks(rows):
-        out.extend((index, [predict(row, method) for method in methods]) for index, row in task)
-        if progress is not None:
-            progress(len(task))
+    with tablecache.enabled():
+        for task in tasks(rows):
+            out.extend((index, [predict(row, method) for method in methods]) for index, row in task)
+            if progress is not None:
+                progress(len(task))
     return out
 
 
