@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, affine_ms, decode_fixed, decode_walk_ms, engine_ms
+from estimator.closedloop.pricing import AFFINE, DECODE_PER_KV, KERNEL, LEAF, affine_ms, decode_fixed, decode_walk_ms, engine_ms
 from estimator.closedloop.quantile import nearest_rank_index
 from estimator.closedloop.spec import (
     A_ADP_BATCHING_WAIT,
@@ -91,7 +91,7 @@ T_STEADY, HAS_STEADY, T_END, WORST = 0, 1, 2, 3
 N_SCALARS = 4
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible):
     """Load the plan's next request into client row c; False once the dispatch cap is reached."""
     if cap >= 0 and cnt[DISPATCHED] >= cap:
@@ -115,7 +115,7 @@ def _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _first_token(ri, rf, c, t, ttft, counting, cnt, sc, ttfts):
     ri[c, MADE] += 1
     rf[c, T_FIRST] = t
@@ -126,7 +126,14 @@ def _first_token(ri, rf, c, t, ttft, counting, cnt, sc, ttfts):
     sc[WORST] = max(sc[WORST], ttft)
 
 
-@njit(cache=True)
+@njit(**LEAF)
+def _short(run_v, cnt, more):
+    """Whether the gap-run buffers lack room for `more` runs beyond the current ones: call _room
+    only then (assigning the arrays it returns costs reference-count updates on every call)."""
+    return cnt[N_RUNS] + more > run_v.shape[0]
+
+
+@njit(**KERNEL)
 def _room(run_v, run_c, cnt, more):
     """The gap-run buffers with room for `more` runs beyond the current ones (doubling)."""
     needed = cnt[N_RUNS] + more
@@ -140,7 +147,7 @@ def _room(run_v, run_c, cnt, more):
     return bigger_v, bigger_c
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _add_gaps(gap, n, cnt, run_v, run_c):
     """Count n equal consecutive gaps: merged into the last run when it holds the same value, else
     a new (gap, n) run (the caller made room)."""
@@ -154,7 +161,7 @@ def _add_gaps(gap, n, cnt, run_v, run_c):
         cnt[N_RUNS] = runs + 1
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _add_gap_list(gaps, n, cnt, run_v, run_c):
     """Count gaps[:n] in order, consecutive equal gaps grouped into one _add_gaps call."""
     i = 0
@@ -166,7 +173,7 @@ def _add_gap_list(gaps, n, cnt, run_v, run_c):
         i = j
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _decode(ri, rf, c, t, k):
     """One decode emission (oracle._Run.decode): k more tokens committed, floor-differences
     emitted (capped at osl); returns the gap since the request's previous emission."""
@@ -179,22 +186,21 @@ def _decode(ri, rf, c, t, k):
     return gap
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _decode_pass(ri, rf, members, n, t, k, gaps, fin, n_fin, counting, cnt, run_v, run_c):
     """One decode pass over members[:n] at time t: emit, collect finished requests into fin, and
-    count the gaps when inside the window. Returns (n_fin, run_v, run_c)."""
+    count the gaps when inside the window (the caller made room for n runs). Returns n_fin."""
     for i in range(n):
         gaps[i] = _decode(ri, rf, members[i], t, k)
         if ri[members[i], MADE] >= ri[members[i], OSL]:
             fin[n_fin] = members[i]
             n_fin += 1
     if counting:
-        run_v, run_c = _room(run_v, run_c, cnt, n)
         _add_gap_list(gaps, n, cnt, run_v, run_c)
-    return n_fin, run_v, run_c
+    return n_fin
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _complete(ri, rf, c, t, warm, cnt, sc, tpots, lats, done_born, done_t):
     cnt[DONE] += 1
     sc[T_END] = max(sc[T_END], t)
@@ -212,7 +218,7 @@ def _complete(ri, rf, c, t, warm, cnt, sc, tpots, lats, done_born, done_t):
     cnt[N_DONE] += 1
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _mean(values, n):
     if n == 0:
         return np.nan
@@ -222,14 +228,16 @@ def _mean(values, n):
     return total / n
 
 
-@njit(cache=True)
-def _quantile(values, n, q):
+@njit(**KERNEL)
+def _quantiles(values, n):
+    """(p50, p99) of values[:n] (one sort); NaN for none."""
     if n == 0:
-        return np.nan
-    return np.sort(values[:n])[nearest_rank_index(q, n)]
+        return np.nan, np.nan
+    ordered = np.sort(values[:n])
+    return ordered[nearest_rank_index(0.5, n)], ordered[nearest_rank_index(0.99, n)]
 
 
-@njit(cache=True)
+@njit(**KERNEL)
 def _run_quantiles(run_v, run_c, n_runs, total):
     """(p50, p99) of the list that expands each run value by its count (one sort)."""
     if total == 0:
@@ -247,7 +255,7 @@ def _run_quantiles(run_v, run_c, n_runs, total):
     return out[0], out[1]
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _run_sum(run_v, run_c, n_runs):
     """stats.run_length_sum over the runs."""
     total = 0.0
@@ -256,19 +264,17 @@ def _run_sum(run_v, run_c, n_runs):
     return total
 
 
-@njit(cache=True)
+@njit(**KERNEL)
 def _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c):
     """The LatencyStats record (stats.summarize, field order)."""
     out = np.empty(N_STATS)
     n_t, n_p, n_l, n_g = cnt[N_TTFT], cnt[N_TPOT], cnt[N_LAT], cnt[N_GAPS]
     window = sc[T_END] - (sc[T_STEADY] if sc[HAS_STEADY] > 0.0 else 0.0)
     out[0] = _mean(ttfts, n_t)
-    out[1] = _quantile(ttfts, n_t, 0.5)
-    out[2] = _quantile(ttfts, n_t, 0.99)
+    out[1], out[2] = _quantiles(ttfts, n_t)
     out[3] = sc[WORST]
     out[4] = _mean(tpots, n_p) if n_p > 0 else 0.0
-    out[5] = _quantile(tpots, n_p, 0.5) if n_p > 0 else 0.0
-    out[6] = _quantile(tpots, n_p, 0.99) if n_p > 0 else 0.0
+    out[5], out[6] = _quantiles(tpots, n_p) if n_p > 0 else (0.0, 0.0)
     out[7] = _run_sum(run_v, run_c, cnt[N_RUNS]) / n_g if n_g > 0 else np.nan
     out[8], out[9] = _run_quantiles(run_v, run_c, cnt[N_RUNS], n_g)
     out[10] = _mean(lats, n_l)
@@ -278,7 +284,7 @@ def _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c):
     return out
 
 
-@njit(cache=True)
+@njit(**KERNEL)
 def _buffers(clients, requests):
     ri = np.zeros((clients, N_INT), dtype=np.int64)
     rf = np.zeros((clients, N_FLOAT))
@@ -287,7 +293,7 @@ def _buffers(clients, requests):
     return ri, rf, cnt, sc, np.empty(requests), np.empty(requests), np.empty(requests), np.empty(requests), np.empty(requests)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decode_budget, mixed, running, starts, takes, firsts,
                decs, svc, hold):  # fmt: skip
     """Walk the active list spending the token budget (oracle.agg_calendar's pass formation).
@@ -344,7 +350,7 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
     return nc, nf, nd, ns, new_starts, kv_sum, running, walked, prompt_tokens
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _first_of_shape(compiled, takes, nc, decode_tokens):
     """Whether a prefilling pass's tokens (its chunks' plus its decode query tokens) are new to the
     run (settings.py, shape_compile_ms); marks them compiled."""
@@ -357,7 +363,7 @@ def _first_of_shape(compiled, takes, nc, decode_tokens):
     return True
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, decoders, decode_budget, budget):
     """TRT-LLM batch waiting (PyExecutor._waiting_requests) on a pass that would prefill `walked`
     chunks beside `decoders` decoders: (hold the prefill, held passes since the last release)."""
@@ -368,7 +374,7 @@ def _held(waited, wait_iters, wait_ratio, walked, prompt_tokens, decoders, decod
     return True, waited + 1
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _prefill_pending(ri, order, n_act):
     """Whether a request on the active list still has prompt tokens to prefill."""
     for p in range(n_act):
@@ -377,7 +383,7 @@ def _prefill_pending(ri, order, n_act):
     return False
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _adp_balance(count, batched, timeout, batching_wait, draining, walked, decoders):
     """TRT-LLM's attention-DP balance (PyExecutor._balance_adp_requests with enable_balance) seen
     from one rank, on a pass that would prefill `walked` chunks beside `decoders` decoders. Returns
@@ -401,7 +407,7 @@ def _adp_balance(count, batched, timeout, batching_wait, draining, walked, decod
     return walked > 0, count, batched
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum):
     """Request c decodes in this pass: its budget spent, appended to decs, its KV length added.
     Returns (left, nd, kv_sum)."""
@@ -417,60 +423,64 @@ def _take_decoder(ri, c, decs, nd, left, decode_budget, kv_sum):
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, inline="always")
-def _before(hk, hj, a, b):
-    return hk[a] < hk[b] or (hk[a] == hk[b] and hj[a] < hj[b])
+# Heaps are rows of 2-D arrays (hk, hj, hc)[h] (the agg calendar has one, the tandem one per decode
+# worker), indexed in place: a row view would cost reference-count updates on every operation.
 
 
-@njit(cache=True)
-def _heap_push(hk, hj, hc, n, key, join, c):
-    """Push (key, join, c) onto the heap of size n; returns n + 1."""
+@njit(**LEAF)
+def _before(hk, hj, h, a, b):
+    return hk[h, a] < hk[h, b] or (hk[h, a] == hk[h, b] and hj[h, a] < hj[h, b])
+
+
+@njit(**LEAF)
+def _heap_push(hk, hj, hc, h, n, key, join, c):
+    """Push (key, join, c) onto heap h of size n; returns n + 1."""
     i = n
-    hk[i], hj[i], hc[i] = key, join, c
+    hk[h, i], hj[h, i], hc[h, i] = key, join, c
     while i > 0:
         parent = (i - 1) // 2
-        if not _before(hk, hj, i, parent):
+        if not _before(hk, hj, h, i, parent):
             break
-        hk[i], hk[parent] = hk[parent], hk[i]
-        hj[i], hj[parent] = hj[parent], hj[i]
-        hc[i], hc[parent] = hc[parent], hc[i]
+        hk[h, i], hk[h, parent] = hk[h, parent], hk[h, i]
+        hj[h, i], hj[h, parent] = hj[h, parent], hj[h, i]
+        hc[h, i], hc[h, parent] = hc[h, parent], hc[h, i]
         i = parent
     return n + 1
 
 
-@njit(cache=True)
-def _heap_pop(hk, hj, hc, n):
-    """Remove the top of the heap of size n; returns n - 1."""
+@njit(**LEAF)
+def _heap_pop(hk, hj, hc, h, n):
+    """Remove the top of heap h of size n; returns n - 1."""
     n -= 1
-    hk[0], hj[0], hc[0] = hk[n], hj[n], hc[n]
+    hk[h, 0], hj[h, 0], hc[h, 0] = hk[h, n], hj[h, n], hc[h, n]
     i = 0
     while True:
         smallest = i
         for child in (2 * i + 1, 2 * i + 2):
-            if child < n and _before(hk, hj, child, smallest):
+            if child < n and _before(hk, hj, h, child, smallest):
                 smallest = child
         if smallest == i:
             return n
-        hk[i], hk[smallest] = hk[smallest], hk[i]
-        hj[i], hj[smallest] = hj[smallest], hj[i]
-        hc[i], hc[smallest] = hc[smallest], hc[i]
+        hk[h, i], hk[h, smallest] = hk[h, smallest], hk[h, i]
+        hj[h, i], hj[h, smallest] = hj[h, smallest], hj[h, i]
+        hc[h, i], hc[h, smallest] = hc[h, smallest], hc[h, i]
         i = smallest
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _join_cohort(ri, c, epoch, joins, hk, hj, hc, n_coh):
-    """Request c (tokens made so far in ri[c, MADE]) joins the cohort at decode pass `epoch`."""
+    """Request c (tokens made so far in ri[c, MADE]) joins the agg cohort (heap 0) at decode pass `epoch`."""
     ri[c, BASE_MADE] = ri[c, MADE]
     ri[c, BASE_EPOCH] = epoch
-    return _heap_push(hk, hj, hc, n_coh, epoch + ri[c, OSL] - ri[c, MADE], joins, c)
+    return _heap_push(hk, hj, hc, 0, n_coh, epoch + ri[c, OSL] - ri[c, MADE], joins, c)
 
 
-@njit(cache=True)
+@njit(**KERNEL)
 def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
     """Every cohort member back into the head of the agg active list in admission order, its
     tokens, progress (k == 1: tokens - 1) and last emission (t_last) materialized. Returns the new
     list length."""
-    members = hc[:n_coh][np.argsort(hj[:n_coh])]
+    members = hc[0, :n_coh][np.argsort(hj[0, :n_coh])]
     order[n_coh : n_coh + n_act] = order[:n_act].copy()
     for i in range(n_coh):
         c = members[i]
@@ -481,7 +491,7 @@ def _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t_last):
     return n_act + n_coh
 
 
-@njit(cache=True, nogil=True)
+@njit(**KERNEL, nogil=True)
 def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     """The agg calendar (oracle.agg_calendar), in two modes with the same float operations in the
     same order: per request (the oracle's walk), or with the decoders as a cohort whenever all of
@@ -505,9 +515,9 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     svc = np.empty(clients, dtype=np.int64)
     gaps = np.empty(clients)
     fin = np.empty(clients, dtype=np.int64)
-    hk = np.empty(clients, dtype=np.int64)  # cohort heap: decode pass of the last token
-    hj = np.empty(clients, dtype=np.int64)  # cohort heap: admission order (join counter)
-    hc = np.empty(clients, dtype=np.int64)  # cohort heap: client
+    hk = np.empty((1, clients), dtype=np.int64)  # cohort heap (row 0): decode pass of the last token
+    hj = np.empty((1, clients), dtype=np.int64)  # cohort heap: admission order (join counter)
+    hc = np.empty((1, clients), dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
     can_cohort = k == 1.0
     cohort = can_cohort  # decoders are a cohort (else: per request)
@@ -614,18 +624,21 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
                 epoch += 1
                 kv_coh += n_coh
                 if counting:
-                    run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
+                    if _short(run_v, cnt, 1):
+                        run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
                     _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
-            while n_coh > 0 and hk[0] == epoch:
-                c = hc[0]
-                n_coh = _heap_pop(hk, hj, hc, n_coh)
+            while n_coh > 0 and hk[0, 0] == epoch:
+                c = hc[0, 0]
+                n_coh = _heap_pop(hk, hj, hc, 0, n_coh)
                 ri[c, MADE] = ri[c, OSL]
                 rf[c, T_LAST] = t
                 kv_coh -= ri[c, ISL] + ri[c, OSL]
                 fin[n_fin] = c
                 n_fin += 1
         else:
-            n_fin, run_v, run_c = _decode_pass(ri, rf, decs, nd, t, k, gaps, fin, n_fin, counting, cnt, run_v, run_c)
+            if counting and _short(run_v, cnt, nd):
+                run_v, run_c = _room(run_v, run_c, cnt, nd)
+            n_fin = _decode_pass(ri, rf, decs, nd, t, k, gaps, fin, n_fin, counting, cnt, run_v, run_c)
         for i in range(n_fin):
             _complete(ri, rf, fin[i], t, warm, cnt, sc, tpots, lats, done_born, done_t)
         running -= n_fin
@@ -652,16 +665,19 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround + path):
                 wq[(head + n_wait) % clients] = c
                 n_wait += 1
-        if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:
+        if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0, 0] > epoch + 1 and cnt[DONE] < stop:
             next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
             it_before = it
-            t, epoch, kv_coh, it, since_recv, status, run_v, run_c = _decode_stretch(
+            passes = hk[0, 0] - epoch - 1
+            if cnt[DONE] >= warm and _short(run_v, cnt, passes):
+                run_v, run_c = _room(run_v, run_c, cnt, passes)
+            t, epoch, kv_coh, it, since_recv, status = _decode_stretch(
                 t,
                 epoch,
                 kv_coh,
                 it,
                 bound,
-                hk[0] - epoch - 1,
+                passes,
                 n_coh,
                 next_due,
                 since_recv,
@@ -689,7 +705,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     return status, _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c), done_born[: cnt[N_DONE]].copy(), done_t[: cnt[N_DONE]].copy()
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, delay):
     """Overlap scheduling: one pass's first tokens reach the client delay ms later (> 0 only;
     oracle._Run.delay_first_tokens)."""
@@ -701,17 +717,15 @@ def _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, delay):
             sc[WORST] = max(sc[WORST], held_v[j] + delay)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv, recv_interval, counting, encoder_ms, kind,
                     params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
     whose intake of requests (every recv_interval weighted passes, see agg_calendar) would find one
     visible (next_due <= the pass's start). The same float operations as the full pass loop,
-    without its bookkeeping (engine prices from what the fixed cohort size fixes, decode_fixed).
-    Returns (t, epoch, kv, it, since_recv, status, run_v, run_c)."""
+    without its bookkeeping (engine prices from what the fixed cohort size fixes, decode_fixed;
+    the caller made room for `passes` gap runs). Returns (t, epoch, kv, it, since_recv, status)."""
     status = LIMIT
-    if counting:
-        run_v, run_c = _room(run_v, run_c, cnt, passes)
     flat = kind == AFFINE and params[DECODE_PER_KV] == 0.0  # the price ignores the KV: one evaluation serves every pass
     flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
     own, other, i, wi = decode_fixed(params, data, hdr, n_coh) if kind != AFFINE else (np.int64(0), 0.0, np.int64(0), 0.0)
@@ -741,10 +755,10 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv
         kv += n_coh
         if counting:
             _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
-    return t, epoch, kv, it, since_recv, status, run_v, run_c
+    return t, epoch, kv, it, since_recv, status
 
 
-@njit(cache=True)
+@njit(**KERNEL)
 def _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, whole, hk, hj, hc):
     """After a per-request pass: if the decoders (the head of the active list) all emitted at t and
     all fit the budget, move them into a fresh cohort (epoch 0); `whole` (batches without mixed
@@ -762,7 +776,7 @@ def _enter_cohort(ri, rf, order, n_act, t, budget, decode_budget, whole, hk, hj,
     return True, n_act - n_dec, n_dec, 0, kv
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _form_cohort(ri, order, n, hk, hj, hc):
     """A fresh cohort (decode pass 0) of order[:n], admission order = list order. Returns the
     members' summed KV length."""
@@ -773,7 +787,7 @@ def _form_cohort(ri, order, n, hk, hj, hc):
     return kv
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _enqueue(queues, lens, mins, w, c, visible):
     """Append client c to queue w, keeping the queue's earliest visible time."""
     queues[w, lens[w]] = c
@@ -781,7 +795,7 @@ def _enqueue(queues, lens, mins, w, c, visible):
     mins[w] = min(mins[w], visible)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _arrive(rq, rlen, rmin, w, c, rf):
     """Hand-off c joins decode worker w's run list in arrival order (oracle.arrive): after every
     entry visible at or before c's visible, so the list stays sorted by visible."""
@@ -794,7 +808,7 @@ def _arrive(rq, rlen, rmin, w, c, rf):
     rmin[w] = min(rmin[w], rf[c, VISIBLE])
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, plen, pmin, routed):
     """Client c's next request into the prefill queues (static round robin); returns the new
     round-robin counter (unchanged once the dispatch cap is reached)."""
@@ -804,26 +818,26 @@ def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, 
     return routed + 1
 
 
-@njit(cache=True)
-def _take_visible(queue, n, rf, t, limit, batch):
-    """Move the first `limit` entries with visible <= t into batch (queue order) and compact the
-    rest. Returns (batch size, new queue length, earliest visible of the rest)."""
+@njit(**LEAF)
+def _take_visible(queues, w, n, rf, t, limit, batch):
+    """Move the first `limit` entries of queue w (queues[w, :n]) with visible <= t into batch (queue
+    order) and compact the rest. Returns (batch size, new queue length, earliest visible of the rest)."""
     nb = 0
     kept = 0
     earliest = np.inf
     for i in range(n):
-        c = queue[i]
+        c = queues[w, i]
         if nb < limit and rf[c, VISIBLE] <= t:
             batch[nb] = c
             nb += 1
         else:
-            queue[kept] = c
+            queues[w, kept] = c
             kept += 1
             earliest = min(earliest, rf[c, VISIBLE])
     return nb, kept, earliest
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _next_event(free, lens, more, mins):
     """min over workers w holding requests (lens[w] + more[w] > 0) of max(free[w], mins[w])."""
     t = np.inf
@@ -833,10 +847,10 @@ def _next_event(free, lens, more, mins):
     return t
 
 
-@njit(cache=True)
-def _earliest(rq, rlen, rf):
-    """The earliest visible time in a decode run list (sorted by visible, see _arrive); inf when empty."""
-    return rf[rq[0], VISIBLE] if rlen > 0 else np.inf
+@njit(**LEAF)
+def _earliest(rq, w, rlen, rf):
+    """The earliest visible time in decode worker w's run list (sorted by visible, see _arrive); inf when empty."""
+    return rf[rq[w, 0], VISIBLE] if rlen[w] > 0 else np.inf
 
 
 # ---------------------------------------------------------------------------------------------
@@ -850,7 +864,7 @@ def _earliest(rq, rlen, rf):
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
+@njit(**KERNEL)
 def decode_progress(k, osl_max):
     """(made, done_after, base, ex_n, ex_w) of decode progress k for requests of up to osl_max tokens:
     made[n] = 1 + floor(P_n), the uncapped tokens after the first token and n decodes (n <= osl_max);
@@ -891,11 +905,11 @@ def decode_progress(k, osl_max):
     return made, done_after, base, ex_n, ex_w
 
 
-@njit(cache=True)
-def _mark(ring, epoch, lives, m, ex_n, ex_w):
-    """The exceptions of m members joining at `epoch` (each after its first decode), member i's
-    decodes n = 1 .. lives[i] falling at epoch + n: each exception's weight times the members
-    alive at it, added to its ring slot."""
+@njit(**KERNEL)
+def _mark(ring, j, epoch, lives, m, ex_n, ex_w):
+    """The exceptions of m members joining worker j's cohort at `epoch` (each after its first
+    decode), member i's decodes n = 1 .. lives[i] falling at epoch + n: each exception's weight
+    times the members alive at it, added to its slot of ring row j."""
     if m == 0 or ex_n.shape[0] == 0:
         return
     order = np.sort(lives[:m])
@@ -905,10 +919,10 @@ def _mark(ring, epoch, lives, m, ex_n, ex_w):
             gone += 1
         if gone == m:
             return
-        ring[(epoch + ex_n[x]) % ring.shape[0]] += (m - gone) * ex_w[x]
+        ring[j, (epoch + ex_n[x]) % ring.shape[1]] += (m - gone) * ex_w[x]
 
 
-@njit(cache=True, inline="always")
+@njit(**LEAF)
 def _cohort_decode(epoch, kv, ring, j, members, base):
     """Worker j's cohort decodes once: its epoch advances and its summed KV grows by every member's increment."""
     epoch[j] += 1
@@ -917,21 +931,26 @@ def _cohort_decode(epoch, kv, ring, j, members, base):
     ring[j, slot] = 0
 
 
-@njit(cache=True)
+@njit(**LEAF)
+def _stretch_runs(epoch, members, next_done):
+    """Gap runs _workers_stretch may add: each cohort worker's decodes before its next completion."""
+    runs = 0
+    for w in range(epoch.shape[0]):
+        runs += max(next_done[w] - epoch[w] - 1, 0) if members[w] > 0 else 0
+    return runs
+
+
+@njit(**LEAF)
 def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, counting, it, bound,
                      kind, params, data, hdr, fixed_n, fixed_i, fixed_f, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Decode-only events of the cohort workers (members[j] > 0), in time order (ties by worker
     index, as the full loop serves them), while each launches before t_fixed (the next event of
     anything else), no member completes and no hand-off joins: the full loop's float operations
-    without its bookkeeping. Updates d_free, epoch, kv and ring (_cohort_decode) in place; returns
-    (it, status, run_v, run_c). Engine prices come from what a worker's cohort size fixes
-    (decode_fixed), kept per worker across calls: fixed_n[w] the size they are for (0: none),
-    fixed_i[w] (own requests, attention-row cell, KV cell), fixed_f[w] (other ops' price, row weight)."""
-    if counting:
-        steps = 0
-        for w in range(d_free.shape[0]):
-            steps += max(next_done[w] - epoch[w] - 1, 0) if members[w] > 0 else 0
-        run_v, run_c = _room(run_v, run_c, cnt, steps)
+    without its bookkeeping (the caller made room for _stretch_runs gap runs). Updates d_free,
+    epoch, kv and ring (_cohort_decode) in place; returns (it, status). Engine prices come from
+    what a worker's cohort size fixes (decode_fixed), kept per worker across calls: fixed_n[w] the
+    size they are for (0: none), fixed_i[w] (own requests, attention-row cell, KV cell),
+    fixed_f[w] (other ops' price, row weight)."""
     while it < bound:
         j = -1
         for w in range(d_free.shape[0]):
@@ -953,16 +972,16 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done,
             dur, fixed_i[j, 2] = decode_walk_ms(params, data, hdr, members[j], kv[j], fixed_i[j, 0], fixed_f[j, 0], fixed_i[j, 1],
                                                 fixed_f[j, 1], fixed_i[j, 2])  # fmt: skip
         if not (0.0 <= dur < np.inf):
-            return it, NONFINITE, run_v, run_c
+            return it, NONFINITE
         end = t + dur
         if counting:
             _add_gaps(end - t, members[j], cnt, run_v, run_c)
         d_free[j] = end
         _cohort_decode(epoch, kv, ring, j, members[j], base)
-    return it, LIMIT, run_v, run_c
+    return it, LIMIT
 
 
-@njit(cache=True, nogil=True)
+@njit(**KERNEL, nogil=True)
 def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_kind, d_params, d_data, d_hdr):
     """The P/D tandem (oracle.tandem). Each queue keeps its earliest visible time, so finding the
     next event costs O(P + D). A decode worker's run list is sorted by visible (oracle.arrive), so
@@ -1024,7 +1043,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         for i in range(n_prefill):
             if plen[i] == 0 or p_free[i] > t:
                 continue
-            nb, plen[i], pmin[i] = _take_visible(pq[i], plen[i], rf, t, prefill_batch, batch)
+            nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch)
             if nb == 0:
                 continue
             for b in range(nb):
@@ -1089,16 +1108,18 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             if members > 0:
                 _cohort_decode(epoch, kv_coh, ring, j, members, base)
                 if counting:
-                    run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
+                    if _short(run_v, cnt, 1):
+                        run_v, run_c = _room(run_v, run_c, cnt, np.int64(1))
                     _add_gaps(end - previous_end, members, cnt, run_v, run_c)
             for x in range(nj):
                 gaps[x] = _decode(ri, rf, rq[j, x], end, k)
             if counting:
-                run_v, run_c = _room(run_v, run_c, cnt, nj)
+                if _short(run_v, cnt, nj):
+                    run_v, run_c = _room(run_v, run_c, cnt, nj)
                 _add_gap_list(gaps, nj, cnt, run_v, run_c)
             while n_coh[j] > 0 and hk[j, 0] == epoch[j]:
                 c = hc[j, 0]
-                n_coh[j] = _heap_pop(hk[j], hj[j], hc[j], n_coh[j])
+                n_coh[j] = _heap_pop(hk, hj, hc, j, n_coh[j])
                 kv_coh[j] -= ri[c, ISL] + made[done_after[ri[c, OSL]]]  # its uncapped tokens, as kv_coh counted them
                 ri[c, MADE] = ri[c, OSL]
                 rf[c, T_LAST] = end
@@ -1112,17 +1133,17 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                     n_fin += 1
                 else:  # joins after its first decode: completes at its done_after-th
                     life = done_after[ri[c, OSL]] - 1
-                    n_coh[j] = _heap_push(hk[j], hj[j], hc[j], n_coh[j], epoch[j] + life, joins[j], c)
+                    n_coh[j] = _heap_push(hk, hj, hc, j, n_coh[j], epoch[j] + life, joins[j], c)
                     joins[j] += 1
                     kv_coh[j] += ri[c, ISL] + ri[c, MADE]
                     lives[m] = life
                     m += 1
-            _mark(ring[j], epoch[j], lives, m, ex_n, ex_w)
+            _mark(ring, j, epoch[j], lives, m, ex_n, ex_w)
             if nj > 0:  # the joiners leave the pending hand-offs (shift left in place, no copy)
                 for x in range(rlen[j] - nj):
                     rq[j, x] = rq[j, x + nj]
             rlen[j] -= nj
-            rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq[j], rlen[j], rf)
+            rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq, j, rlen, rf)
             for x in range(n_fin):
                 c = fin[x]
                 _complete(ri, rf, c, end, warm, cnt, sc, tpots, lats, done_born, done_t)
@@ -1135,10 +1156,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         t_fixed = _next_event(p_free, plen, no_cohort, pmin)
         for w in range(n_decode):
             next_done[w] = hk[w, 0] if n_coh[w] > 0 else 0
-            next_handoff[w] = _earliest(rq[w], rlen[w], rf)
+            next_handoff[w] = _earliest(rq, w, rlen, rf)
             if n_coh[w] == 0 and rlen[w] > 0:
                 t_fixed = min(t_fixed, max(d_free[w], rmin[w]))
-        it, status, run_v, run_c = _workers_stretch(
+        if cnt[DONE] >= warm:
+            runs = _stretch_runs(epoch, n_coh, next_done)
+            if _short(run_v, cnt, runs):
+                run_v, run_c = _room(run_v, run_c, cnt, runs)
+        it, status = _workers_stretch(
             t_fixed,
             d_free,
             epoch,

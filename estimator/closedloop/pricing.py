@@ -36,6 +36,14 @@ from estimator.jit import njit
 AFFINE = 0
 ENGINE_TABLES = 1
 
+# Numba options of the pricing and replay kernels. error_model="numpy": a division compiles to the
+# bare instruction, without a ZeroDivisionError branch (every divisor here is nonzero by
+# construction). LEAF, for the functions that allocate nothing, also drops Numba's reference
+# counting (_nrt=False): with it, each array argument of a helper that branches costs two atomic
+# count updates per call, which took two thirds of the tandem's time (perf, rows 626 and 2080).
+KERNEL = {"cache": True, "error_model": "numpy"}
+LEAF = {**KERNEL, "_nrt": False}
+
 # AFFINE parameter slots
 PREFILL_BASE, PREFILL_SLOPE, PREFILL_FLOOR, PREFILL_DIVISOR = 0, 1, 2, 3
 DECODE_FLOOR, DECODE_BASE, DECODE_PER_REQUEST, DECODE_PER_KV = 4, 5, 6, 7
@@ -164,45 +172,48 @@ def engine_pricer(tables: PassTables, query_multiplier: int, dp_ranks: int = 1) 
 # ---------------------------------------------------------------------------------------------
 
 
-@njit(cache=True)
-def _slot(data, hdr, slot):
-    """Table `slot` of the packed data (slot passed as np.int64: one compiled callee for every slot)."""
-    return data[hdr[2 * slot] : hdr[2 * slot + 1]]
+# The tables are read in place, as (offset, length) spans of the packed data: an array view (a table
+# slot, a plane) costs two reference-count updates, more than the arithmetic of a decode pass.
 
 
-@njit(cache=True)
-def _locate(axis, x):
-    """(i, w): x = axis[i] + w*(axis[i+1] - axis[i]), clamped to the axis; w == 0.0 at a node."""
-    n = axis.shape[0]
-    if x <= axis[0]:
+@njit(**LEAF)
+def _span(hdr, slot):
+    """(offset, length) of table `slot` in the packed data."""
+    return hdr[2 * slot], hdr[2 * slot + 1] - hdr[2 * slot]
+
+
+@njit(**LEAF)
+def _locate(data, lo, n, x):
+    """(i, w) on the axis data[lo : lo + n]: x = axis[i] + w*(axis[i+1] - axis[i]), clamped to the
+    axis; w == 0.0 at a node."""
+    if x <= data[lo]:
         return 0, 0.0
-    if x >= axis[n - 1]:
+    if x >= data[lo + n - 1]:
         return n - 1, 0.0
-    lo, hi = 0, n - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if axis[mid] <= x:
-            lo = mid
+    a, b = 0, n - 1
+    while b - a > 1:
+        mid = (a + b) // 2
+        if data[lo + mid] <= x:
+            a = mid
         else:
-            hi = mid
-    return lo, (x - axis[lo]) / (axis[lo + 1] - axis[lo])
+            b = mid
+    return a, (x - data[lo + a]) / (data[lo + a + 1] - data[lo + a])
 
 
-@njit(cache=True)
-def _locate_from(axis, x, hint):
-    """_locate(axis, x), walking forward from cell `hint` (a previous x's cell, when x has not
-    fallen below its node; else, or for hint < 0, the binary search): the same (i, w), since the
-    axis ascends strictly."""
-    n = axis.shape[0]
-    if hint < 0 or hint > n - 2 or x <= axis[0] or x >= axis[n - 1] or axis[hint] > x:
-        return _locate(axis, x)
-    lo = hint
-    while axis[lo + 1] <= x:
-        lo += 1
-    return lo, (x - axis[lo]) / (axis[lo + 1] - axis[lo])
+@njit(**LEAF)
+def _locate_from(data, lo, n, x, hint):
+    """_locate(data, lo, n, x), walking forward from cell `hint` (a previous x's cell, when x has
+    not fallen below its node; else, or for hint < 0, the binary search): the same (i, w), since
+    the axis ascends strictly."""
+    if hint < 0 or hint > n - 2 or x <= data[lo] or x >= data[lo + n - 1] or data[lo + hint] > x:
+        return _locate(data, lo, n, x)
+    a = hint
+    while data[lo + a + 1] <= x:
+        a += 1
+    return a, (x - data[lo + a]) / (data[lo + a + 1] - data[lo + a])
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _lerp(a, b, w):
     """a + w*(b - a), exactly a at w == 0 (a missing neighbour b never leaks in)."""
     if w == 0.0:
@@ -210,44 +221,54 @@ def _lerp(a, b, w):
     return a + w * (b - a)
 
 
-@njit(cache=True)
-def interp1(axis, values, x):
-    """values over axis, linear between nodes, clamped at the ends."""
-    i, w = _locate(axis, x)
-    return values[i] if w == 0.0 else _lerp(values[i], values[i + 1], w)
+@njit(**LEAF)
+def interp1(data, hdr, axis, values, x):
+    """Table `values` over table `axis` (slots of the packed data), linear between nodes, clamped at the ends."""
+    lo, n = _span(hdr, axis)
+    i, w = _locate(data, lo, n, x)
+    v = hdr[2 * values]
+    return data[v + i] if w == 0.0 else _lerp(data[v + i], data[v + i + 1], w)
 
 
-@njit(cache=True)
-def interp2(axis0, axis1, values, x0, x1):
-    """values: row-major [len(axis0), len(axis1)], flattened."""
-    i, wi = _locate(axis0, x0)
-    j, wj = _locate(axis1, x1)
-    return interp2_cell(values, axis1.shape[0], i, wi, j, wj)
+@njit(**LEAF)
+def interp2(data, hdr, axis0, axis1, values, x0, x1):
+    """Table `values`: row-major [len(axis0), len(axis1)], flattened."""
+    lo0, n0 = _span(hdr, axis0)
+    lo1, n1 = _span(hdr, axis1)
+    i, wi = _locate(data, lo0, n0, x0)
+    j, wj = _locate(data, lo1, n1, x1)
+    return interp2_cell(data, hdr[2 * values], n1, i, wi, j, wj)
 
 
-@njit(cache=True)
-def interp2_cell(values, n1, i, wi, j, wj):
-    """interp2 in the located cell: (i, wi) on axis0, (j, wj) on axis1 of n1 nodes."""
-    low = values[i * n1 + j] if wj == 0.0 else _lerp(values[i * n1 + j], values[i * n1 + j + 1], wj)
+@njit(**LEAF)
+def interp2_cell(data, v, n1, i, wi, j, wj):
+    """interp2 in the located cell of the table at data[v:]: (i, wi) on axis0, (j, wj) on axis1 of n1 nodes."""
+    low = data[v + i * n1 + j] if wj == 0.0 else _lerp(data[v + i * n1 + j], data[v + i * n1 + j + 1], wj)
     if wi == 0.0:
         return low
-    r = (i + 1) * n1 + j
-    high = values[r] if wj == 0.0 else _lerp(values[r], values[r + 1], wj)
+    r = v + (i + 1) * n1 + j
+    high = data[r] if wj == 0.0 else _lerp(data[r], data[r + 1], wj)
     return _lerp(low, high, wi)
 
 
-@njit(cache=True)
-def interp3(axis0, axis1, axis2, values, x0, x1, x2):
-    """values: row-major [len(axis0), len(axis1), len(axis2)], flattened."""
-    plane = axis1.shape[0] * axis2.shape[0]
-    i, wi = _locate(axis0, x0)
-    low = interp2(axis1, axis2, values[i * plane : (i + 1) * plane], x1, x2)
+@njit(**LEAF)
+def interp3(data, hdr, axis0, axis1, axis2, values, x0, x1, x2):
+    """Table `values`: row-major [len(axis0), len(axis1), len(axis2)], flattened: interp2 in the
+    planes of x0's cell, then linear between them."""
+    lo0, n0 = _span(hdr, axis0)
+    lo1, n1 = _span(hdr, axis1)
+    lo2, n2 = _span(hdr, axis2)
+    i, wi = _locate(data, lo0, n0, x0)
+    j, wj = _locate(data, lo1, n1, x1)
+    k, wk = _locate(data, lo2, n2, x2)
+    plane = n1 * n2
+    low = interp2_cell(data, hdr[2 * values] + i * plane, n2, j, wj, k, wk)
     if wi == 0.0:
         return low
-    return _lerp(low, interp2(axis1, axis2, values[(i + 1) * plane : (i + 2) * plane], x1, x2), wi)
+    return _lerp(low, interp2_cell(data, hdr[2 * values] + (i + 1) * plane, n2, j, wj, k, wk), wi)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def affine_ms(params, n_chunks, starts, takes, n_dec, kv_sum):
     """AFFINE: the prefill part at the chunks' floor-mean end and start, plus the decode part at the floor-mean KV."""
     prefill = 0.0
@@ -266,46 +287,43 @@ def affine_ms(params, n_chunks, starts, takes, n_dec, kv_sum):
     return prefill + decode
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def engine_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
-    """ENGINE_TABLES: a pass priced at the busiest attention-DP rank's share (see engine_pricer)."""
+    """ENGINE_TABLES: a pass priced at the busiest attention-DP rank's share (see engine_pricer):
+    its chunks are 0, r, 2r, ... of the pass's."""
     ranks = int(params[DP_RANKS])
-    if ranks <= 1:
-        return rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum)
-    own = (n_chunks + ranks - 1) // ranks
-    own_dec = (n_dec + ranks - 1) // ranks
-    own_kv = kv_sum * own_dec // n_dec if n_dec > 0 else 0
-    if own == 0:  # a decode-only pass reads no chunk (no per-pass allocation)
-        return rank_ms(params, data, hdr, own, starts, takes, own_dec, own_kv)
-    own_starts, own_takes = np.empty(own, np.int64), np.empty(own, np.int64)
-    for i in range(own):
-        own_starts[i], own_takes[i] = starts[i * ranks], takes[i * ranks]
-    return rank_ms(params, data, hdr, own, own_starts, own_takes, own_dec, own_kv)
+    stride, own_chunks, own_dec, own_kv = 1, n_chunks, n_dec, kv_sum
+    if ranks > 1:
+        stride, own_chunks, own_dec = ranks, (n_chunks + ranks - 1) // ranks, (n_dec + ranks - 1) // ranks
+        own_kv = kv_sum * own_dec // n_dec if n_dec > 0 else 0
+    return rank_ms(params, data, hdr, own_chunks, starts, takes, stride, own_dec, own_kv)
 
 
-@njit(cache=True)
-def rank_ms(params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
-    """One rank's pass: a mixed (or prefill-only) step = shared ops + mean per-chunk context attention
-    + decode attention, summed in that order; a decode-only step = other decode ops + decode attention."""
+@njit(**LEAF)
+def rank_ms(params, data, hdr, n_chunks, starts, takes, stride, n_dec, kv_sum):
+    """One rank's pass, its chunks starts[i * stride], takes[i * stride] (i < n_chunks): a mixed (or
+    prefill-only) step = shared ops + mean per-chunk context attention + decode attention, summed in
+    that order; a decode-only step = other decode ops + decode attention."""
     rows = n_dec * params[QUERY_MULTIPLIER]
     attention = 0.0
     if n_dec > 0:
-        kv_axis, table = _slot(data, hdr, np.int64(KV_AXIS)), _slot(data, hdr, np.int64(DECODE_ATTENTION))
-        attention = interp2(_slot(data, hdr, np.int64(ATTENTION_ROWS_AXIS)), kv_axis, table, rows, kv_sum / n_dec)
+        attention = interp2(data, hdr, np.int64(ATTENTION_ROWS_AXIS), np.int64(KV_AXIS), np.int64(DECODE_ATTENTION), rows, kv_sum / n_dec)
     if n_chunks == 0:
-        return interp1(_slot(data, hdr, np.int64(DECODE_ROWS_AXIS)), _slot(data, hdr, np.int64(DECODE_OTHER)), rows) + attention
-    batch_axis, new_axis = _slot(data, hdr, np.int64(CHUNK_BATCH_AXIS)), _slot(data, hdr, np.int64(CHUNK_NEW_AXIS))
-    start_axis, chunk_table = _slot(data, hdr, np.int64(CHUNK_START_AXIS)), _slot(data, hdr, np.int64(CHUNK_ATTENTION))
-    tokens = 0
-    context = 0.0
-    for i in range(n_chunks):
-        tokens += takes[i]
-        context += interp3(batch_axis, new_axis, start_axis, chunk_table, float(n_chunks), float(takes[i]), float(starts[i]))
-    shared = interp1(_slot(data, hdr, np.int64(TOKEN_AXIS)), _slot(data, hdr, np.int64(SHARED)), tokens + rows)
-    return shared + context / n_chunks + attention
+        ms = interp1(data, hdr, np.int64(DECODE_ROWS_AXIS), np.int64(DECODE_OTHER), rows) + attention
+    else:
+        tokens = 0
+        context = 0.0
+        for i in range(n_chunks):
+            take, start = takes[i * stride], starts[i * stride]
+            tokens += take
+            context += interp3(data, hdr, np.int64(CHUNK_BATCH_AXIS), np.int64(CHUNK_NEW_AXIS), np.int64(CHUNK_START_AXIS),
+                               np.int64(CHUNK_ATTENTION), float(n_chunks), float(take), float(start))  # fmt: skip
+        shared = interp1(data, hdr, np.int64(TOKEN_AXIS), np.int64(SHARED), tokens + rows)
+        ms = shared + context / n_chunks + attention
+    return ms
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def decode_fixed(params, data, hdr, n_dec):
     """What the request count fixes in engine_ms of a decode-only pass of n_dec >= 1 requests:
     (the busiest attention-DP rank's requests, the price of the decode ops other than attention,
@@ -313,24 +331,25 @@ def decode_fixed(params, data, hdr, n_dec):
     ranks = int(params[DP_RANKS])
     own = (n_dec + ranks - 1) // ranks if ranks > 1 else n_dec
     rows = own * params[QUERY_MULTIPLIER]
-    other = interp1(_slot(data, hdr, np.int64(DECODE_ROWS_AXIS)), _slot(data, hdr, np.int64(DECODE_OTHER)), rows)
-    i, wi = _locate(_slot(data, hdr, np.int64(ATTENTION_ROWS_AXIS)), rows)
+    other = interp1(data, hdr, np.int64(DECODE_ROWS_AXIS), np.int64(DECODE_OTHER), rows)
+    lo, n = _span(hdr, np.int64(ATTENTION_ROWS_AXIS))
+    i, wi = _locate(data, lo, n, rows)
     return own, other, i, wi
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def decode_walk_ms(params, data, hdr, n_dec, kv_sum, own, other, i, wi, cell):
     """engine_ms(.., no chunks, n_dec, kv_sum) from decode_fixed's (own, other, i, wi) of n_dec, the
     mean-KV cell walked forward from `cell` (the previous pass's, < 0: none): a run of passes
     whose KV grows prices each in O(1). The same float operations as engine_ms, in its order.
     Returns (ms, the KV cell)."""
     own_kv = kv_sum * own // n_dec if int(params[DP_RANKS]) > 1 else kv_sum
-    kv_axis = _slot(data, hdr, np.int64(KV_AXIS))
-    j, wj = _locate_from(kv_axis, own_kv / own, cell)
-    return other + interp2_cell(_slot(data, hdr, np.int64(DECODE_ATTENTION)), kv_axis.shape[0], i, wi, j, wj), j
+    lo, n = _span(hdr, np.int64(KV_AXIS))
+    j, wj = _locate_from(data, lo, n, own_kv / own, cell)
+    return other + interp2_cell(data, hdr[2 * DECODE_ATTENTION], n, i, wi, j, wj), j
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def price_pass(kind, params, data, hdr, n_chunks, starts, takes, n_dec, kv_sum):
     """Duration (ms) of a pass with n_chunks prefill chunks (starts[i], takes[i]) and n_dec decoders."""
     if kind == AFFINE:
