@@ -5,16 +5,19 @@
   list). Lists hold client ids; removal is by id with order-preserving compaction.
 * Gaps: counted inter-token gaps are (value, count) runs of equal consecutive gaps; quantiles over
   the runs equal quantiles over the expanded list.
-* Cohorts: while every decoding request emits in every pass (k == 1, all fit the budget or
-  decode_max), the decoders are a heap keyed by (decode pass of their last token, admission
-  order); tokens, KV and last emission follow from the cohort's pass count, so a pass costs
+* Cohorts: while every decoding request emits in every pass (all fit the budget or decode_max;
+  the agg calendar also needs k == 1), the decoders are a heap keyed by (decode pass of their
+  last token, admission order); tokens, KV and last emission follow from the cohort's pass count
+  (the tandem's for any k, from one shared progress sequence: decode_progress), so a pass costs
   O(prefill chunks + completions). Runs of decode-only passes (stretches) skip the per-pass
-  bookkeeping. Both fall back to the per-request walk wherever that would differ.
+  bookkeeping and price each pass from what the cohort size fixes (pricing.decode_fixed). Both
+  fall back to the per-request walk wherever that would differ.
 * Every float operation happens in the oracle's order, so results are equal bit for bit (the
-  property tests check it). Passes are priced by pricing.affine_ms / pricing.engine_ms directly:
-  wrapping that choice in a function costs ~60 ns per pass in Numba's reference counting.
-* Numba's on-disk cache keys on this file only: after editing pricing.py or quantile.py, clear the
-  cache (the jitted callees are compiled into these kernels).
+  property tests check it). Passes are priced by pricing.affine_ms / pricing.engine_ms directly.
+* Reference counting: helpers that allocate nothing compile without it (pricing.LEAF), and no hot
+  path makes an array view or rebinds an array (heaps and worker rows are indexed in place, the
+  gap-run buffers grow only when short): each costs atomic count updates that outweigh a pass.
+* Numba's on-disk cache is keyed by every jitted source (estimator.numba_cache).
 """
 
 from __future__ import annotations
