@@ -79,7 +79,7 @@ def silicon_measurement(row: dict) -> Measurement:
         tpot_definition=client.tpot_definition,
         statistics=None,
         measured_date=_date(fields.get("measured")),
-        protocol=clients.protocol_for(source, concurrency),
+        protocol=clients.protocol_for(source, concurrency, fields.get("measured")),
         settings=recipe or system_defaults(row["backend"], row["system"]),
     )
     return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))

@@ -400,7 +400,8 @@ def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
     defaults = [system_defaults(m.engine, m.system) for m in sample[:3]]
     added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS if c in SETTINGS_FIELDS_BY_COLUMN}  # the others are empty in the sample
     assert load_measurements(path) == [
-        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added})) for m, d in zip(sample[:3], defaults)
+        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added}), protocol=dataclasses.replace(m.protocol, num_warmups=None))
+        for m, d in zip(sample[:3], defaults)
     ]
     frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="ttft_ms"):
@@ -587,7 +588,7 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
     for row in mapped:
         if row.inputs and row.recorded is None and row.measurement.mode == "agg" and "_tp" in row.measurement.id:
             consistent[key(row)].add(sizes(row))
-    relabelled = [row for row in mapped if row.layout_note and row.recipe is None]
+    relabelled = [row for row in mapped if labelled_layout(row.measurement) is not None and row.recipe is None]
     confirmed = [row for row in relabelled if key(row) in consistent]
     assert (len(relabelled), len(confirmed)) == (385, 69)
     for row in confirmed:
@@ -963,3 +964,28 @@ def test_mismatched_rows_price_the_served_prompt_and_the_baseline_the_recorded_o
     assert affected
     for r in affected:
         assert r.inputs.isl == round(r.measurement.isl * 35921 / 7140) and r.baseline.inputs.isl == r.measurement.isl
+
+
+@pytest.mark.parametrize(
+    ("measured", "warmups"),
+    [("2026-01-20T23:00:00Z", 1), ("2026-01-21T17:53:37Z", 1), ("2026-01-21T17:53:38Z", 64), ("2026-01-21", 64), ("2026-03-25", 64), (None, None)],
+)
+def test_inferencex_warmups_follow_pr_480(measured, warmups):
+    """Before PR 480 the client sent one test prompt; from it on 2 x C copies of the first prompt."""
+    assert clients.protocol_for(clients.INFERENCEX, 32, measured).num_warmups == warmups
+    assert clients.protocol_for(clients.AIC_GAP_ANALYSIS, 32, measured).num_warmups is None
+
+
+def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
+    from estimator.report.methods import COLD_START_NOTE, cold_start_note
+
+    cold = [m for m in sample if cold_start_note(m)]
+    assert cold and all(m.protocol.num_warmups == 1 and m.concurrency > 1 for m in cold)
+    assert COLD_START_NOTE in cold_start_note(cold[0]) and "1 warm-up request before a first wave" in cold_start_note(cold[0])
+    warm = next(m for m in sample if m.protocol.num_warmups and m.protocol.num_warmups >= 2 * m.concurrency)
+    assert cold_start_note(warm) == "" and cold_start_note(dataclasses.replace(warm, protocol=dataclasses.replace(warm.protocol, num_warmups=None))) == ""
+
+
+def test_multinode_runs_record_their_clients_warmup(mapped):
+    sa_bench = [r for r in mapped if r.recipe is not None and r.inputs is not None and not r.recipe.key.startswith("launcher:")]
+    assert sa_bench and all(r.measurement.protocol.num_warmups == 5 * r.measurement.concurrency for r in sa_bench)

@@ -121,6 +121,14 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "(PR 937, PR 1381): the server computed about 5x the prompt tokens the client counted (35,921 for 7,140), so every "
         "method but legacy prices the prompt the server computed; their layout_note says so (measurements/tokenizers.py)."
     )
+    replayed = points[points["method"] == "closed_loop"]
+    cold = replayed.loc[replayed["note"].fillna("").str.contains("first wave measured cold", regex=False), "id"].nunique()
+    facts.append(
+        f"{cold} rows were measured before InferenceX's client warmed up (PR 480, 2026-01-21: one test prompt, then the measured "
+        "pass opens with all C prompts at once): their first wave pays first-use kernel compiles and loads for shapes a batch-1 "
+        "request does not reach, which the engines document without a published duration, so none is replayed "
+        "(estimator/docs/evidence/cold-start.md); their closed_loop notes say so."
+    )
     eager = rows[rows["backend"].isin(["sglang", "trtllm"])]
     facts.append(
         f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
