@@ -160,7 +160,8 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
     """The engine-priced replay case of a disagg run."""
     spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
                       decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
-                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None))  # fmt: skip
+                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
+                      first_token_on_admission=True)  # fmt: skip
     return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
                       PassModel(run.decode, pricer))  # fmt: skip
 

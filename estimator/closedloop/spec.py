@@ -25,7 +25,7 @@ class NoProgressError(EstimatorError):
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
- T_REQUESTS, N_TANDEM_INTS) = range(12)  # fmt: skip
+ T_REQUESTS, T_ADMIT, N_TANDEM_INTS) = range(13)  # fmt: skip
 (TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
@@ -106,6 +106,9 @@ class TandemSpec:
     handoff_ms: float = 0.0  # KV transfer: first token visible and decode eligible at prefill end + handoff, ms (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
     prefill_floor_ms: float = 0.0  # host launch time of a prefill worker's eager batch: it lasts at least this long, ms (>= 0)
+    first_token_on_admission: bool = (
+        False  # True: the first token reaches the client when a decode worker admits the request (engines); False: at its hand-off (closed-loop.md)
+    )
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
@@ -119,9 +122,9 @@ class TandemSpec:
         """(ints, floats): the tandem's parameters by slot (T_*, TF_*)."""
         ints = np.zeros(N_TANDEM_INTS, dtype=np.int64)
         ints[[T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
-              T_REQUESTS]] = (
+              T_REQUESTS, T_ADMIT]] = (
             plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, self.prefill_workers, self.decode_workers,
-            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan),
+            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan), self.first_token_on_admission,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
         floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (
