@@ -29,6 +29,7 @@ from types import MappingProxyType
 
 from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
+from estimator.closedloop.stats import LatencyStats
 from estimator.disagg import DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
@@ -297,6 +298,16 @@ def kv_cap_note(replayed: EngineSettings | None, m: Measurement) -> str:
     return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
 
 
+def replayed_statistic(stats: LatencyStats, m: Measurement) -> tuple[float, float]:
+    """(TTFT, TPOT) of a replay in the statistic the row's figures are (mean unless it states median or p99)."""
+    statistic = m.statistics.statistic if m.statistics is not None else None
+    if statistic == "median":
+        return float(stats.ttft_p50), float(stats.tpot_p50)
+    if statistic == "p99":
+        return float(stats.ttft_p99), float(stats.tpot_p99)
+    return float(stats.ttft_mean), float(stats.tpot_mean)
+
+
 def cold_start_note(m: Measurement) -> str:
     """COLD_START_NOTE when the client sent fewer warm-up requests than the concurrency its measured pass
     opens with ("" otherwise, or when the warm-up is not recorded)."""
@@ -309,7 +320,7 @@ def cold_start_note(m: Measurement) -> str:
 def _closed_loop_method(protocol: str) -> Method:
     def method(row: MappedRow) -> Prediction:
         replayed = replay(row, protocol)
-        ttft, tpot = float(replayed.stats.ttft_mean), float(replayed.stats.tpot_mean)
+        ttft, tpot = replayed_statistic(replayed.stats, row.measurement)
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
         priced, caveat = pricing(row)
