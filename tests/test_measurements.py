@@ -336,7 +336,9 @@ def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     (the legacy method's) drafts nothing, as the accuracy baseline did."""
     drafting = [r for r in mapped if r.inputs is not None and r.measurement.settings.nextn]
     agg = [r for r in drafting if r.recipe is None]
-    assert len(agg) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in agg} == {True}
+    on_b200 = [r for r in agg if r.measurement.system == "b200_sxm"]
+    assert len(on_b200) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in on_b200} == {True}
+    assert {r.measurement.image.rpartition(":")[2] for r in agg if r not in on_b200} == {"1.1.0rc2.post2"}  # H200: PR 392's run
     assert {r.recipe.nextn for r in drafting if r.recipe is not None} == {1, 2, 3}  # the published disagg depths with a cited acceptance
     for r in drafting:
         assert all(d.nextn == r.measurement.settings.nextn for d in r.inputs.deployments)
@@ -989,3 +991,24 @@ def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
 def test_multinode_runs_record_their_clients_warmup(mapped):
     sa_bench = [r for r in mapped if r.recipe is not None and r.inputs is not None and not r.recipe.key.startswith("launcher:")]
     assert sa_bench and all(r.measurement.protocol.num_warmups == 5 * r.measurement.concurrency for r in sa_bench)
+
+
+@pytest.mark.parametrize(
+    ("measured", "attention_dp", "drafts"),
+    [("2026-01-14T22:26:21Z", 1, 3), ("2026-01-14T00:00:00.000Z", 8, 1), ("2026-01-28T06:18:44Z", 1, 0), ("2025-12-15T00:00:00.000Z", 1, 0), (None, 1, 0)],
+)
+def test_h200_trtllm_dsr1_mtp_runs_are_those_of_pr_392s_merge(measured, attention_dp, drafts):
+    """On H200 the MTP key ran the non-MTP key's image: only the run PR 392's merge started (its
+    changelog names the -trt-mtp keys alone) drafts, 3 tokens or 1 under attention DP."""
+    image = "nvcr.io#nvidia/tensorrt-llm/release:1.1.0rc2.post2"
+    got = recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "h200_sxm", image, attention_dp, measured)
+    assert got == drafts
+    assert recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "b200_sxm", image, attention_dp, measured) == 0
+
+
+def test_the_h200_mtp_run_is_priced_with_its_recipe(sample):
+    run = [m for m in sample if m.engine == "trtllm" and m.system == "h200_sxm" and m.settings.nextn]
+    assert len(run) == 41
+    for m in run:
+        assert m.settings.nextn_accepted == recipe_models_.DSR1_MTP_ACCEPTED[m.settings.nextn] and "PR 392" in m.settings.citation
+        assert m.settings.kv_free_memory_fraction == 0.75
