@@ -111,7 +111,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         facts.insert(
             3,
             f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
-            "the source's recipe: InferenceX's MTP keys alone ran their image): every method but legacy prices verify "
+            "the source's recipe: on B200 InferenceX's MTP keys alone ran their image, on H200 the run PR 392's merge started): every method but legacy prices verify "
             f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
             "legacy prices them without drafts, as the baseline.",
         )
