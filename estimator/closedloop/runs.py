@@ -5,7 +5,9 @@ settings and the client protocol in, a typed result out.
 (its rows converted once at the edge, estimator.closedloop.rows), ``estimate --closed-loop`` and
 the refined-SLA sweeps call. Agg runs replay one attention-DP rank at C = ``batch_size`` with the
 engine's scheduler settings (``None``: the backend's documented defaults); disagg runs replay the
-whole P/D system at C = ``concurrency`` (the tandem reads no scheduler settings yet).
+whole P/D system at C = ``concurrency``: the tandem reads no scheduler settings yet, its prefill
+batches take the framework's eager floor (host.py) and a request's first token goes out when a
+decode worker admits it (TandemSpec.first_token_on_admission).
 """
 
 from __future__ import annotations
