@@ -482,17 +482,21 @@ def _precision(model_used: str, gemm: str | None, moe: str | None) -> str | None
 
 
 def seed_draws(figures: Mapping[str, str], isl: int, osl: int, ratio: float, prompts: int, seed: int) -> str:
-    """Whether the block's token totals are the random dataset's seeded draws (inputs, then outputs, each
-    uniform on [max(int(L*r), 1), L]; outputs on [int(L*r), L] in 0.5.6 and 0.5.6.post1) run to their ends."""
-    lows = {"[1, osl]": max(int(osl * ratio), 1), "[0, osl]": int(osl * ratio)}
-    found = []
-    for label, low in lows.items():
-        rng = np.random.RandomState(seed)
-        inputs = rng.randint(max(int(isl * ratio), 1), isl + 1, size=prompts).sum()
-        outputs = rng.randint(low, osl + 1, size=prompts).sum()
-        if str(inputs) == figures.get("Total input tokens") and str(outputs) == figures.get("Total generated tokens"):
-            found.append(label)
-    return f"token totals = seed-{seed} draws, outputs on {' or '.join(found)}" if found else f"token totals differ from the seed-{seed} draws"
+    """The block's token totals against the random dataset's seeded draws (inputs, then outputs, each uniform
+    on [max(int(L*r), 1), L]; outputs on [int(L*r), L] in 0.5.6 and 0.5.6.post1), outputs run to their ends
+    (ignore_eos): which match, and on which output bound."""
+    rng = np.random.RandomState(seed)
+    inputs = int(rng.randint(max(int(isl * ratio), 1), isl + 1, size=prompts).sum())
+    state = rng.get_state()
+    outputs = {}
+    for label, low in (("[1, osl]", max(int(osl * ratio), 1)), ("[0, osl]", int(osl * ratio))):
+        rng.set_state(state)
+        outputs[label] = int(rng.randint(low, osl + 1, size=prompts).sum())
+    page_in, page_out = figures.get("Total input tokens"), figures.get("Total generated tokens")
+    said = "inputs match" if page_in == str(inputs) else f"inputs {page_in} against {inputs} drawn"
+    bounds = [label for label, total in outputs.items() if page_out == str(total)]
+    said_out = f"outputs match on {' or '.join(bounds)}" if bounds else f"outputs {page_out} against {outputs['[1, osl]']} drawn on [1, osl]"
+    return f"token totals against the seed-{seed} draws: {said}, {said_out}"
 
 
 def _provenance(run: Run, published: tuple[str, int], isl: int, osl: int, ratio: float, quant_note: str) -> str:
@@ -556,7 +560,7 @@ def derive(gitdir: str | Path, commit: str = "HEAD") -> Derivation:
         else:
             rows.append(row)
     order = lambda item: (item.path, item.line)  # noqa: E731
-    rows.sort(key=lambda m: (m.model, m.system, m.isl, m.osl, m.concurrency, m.id))
+    rows.sort(key=lambda m: (m.concurrency, m.model, m.system, m.isl, m.osl, m.id))  # single-client runs of every model first (--limit)
     return Derivation(full, tuple(rows), tuple(sorted(left_out, key=order)))
 
 
