@@ -83,6 +83,18 @@ def test_committed_speculative_rows_carry_their_published_acceptance(committed):
         assert (m.settings.max_num_seqs, m.settings.overlap_scheduler) == (derive.SPECULATIVE_RUNNING_DEFAULT, False)
 
 
+def test_graphed_prefill_follows_the_release_and_the_launch(committed):
+    graphed = [m for m in committed if m.settings.eager_layer_ms is not None]
+    release = lambda m: tuple(int(x) for x in m.engine_version.split(".")[:3]) if m.engine_version else None  # noqa: E731
+    assert graphed and all(m.settings.eager_layer_ms == 0.0 and release(m) >= (0, 5, 10) for m in graphed)
+    assert all(release(m) is None or release(m) < (0, 5, 10) for m in committed if m not in graphed)
+    row = graphed[0]
+    assert derive._graphed_prefill(row, "MiniMaxM2ForCausalLM") is not None
+    assert derive._graphed_prefill(dataclasses.replace(row, engine_version="0.5.9"), "MiniMaxM2ForCausalLM") is None  # opt-in through 0.5.9
+    assert derive._graphed_prefill(row, "GlmMoeDsaForCausalLM") is None  # an architecture SGLang keeps eager
+    assert derive._graphed_prefill(dataclasses.replace(row, settings=row.settings.replace(nextn=1)), "MiniMaxM2ForCausalLM") is None
+
+
 def test_every_committed_model_is_priced_through_a_bundled_config(committed):
     for m in committed:
         mapped = map_measurement(m)
