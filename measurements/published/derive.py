@@ -239,7 +239,7 @@ def _environment(page: Page, before: int) -> dict[str, tuple[int, str]]:
             "image": r"docker image"}  # fmt: skip
     found: dict[str, tuple[int, str]] = {}
     for number in range(before - 1, 0, -1):
-        match = re.match(r"\s*[-*]\s*\**([A-Za-z ]+?)\**\s*:\s*(.+)$", page.lines[number - 1])
+        match = re.match(r"\s*(?:[-*]\s*)?\**([A-Za-z ]+?)\**\s*:\s*(.+)$", page.lines[number - 1])
         if match is None:
             continue
         key = next((k for k, pattern in keys.items() if re.fullmatch(pattern, match.group(1).strip(), re.I)), None)
