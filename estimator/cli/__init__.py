@@ -12,7 +12,7 @@ from estimator.cli import price_ops as price_ops_cmd
 from estimator.cli import refine as refine_cmd
 from estimator.cli import report as report_cmd
 from estimator.cli import sweep as sweep_cmd
-from estimator.cli.common import resolve_pricer
+from estimator.cli.common import check_cache_dirs, resolve_pricer
 from estimator.errors import EstimatorError, is_interrupt
 
 COMMANDS = {
@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_cache_dirs()
         resolve_pricer(args)
         return COMMANDS[args.command].run(args) or 0
     except EstimatorError as exc:

@@ -7,6 +7,8 @@ import argparse
 from estimator.deployment import Deployment, QuantOverrides, require_positive
 from estimator.errors import InvalidInputError
 from estimator.models.config import is_natively_modelled, model_shape
+from estimator.numba_cache import numba_cache_dir
+from estimator.perf.stack import table_cache_dir
 from estimator.pricing import PRICERS
 
 AUTO = "auto"  # native for the natively modelled architectures, the reference engine otherwise
@@ -21,6 +23,16 @@ def resolve_pricer(args: argparse.Namespace) -> None:
     """Replace --pricer auto by the pricer the model needs (a model without a config is an error)."""
     if getattr(args, "pricer", None) == AUTO:
         args.pricer = "native" if is_natively_modelled(args.model_path) else "reference"
+
+
+def check_cache_dirs() -> None:
+    """UnsafeCacheDirError (exit 2) when others can write a cache folder, before any cached table or
+    kernel is read; a folder that cannot be created only costs the warm start."""
+    for folder in (numba_cache_dir, table_cache_dir):
+        try:
+            folder()
+        except OSError:
+            continue
 
 
 def add_deployment_args(p: argparse.ArgumentParser) -> None:
