@@ -192,24 +192,43 @@ def bad_row(rows: pd.DataFrame, column: str, value) -> pd.DataFrame:
     return bad
 
 
-@pytest.mark.parametrize("column,value,reason", [
+ROW_REASONS = [
     ("osl", 1e20, "osl must be at most 2147483647"),
-    ("tp", None, "tp is missing"),
-    ("tp", float("nan"), "tp is missing"),
     ("concurrency", 0, "concurrency must be a positive integer, got 0"),
     ("concurrency", -3, "concurrency must be a positive integer, got -3"),
+    ("isl", 40900, "isl + osl (41028) exceeds the max_position_embeddings (40960) of 'Qwen/Qwen3-32B'"),
+    ("pp", 65, "pp size 65 exceeds the 64 layers of 'Qwen/Qwen3-32B'"),
+    ("pp", 0, "pp must be a positive integer, got 0"),
+]  # fmt: skip
+ENGINE_ROW_REASONS = [  # engine pricing builds the row's deployment; row pricing reads neither
+    ("tp", None, "tp is missing"),
+    ("tp", float("nan"), "tp is missing"),
     ("model", "MODEL", "must hold a JSON object, not a list"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("column,value,reason,pricing", [
+    *[(*case, pricing) for case in ROW_REASONS for pricing in ("engine", "row")],
+    *[(*case, "engine") for case in ENGINE_ROW_REASONS],
 ])  # fmt: skip
-def test_refine_one_bad_row_never_costs_the_others(column, value, reason, result_rows, tmp_path, capsys):
+def test_refine_one_bad_row_never_costs_the_others(column, value, reason, pricing, result_rows, tmp_path, capsys):
     if value == "MODEL":
         value = config_file(tmp_path, text="[1, 2]")
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     bad_row(result_rows, column, value).to_csv(src, index=False)
-    assert main(["refine", str(src), str(out)]) == 0
+    assert main(["refine", str(src), str(out), "--pricing", pricing]) == 0
     assert "refined 2 of 3 rows" in capsys.readouterr().err
     refined = pd.read_csv(out, keep_default_na=False)
     assert reason in refined["refine_reason"][1] and refined["ttft_refined"][1] == ""
     assert (refined["refine_reason"][[0, 2]] == "").all() and (refined["ttft_refined"][[0, 2]].astype(float) > 0).all()
+
+
+def test_refine_long_context_rows_with_the_flag(result_rows, tmp_path, capsys):
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    bad_row(result_rows, "isl", 40900).to_csv(src, index=False)
+    assert main(["refine", str(src), str(out), "--allow-long-context"]) == 0
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert (refined["refine_reason"] == "").all() and refined["ttft_refined"][1] > refined["ttft_refined"][0]
 
 
 @pytest.mark.parametrize("name,content,named", [

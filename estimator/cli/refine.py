@@ -12,8 +12,8 @@ the agg scheduler (default: the row's ctx_tokens with chunking for row pricing, 
 engine defaults for engine pricing); with them and engine pricing, --kv-free-memory-fraction caps
 a TensorRT-LLM agg row's running requests at its KV-cache pool (natively modelled architectures;
 other agg rows report why in refine_reason; disagg rows replay without agg scheduler settings).
-A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, a malformed model
-config) is reported in its refine_reason and the others are refined. OUT is checked before any
+A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, isl + osl beyond the
+model's max_position_embeddings without --allow-long-context, a malformed model config) is reported in its refine_reason and the others are refined. OUT is checked before any
 row is refined and must not be IN unless --overwrite-input; it is written atomically.
 """
 
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from estimator.cli.common import add_long_context_arg, check_fits_model
 from estimator.closedloop import ENGINE, PRICINGS, Benchmark, ReplayOptions, Steady, refine_closed_loop_latency
 from estimator.closedloop.engine import OP_PRICERS
 from estimator.closedloop.frame import REFINED_COLUMNS, RUNNING_CAP_COLUMN
@@ -57,6 +58,7 @@ def register(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--pricer", choices=OP_PRICERS, default="native", help="op pricer behind engine pricing")
     p.add_argument("--overwrite-input", action="store_true", help="allow OUT to be IN (the input is replaced)")
+    add_long_context_arg(p)
 
 
 def options_from_args(args: argparse.Namespace) -> ReplayOptions:
@@ -108,30 +110,49 @@ def _require_size(record: dict, key: str) -> None:
     require_positive(key, int(number))
 
 
-def row_reason(record: dict, engine: bool) -> str:
+def row_reason(record: dict, engine: bool, allow_long_context: bool = False) -> str:
     """Why a row cannot be refined, found before any replay ("" when nothing is wrong): a missing,
-    NaN or out-of-range isl or osl, a concurrency below 1 or out of range (absent: bs), and for
-    engine pricing, which builds the row's deployment, a missing or NaN tp per side (never a
-    silent tp 1) or a malformed model config."""
+    NaN or out-of-range isl, osl or pp, a concurrency below 1 or out of range (absent: bs), isl + osl
+    beyond the model's max_position_embeddings unless allow_long_context or a pp beyond its layers,
+    and for engine pricing, which builds the row's deployment, a missing or NaN tp per side (never a
+    silent tp 1) or a malformed model config (row pricing never reads the model: one whose config
+    does not resolve is not checked)."""
     sides = ("(p)", "(d)") if _present(record.get("(p)workers")) else ("",)
+    optional = [key for key in ("concurrency", *(side + "pp" for side in sides)) if _present(record.get(key))]
     try:
-        for key in ("isl", "osl", *(("concurrency",) if _present(record.get("concurrency")) else ())):
+        for key in ("isl", "osl", *optional):
             _require_size(record, key)
         if engine:
             for side in sides:
                 _require_size(record, side + "tp")
-            model_shape(str(record.get("model")))
+        model = str(record.get("model"))
+        if engine or _resolves(model):
+            for side in sides:
+                check_fits_model(model, _size(record, side + "pp"), _size(record, "isl") + _size(record, "osl"), allow_long_context)
     except EstimatorError as exc:
         return str(exc)
     return ""
 
 
-def refine_rows(rows: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
+def _size(record: dict, key: str) -> int:
+    """A size _require_size accepted; 1 when the row leaves it empty."""
+    return int(float(record[key])) if _present(record.get(key)) else 1
+
+
+def _resolves(model: str) -> bool:
+    try:
+        model_shape(model)
+    except EstimatorError:
+        return False
+    return True
+
+
+def refine_rows(rows: pd.DataFrame, options: ReplayOptions, allow_long_context: bool = False) -> pd.DataFrame:
     """The refined rows, one bad row never costing the others: rows with a row_reason are not
     replayed, and if replaying the rest together fails, each is replayed alone and a failing one
     reports its error in refine_reason."""
     engine = options.pricing == ENGINE
-    reasons = pd.Series([row_reason(r, engine) for r in rows.to_dict("records")], index=rows.index, dtype=object)
+    reasons = pd.Series([row_reason(r, engine, allow_long_context) for r in rows.to_dict("records")], index=rows.index, dtype=object)
     good = rows[reasons == ""]
     try:
         refined = refine_closed_loop_latency(good, options, running_caps=True)
@@ -162,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output.resolve() == args.input.resolve() and not args.overwrite_input:
         raise InvalidInputError(f"OUT {str(args.output)!r} is IN: pass --overwrite-input to replace the input")
     require_writable(args.output, "OUT")
-    refined = refine_rows(read_rows(args.input), options)
+    refined = refine_rows(read_rows(args.input), options, args.allow_long_context)
     atomic_to_table(refined, args.output)
     unpriced = int((refined["refine_reason"] != "").sum())
     print(
