@@ -6,6 +6,7 @@ import os
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from estimator.cachedirs import private_dir
 from estimator.cli import main
 from estimator.errors import UnsafeCacheDirError
 
+ROOT = Path(__file__).resolve().parent.parent
 ESTIMATE = ["estimate", "--model-path", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang", "--isl", "1024", "--osl", "128"]
 
 
@@ -79,7 +81,7 @@ def test_an_unsafe_kernel_root_is_refused_from_a_fresh_process(tmp_path):
     root.mkdir()
     root.chmod(0o777)
     env = {k: v for k, v in os.environ.items() if k != "ESTIMATOR_HARNESS_NUMBA_CACHE"} | {"NUMBA_CACHE_DIR": str(root)}
-    done = subprocess.run([sys.executable, "-m", "estimator", *ESTIMATE], env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "estimator", *ESTIMATE], env=env, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
     assert "can be written by group or others" in done.stderr and list(root.iterdir()) == []
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import urllib.request
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -178,6 +180,55 @@ def test_a_system_error_that_is_no_interrupt_is_not_taken_for_one(capsys, monkey
         main(SWEEP)
 
 
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any HTTP request fails the test (the reference SDK downloads configs of names it does not bundle)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access: {args[0]!r}")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+
+
+REFERENCE_OPS = ["--system", "h200_sxm", "--backend", "sglang", "--pricer", "reference", "--phase", "context", "--batch-size", "2",
+                 "--isl", "512", "--json"]  # fmt: skip
+
+
+def test_a_config_json_path_reaches_the_reference_as_its_folder(tmp_path, no_network, capsys):
+    """A sweep or a reference pricing of a config.json given by path reads it locally (it was a
+    download request for https://huggingface.co/<path>/raw/main/config.json, and a traceback
+    without network), with the figures of the bundled model it copies."""
+    path = config_file(tmp_path)
+    assert main(["price-ops", "--model-path", path, *REFERENCE_OPS]) == 0
+    assert main(["price-ops", "--model-path", "Qwen/Qwen3-32B", *REFERENCE_OPS]) == 0
+    by_path, bundled = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert by_path == bundled
+    assert main([*SWEEP[:1], "--model-path", path, *SWEEP[3:]]) == 0
+
+
+@pytest.mark.parametrize("model", ["FILE", "mistralai/Mixtral-8x7B-v0.1"])
+def test_the_reference_is_never_given_a_model_to_download(model, tmp_path, no_network, capsys):
+    """A config file not named config.json, or a bundled config the reference SDK would fetch from
+    the hub anyway, is one line naming it."""
+    if model == "FILE":
+        model = str(tmp_path / "qwen.json")
+        Path(config_file(tmp_path)).rename(model)
+    line = one_error_line(["price-ops", "--model-path", model, *REFERENCE_OPS], capsys)
+    assert f"{model!r} is neither: give the folder holding its config.json" in line
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--system", "h900_sxm"], "unknown system 'h900_sxm'"),
+    (["--backend-version", "0.0.1"], "0.0.1"),
+    (["--gemm-quant-mode", "bogus"], "unknown gemm quant mode 'bogus'"),
+    (["--kvcache-quant-mode", "float16"], "unknown kvcache quant mode 'float16'"),
+    (["--mode", "disagg", "--decode-system", "h900_sxm"], "unknown system 'h900_sxm'"),
+])  # fmt: skip
+def test_sweep_a_fault_every_layout_shares_is_one_line(argv, named, capsys):
+    """Not a skipped-layout warning per layout before the error."""
+    assert named in one_error_line([*SWEEP[:-4], "--tp-list", "1", "2", "4", *argv], capsys)
+
+
 @pytest.fixture(scope="module")
 def result_rows(tmp_path_factory) -> pd.DataFrame:
     """Three agg sweep rows to refine."""
@@ -221,6 +272,57 @@ def test_refine_one_bad_row_never_costs_the_others(column, value, reason, pricin
     refined = pd.read_csv(out, keep_default_na=False)
     assert reason in refined["refine_reason"][1] and refined["ttft_refined"][1] == ""
     assert (refined["refine_reason"][[0, 2]] == "").all() and (refined["ttft_refined"][[0, 2]].astype(float) > 0).all()
+
+
+@pytest.fixture(scope="module")
+def disagg_rows(tmp_path_factory) -> pd.DataFrame:
+    """Two disagg sweep rows to refine."""
+    path = tmp_path_factory.mktemp("rows") / "disagg.csv"
+    argv = [*SWEEP[:-4], "--tp-list", "2", "--isl", "1024", "--osl", "128", "--mode", "disagg", "--max-prefill-workers", "2", "--max-decode-workers", "2"]
+    assert main([*argv, "--progress", "never", "--out", str(path)]) == 0
+    return pd.read_csv(path).head(2)
+
+
+@pytest.mark.parametrize("mode,column,value,reason,argv", [
+    ("agg", "bs", 2**31 - 1, "a closed-loop replay at concurrency 2147483647 holds 21474836470 requests, more than 4194304 (2**22)", []),
+    ("agg", "osl", 2**31 - 1, "exceeds 2**32 request-passes", ["--allow-long-context"]),
+    ("agg", "isl", 2**31 - 1, "exceeds 2**32 request-passes", ["--allow-long-context", "--budget", "1", "--pricing", "row"]),
+    ("agg", "ctx_tokens", 2**63, "ctx_tokens must be an integer in [1, 2147483647], got 9223372036854775808", ["--pricing", "row"]),
+    ("disagg", "concurrency", 2**31 - 1, "a closed-loop replay at concurrency 2147483647 holds", []),
+    ("disagg", "(p)workers", 2**31, "(p)workers must be an integer in [1, 2147483647]", []),
+    ("disagg", "(d)workers", 100_000, "decode_workers must be at most 65536 (2**16), got 100000", ["--pricing", "row"]),
+])  # fmt: skip
+def test_refine_rows_beyond_what_a_replay_holds_are_reasons(mode, column, value, reason, argv, result_rows, disagg_rows, tmp_path, capsys):
+    """A row whose replay would hold more requests or workers than memory allows, or run for hours
+    (requests x passes each), is a reason naming the size, found before the replay allocates."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    rows = result_rows.head(2) if mode == "agg" else disagg_rows
+    bad_row(rows, column, value).to_csv(src, index=False)
+    assert main(["refine", str(src), str(out), *argv]) == 0
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert reason in refined["refine_reason"][1] and refined["refine_reason"][0] == "" and float(refined["ttft_refined"][0]) > 0
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--batch-size", "1000000", "--closed-loop"], "a closed-loop replay at concurrency 1000000 holds 10000000 requests, more than 4194304"),
+    (["--batch-size", "100000", "--osl", "100000", "--allow-long-context", "--closed-loop"], "exceeds 2**32 request-passes"),
+    (["--batch-size", "100", "--closed-loop", "benchmark", "--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1",
+      "--decode-batch-size", "8", "--decode-num-workers", "100000"], "decode_workers must be at most 65536"),
+])  # fmt: skip
+def test_estimate_closed_loop_beyond_what_a_replay_holds(argv, named, capsys):
+    assert named in one_error_line(["estimate", *MODEL, *argv], capsys)
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--budget", str(2**63)], "step_token_budget must be at most 2147483647, got 9223372036854775808"),
+    (["--budget", "4096", "--max-num-seqs", str(2**31)], "max_num_seqs must be at most 2147483647, got 2147483648"),
+    (["--protocol", "benchmark", "--prompts-per-client", str(2**31)], "prompts_per_client must be within [1, 4194304] (2**22), got 2147483648"),
+])  # fmt: skip
+def test_refine_options_beyond_the_arithmetic_are_one_line(argv, named, result_rows, tmp_path, capsys):
+    """Not the same OverflowError as every row's reason."""
+    src = tmp_path / "in.csv"
+    result_rows.to_csv(src, index=False)
+    assert named in one_error_line(["refine", str(src), str(tmp_path / "out.csv"), *argv], capsys)
 
 
 def test_refine_long_context_rows_with_the_flag(result_rows, tmp_path, capsys):

@@ -253,10 +253,12 @@ def render_closed_loop(row: dict, refined: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Everything is computed before anything is printed: a bad input is its error line alone."""
     result = estimate(args, args.pricer)
+    refined = closed_loop_figures(args, result) if args.closed_loop else None
+    detail = render_time_detail(result, estimate(args, "sol")) if args.detail == "time" and not args.json else None
     for line in warnings(result, args.batch_size):
         print(line, file=sys.stderr)
-    refined = closed_loop_figures(args, result) if args.closed_loop else None
     row = dict(result.row) | {"oom": out_of_memory(result)}
     if args.json:
         print(json.dumps(row | ({"closed_loop": refined} if refined else {})))
@@ -265,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
     if refined:
         print()
         print(render_closed_loop(row, refined))
-    if args.detail == "time":
+    if detail:
         print()
-        print(render_time_detail(result, estimate(args, "sol")))
+        print(detail)
     return 0

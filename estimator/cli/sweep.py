@@ -23,6 +23,8 @@ from estimator.disagg import DISAGG_COLUMNS
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
 from estimator.errors import InvalidInputError, is_interrupt
 from estimator.io import TABLE_WRITERS, atomic_to_table, require_writable
+from estimator.models.quant import check_overrides
+from estimator.perf.versions import resolve_version
 from estimator.scheduler import AGG_COLUMNS
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
@@ -124,6 +126,14 @@ class ProgressBar:
                   end="" if done < total else "\n", file=sys.stderr, flush=True)  # fmt: skip
 
 
+def check_stacks(base: Deployment, decode_system: str | None) -> None:
+    """The systems, backend version and quant modes every layout shares, checked once before the
+    search: a bad one is one error line, not a skipped-layout warning per layout first."""
+    check_overrides(base.quant)
+    for system in dict.fromkeys((base.system, decode_system or base.system)):
+        resolve_version(system, base.backend, base.version)
+
+
 def run_sweep(args: argparse.Namespace, report: ProgressBar):
     """The SweepResult of the command line."""
     semantics = Semantics.parse(args.semantics)
@@ -131,6 +141,7 @@ def run_sweep(args: argparse.Namespace, report: ProgressBar):
     sla = Sla(args.ttft, tuple(args.tpot), args.request_latency)
     replay = ReplayOptions(pricing=args.replay_pricing, pricer=args.pricer) if args.refined_sla else None
     base = deployment(args)
+    check_stacks(base, args.decode_system)
     for pp in args.pp_list:
         check_fits_model(base.model, pp, args.isl + args.osl, args.allow_long_context)
     moe = MoeSizes(args.dp_list, args.moe_tp_list, args.moe_ep_list)

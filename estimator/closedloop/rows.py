@@ -38,7 +38,7 @@ from estimator.closedloop.cases import ENGINE, PRICINGS, AggCase, Case, ClosedLo
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.runs import AggRun, DisaggRun, Replayed, agg_engine_case, tandem_engine_case
 from estimator.closedloop.spec import AggSpec, TandemSpec
-from estimator.deployment import Deployment, QuantOverrides
+from estimator.deployment import MAX_SIZE, Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
 from estimator.settings import EngineSettings, reference_settings
 
@@ -93,11 +93,12 @@ def _number(row: Mapping, key: str, default=_ABSENT) -> float | None:
 
 
 def _integer(row: Mapping, key: str, default=_ABSENT, minimum: int = 1) -> int | None:
+    """A whole number in [minimum, MAX_SIZE]; None only when the column is absent and the default is None."""
     number = _number(row, key, default)
     if number is None:
         return None
-    if number != int(number) or number < minimum:
-        raise InvalidInputError(f"{key} must be an integer >= {minimum}, got {_value(row, key, default)!r}")
+    if number != int(number) or not minimum <= number <= MAX_SIZE:
+        raise InvalidInputError(f"{key} must be an integer in [{minimum}, {MAX_SIZE}], got {_value(row, key, default)!r}")
     return int(number)
 
 
