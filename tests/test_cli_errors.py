@@ -33,6 +33,8 @@ def one_error_line(argv: list[str], capsys) -> str:
     (["--osl", INT64_MAX, "--allow-long-context"], "osl must be at most 2147483647"),
     (["--estimate-mode", "static", "--osl", "2147483647", "--batch-size", "1", "--allow-long-context"], "osl (2147483647) over stride (32)"),
     (["--pp-size", "128"], "pp size 128 exceeds the 64 layers of 'Qwen/Qwen3-32B'"),
+    (["--nextn", INT64_MAX, "--nextn-accepted", "0", "--estimate-mode", "disagg", "--p-bs", "1", "--p-workers", "1", "--d-bs", "1",
+      "--d-workers", "1"], "nextn must be within [0, 2147483647], got 9223372036854775807"),  # an OverflowError traceback before
     (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "8",
       "--decode-num-workers", "1", "--decode-pp-size", "65"], "pp size 65 exceeds the 64 layers"),
 ])  # fmt: skip

@@ -83,6 +83,14 @@ class RunPlan:
     osl: np.ndarray  # int64: output tokens of request i at osl[i % len(osl)] (>= 1)
 
 
+def held_requests(protocol: Protocol, clients: int) -> int:
+    """Requests a replay at concurrency `clients` holds state for: a benchmark's N, a steady run's
+    warm-up and window plus 2C in flight (spec.request_bound of its plan)."""
+    if isinstance(protocol, Benchmark):
+        return protocol.prompts_per_client * clients
+    return (protocol.warm_gens + protocol.win_gens + 2) * clients
+
+
 def run_plan(protocol: Protocol, clients: int, isl: int, osl: int, visual_tokens: int = 0) -> RunPlan:
     """The dispatch and counting plan of a protocol at concurrency `clients` and lengths L = (isl, osl);
     isl is the text prompt, and visual_tokens (>= 0) are added to every request's input."""
@@ -92,7 +100,7 @@ def run_plan(protocol: Protocol, clients: int, isl: int, osl: int, visual_tokens
         raise InvalidInputError(f"isl and osl must be >= 1, got {isl} and {osl}")
     if visual_tokens < 0:
         raise InvalidInputError(f"visual_tokens must be >= 0, got {visual_tokens}")
-    requests = protocol.prompts_per_client * clients if isinstance(protocol, Benchmark) else (protocol.warm_gens + protocol.win_gens + 2) * clients
+    requests = held_requests(protocol, clients)
     if requests > MAX_REPLAY_REQUESTS:
         raise InvalidInputError(f"a closed-loop replay at concurrency {clients} holds {requests} requests, more than {MAX_REPLAY_REQUESTS} "
                                 "(2**22); lower the concurrency or the prompts per client")  # fmt: skip
