@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from estimator.cli import main
@@ -271,6 +271,7 @@ def check_in_a_folder(data, command) -> None:
     with tempfile.TemporaryDirectory() as folder:
         argv = data.draw(command(Path(folder)))
         code, _ = assert_one_outcome(argv)
+        event(f"exit {code}")
         out = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "--out"), None)
         assert code != 0 or out is None or Path(out).is_file(), argv
 
@@ -352,11 +353,13 @@ def test_fuzz_refine_rows(sweep_rows, data):
         rows.to_csv(src, index=False)
         argv = ["refine", str(src), str(out), *options]
         code, _ = assert_one_outcome(argv)
+        event(f"exit {code}")
         if code == 0:
             refined = pd.read_csv(out, keep_default_na=False)
             assert len(refined) == len(rows), argv
             for _, row in refined.iterrows():
                 figures = [row[c] for c in REFINED]
+                event("row refined" if row["refine_reason"] == "" else "row with a reason")
                 if row["refine_reason"] == "":
                     assert all(math.isfinite(float(v)) and float(v) >= 0 for v in figures), (argv, row.to_dict())
                 else:
