@@ -127,9 +127,9 @@ NOT_NUMBERS = ("1.5", "abc", "", "1e3", "0x10", "nan", " 7", "-", "\u0663")  # t
 BAD_FLOATS = ("0", "-0.1", "1.0000001", "nan", "inf", "-inf", "1e-300", "1e300", "abc", "")
 
 
-def mostly(good: st.SearchStrategy, bad: st.SearchStrategy) -> st.SearchStrategy:
-    """good four times in five, else bad: most runs get past one value and reach the next."""
-    return st.sampled_from((True, True, True, True, False)).flatmap(lambda ok: good if ok else bad)  # one_of(good, good, ...) would weigh good once
+def mostly(good: st.SearchStrategy, bad: st.SearchStrategy, odds: int = 4) -> st.SearchStrategy:
+    """good `odds` times to bad's once: most runs get past one value and reach the next."""
+    return st.sampled_from((True,) * odds + (False,)).flatmap(lambda ok: good if ok else bad)  # one_of(good, good, ...) would weigh good once
 
 
 def size(lo: int, hi: int) -> st.SearchStrategy:
@@ -153,7 +153,7 @@ def flag(option: str, values: st.SearchStrategy, rare: bool = False) -> st.Searc
 
 def needed(option: str, values: st.SearchStrategy) -> st.SearchStrategy:
     """[option, value] mostly, [] (the option left out) else: for options a mode requires."""
-    return mostly(values.map(lambda v: [option, v]), st.just([]))
+    return mostly(values.map(lambda v: [option, v]), st.just([]), odds=9)
 
 
 def flags(*drawn: st.SearchStrategy) -> st.SearchStrategy:
@@ -188,16 +188,21 @@ def model_config(draw, folder: Path) -> str:
 
 
 @st.composite
-def deployment(draw, folder: Path) -> list[str]:
+def deployment(draw, folder: Path, layout: bool = True) -> list[str]:
+    """The deployment's names and options, and with `layout` its parallel sizes (a sweep takes lists)."""
     model = draw(mostly(name(MODELS, ("no/such-model", "")), model_config(folder)))
     argv = ["--model-path", model, "--system", draw(name(SYSTEMS, ("h900_sxm", ""))), "--backend", draw(name(BACKENDS, ("tensorrt", "SGLang")))]
-    return argv + draw(flags(
-        flag("--backend-version", name(("current", "previous"), ("next", "0.0.1", "1.3.0rc20", "")), rare=True),
-        flag("--tp-size", parallel), flag("--pp-size", parallel, rare=True), flag("--attention-dp-size", parallel, rare=True),
-        flag("--moe-tp-size", parallel, rare=True), flag("--moe-ep-size", parallel), flag("--nextn", size(0, 3), rare=True),
+    argv += draw(flags(
+        flag("--backend-version", name(("current", "previous"), ("next", "0.0.1", "1.3.0rc20", "")), rare=True), flag("--nextn", size(0, 3), rare=True),
         flag("--gemm-quant-mode", name(QUANTS, ("bogus", "")), rare=True), flag("--kvcache-quant-mode", name(QUANTS, ("bogus", "")), rare=True),
         flag("--pricer", st.sampled_from(("auto", "native", "reference", "hybrid")), rare=True), switch("--allow-long-context"),
     ))  # fmt: skip
+    if layout:
+        argv += draw(flags(
+            flag("--tp-size", parallel), flag("--pp-size", parallel, rare=True), flag("--attention-dp-size", parallel, rare=True),
+            flag("--moe-tp-size", parallel, rare=True), flag("--moe-ep-size", parallel),
+        ))  # fmt: skip
+    return argv
 
 
 DEPLOY_OK = ["--model-path", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang"]
@@ -207,7 +212,7 @@ DEPLOY_OK = ["--model-path", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backen
 
 @st.composite
 def estimate_argv(draw, folder: Path) -> list[str]:
-    mode = draw(name(("agg", "disagg", "static", "static_ctx", "static_gen"), ("bogus",)))
+    mode = draw(mostly(st.sampled_from(("agg", "disagg", "static", "static_ctx", "static_gen")), st.just("bogus"), odds=9))
     closed_loop = draw(st.sampled_from(([], [], ["--closed-loop"], ["--closed-loop", "benchmark"]))) if mode in ("agg", "disagg") else []
     batch, osl = (REPLAY_BATCH, REPLAY_OSL) if closed_loop else (BATCH, OSL)
     argv = ["estimate", *draw(deployment(folder)), "--estimate-mode", mode, *closed_loop]
@@ -231,7 +236,7 @@ def estimate_argv(draw, folder: Path) -> list[str]:
 
 @st.composite
 def price_ops_argv(draw, folder: Path) -> list[str]:
-    argv = ["price-ops", *draw(deployment(folder)), "--phase", draw(name(("context", "generation"), ("decode",)))]
+    argv = ["price-ops", *draw(deployment(folder)), "--phase", draw(mostly(st.sampled_from(("context", "generation")), st.just("decode"), odds=9))]
     argv += draw(flags(needed("--batch-size", BATCH), needed("--isl", ISL)))
     return argv + draw(flags(flag("--prefix", size(0, 4096)), switch("--json")))
 
@@ -241,10 +246,10 @@ SIZE_LISTS = st.lists(parallel, min_size=1, max_size=2)
 
 @st.composite
 def sweep_argv(draw, folder: Path) -> list[str]:
-    mode = draw(name(("agg", "disagg"), ("static",)))
+    mode = draw(mostly(st.sampled_from(("agg", "disagg")), st.just("static"), odds=9))
     refined = draw(st.sampled_from(([], [], [], ["--refined-sla"])))
     osl, batch = (REPLAY_OSL, REPLAY_BATCH) if refined else (OSL, size(1, 2048))
-    argv = ["sweep", *draw(deployment(folder)), "--mode", mode, "--progress", "never", *refined]
+    argv = ["sweep", *draw(deployment(folder, layout=False)), "--mode", mode, "--progress", "never", *refined]
     argv += draw(flags(
         flag("--isl", ISL), flag("--osl", osl), flag("--prefix", size(0, 4096), rare=True), flag("--ttft", fraction(1.0, 1e5)),
         flag("--tpot", st.lists(fraction(1.0, 1e3), min_size=1, max_size=2)), flag("--request-latency", fraction(1.0, 1e6), rare=True),
