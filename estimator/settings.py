@@ -77,10 +77,16 @@ class EngineSettings:
         "true: the scheduler launches pass n+1 before it returns pass n's tokens, so they reach the client once pass n+1's "
         "host launch is done (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
         "event_loop_overlap, on by default; vLLM V1 async scheduling, off by default before 0.14)", point=True))  # fmt: skip
-    eager_layer_ms: float = field(default=0.0, metadata=_doc(
-        "host launch time per decoder layer of an eager pass that prefills on an MoE architecture, ms, >= 0: the pass "
-        "lasts at least layers x this (SGLang PR 12160: DeepSeek-V3 1-token eager prefill 82.64 ms over 61 layers; "
-        "ai-dynamo/aisimulate issue 277: GPT-OSS-120B on TRT-LLM 1.3.0rc14 forward CPU about 30 ms over 36 layers); 0: none "
+    eager_layer_ms: float | None = field(default=None, metadata=_doc(
+        "host launch time per decoder layer of an eager pass that prefills, ms, >= 0: the pass lasts at least layers x "
+        "this; empty: the framework's published cost for the model's architecture (estimator.closedloop.host: single-"
+        "request TTFTs and forward times per framework and architecture, e.g. SGLang DeepSeek-R1 140.76 ms over 61 layers)",
+        point=True))  # fmt: skip
+    request_path_ms: float = field(default=0.0, metadata=_doc(
+        "fixed time on a request's path outside the engine's passes, ms, >= 0: the HTTP server handing the request to the "
+        "executor, and the first token's response reaching the client; it adds to every TTFT and delays each client's "
+        "next request by as much (TRT-LLM trtllm-serve: ai-dynamo/aisimulate issue 288, 1.3.0rc14, server to executor "
+        "2.69 ms + first token to server response 2.04 ms + client minus server 5.24 ms; agg replay only); 0: none "
         "published", point=True))  # fmt: skip
     kv_free_memory_fraction: float | None = field(default=None, metadata=_doc(
         "KV-cache share of the memory left after weights and activations (TRT-LLM "
@@ -99,8 +105,10 @@ class EngineSettings:
             _set(self, name, _integer(name, getattr(self, name), minimum))
         for name in ("chunked_prefill", "mixed_batches", "overlap_scheduler"):
             _set(self, name, bool(getattr(self, name)))
-        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted", "eager_layer_ms"):
+        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted", "request_path_ms"):
             _set(self, name, _finite_non_negative(name, getattr(self, name)))
+        if self.eager_layer_ms is not None:
+            _set(self, "eager_layer_ms", _finite_non_negative("eager_layer_ms", self.eager_layer_ms))
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
         fraction = self.kv_free_memory_fraction
@@ -164,11 +172,8 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
 )
 
 
-# per-decoder-layer host launch time of an eager pass that prefills, ms, by framework (measured on MoE models)
-SGLANG_EAGER_LAYER_MS = 82.64 / 61  # SGLang PR 12160: DeepSeek-V3 (61 layers) 1-token prefill 82.64 ms eager vs 23.10 ms graphed
-TRTLLM_EAGER_LAYER_MS = (
-    30.0 / 36
-)  # ai-dynamo/aisimulate issue 277: GPT-OSS-120B (36 layers), TRT-LLM 1.3.0rc14, B200 TP2: "complete forward CPU calls still average about 30 ms"
+# fixed request-path time outside the passes, ms, by serving front end
+TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 288: trtllm-serve 1.3.0rc14 TTFT split (means)
 
 
 def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
@@ -179,19 +184,19 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) 
       default before 0.14);
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
       running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
-      (piecewise CUDA graphs off by default through 0.5.9) at SGLANG_EAGER_LAYER_MS per layer;
+      (piecewise CUDA graphs off by default through 0.5.9) at the published per-architecture cost;
     * TensorRT-LLM: ``max_num_tokens`` 8192, ``max_batch_size`` 2048, chunked prefill off; overlap
-      scheduler on; eager context passes at TRTLLM_EAGER_LAYER_MS per layer.
+      scheduler on; eager context passes at the published per-architecture cost; trtllm-serve's
+      fixed request path (TRTLLM_REQUEST_PATH_MS).
     """
     backend = Backend.parse(backend)
     large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
     citation = ENGINE_DEFAULT_CITATIONS[backend]
     if backend is Backend.VLLM:
-        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=False, citation=citation)
+        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=False, eager_layer_ms=0.0, citation=citation)
     if backend is Backend.SGLANG:
-        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False,
-                              eager_layer_ms=SGLANG_EAGER_LAYER_MS, citation=citation)  # fmt: skip
-    return EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS, citation=citation)
+        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False, citation=citation)
+    return EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS, citation=citation)
 
 
 def system_defaults(backend: Backend | str, system: str) -> EngineSettings:

@@ -62,8 +62,16 @@ CLIENTS: Mapping[str, ClientProtocol] = MappingProxyType(
 )
 
 
-def protocol_for(source: str, concurrency: int | None) -> Protocol:
-    """A row's client protocol: its source's documented client at concurrency C."""
+# InferenceX's warm-up: from PR 480 (d053ae24e, 2026-01-21T17:53:38Z) the client sends the first prompt 2 x C times at
+# concurrency C before the measured pass (utils/bench_serving/benchmark_serving.py L371-L387); before it, kimbochen/bench_serving
+# sent that prompt once, alone ("initial single prompt test run", benchmark_serving.py @ 406abc35).
+INFERENCEX_WARMUP_FROM = "2026-01-21T17:53:38Z"
+INFERENCEX_WARMUPS_PER_CONCURRENCY = 2
+
+
+def protocol_for(source: str, concurrency: int | None, measured: str | None = None) -> Protocol:
+    """A row's client protocol: its source's documented client at concurrency C, measured at `measured`
+    (UTC; a bare date reads as that day's end), which decides InferenceX's warm-up."""
     client = CLIENTS[source]
     per_c = client.prompts_per_concurrency
     return Protocol(
@@ -73,4 +81,13 @@ def protocol_for(source: str, concurrency: int | None) -> Protocol:
         random_range_ratio=client.random_range_ratio,
         ignore_eos=client.ignore_eos,
         client_citation=client.citation,
+        num_warmups=_inferencex_warmups(concurrency, measured) if source == INFERENCEX else None,
     )
+
+
+def _inferencex_warmups(concurrency: int | None, measured: str | None) -> int | None:
+    """Warm-up requests InferenceX's client sent before a run's measured pass (None: date or concurrency unknown)."""
+    if concurrency is None or not measured:
+        return None
+    stamp = measured if "T" in measured else f"{measured}T23:59:59Z"
+    return INFERENCEX_WARMUPS_PER_CONCURRENCY * concurrency if stamp >= INFERENCEX_WARMUP_FROM else 1

@@ -22,7 +22,7 @@ from estimator.settings import system_defaults
 from measurements import builds, clients, recipes
 from measurements.layout import run_layout
 from measurements.provenance import provenance_fields
-from measurements.schema import ADDED_COLUMNS, CSV_COLUMNS, Layout, Measurement, column_types, flatten, is_missing, unflatten
+from measurements.schema import ADDED_COLUMNS, CSV_COLUMNS, STATISTICS, Layout, Measurement, column_types, flatten, is_missing, unflatten
 from measurements.topologies.runs import with_twin_protocols
 
 _LAYOUT_FIELDS = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
@@ -77,8 +77,9 @@ def silicon_measurement(row: dict) -> Measurement:
         tpot_ms=float(row["silicon_tpot_ms"]),
         ttft_statistic=client.ttft_statistic,
         tpot_definition=client.tpot_definition,
+        statistics=None,
         measured_date=_date(fields.get("measured")),
-        protocol=clients.protocol_for(source, concurrency),
+        protocol=clients.protocol_for(source, concurrency, fields.get("measured")),
         settings=recipe or system_defaults(row["backend"], row["system"]),
     )
     return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
@@ -135,6 +136,13 @@ def write_measurements(measurements: Iterable[Measurement], path: str | Path) ->
             writer.writerow({k: _cell(v) for k, v in flatten(m).items()})
 
 
+def is_measurement_file(path: str | Path) -> bool:
+    """True when the file's first line is a measurement CSV header (it names the id and latency columns)."""
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        header = next(csv.reader([fh.readline()]), [])
+    return {"id", "ttft_ms", "tpot_ms"} <= set(header)
+
+
 def load_measurements(path: str | Path) -> list[Measurement]:
     """Read a project measurement CSV; a missing or unknown column raises ValueError naming it (a
     column of ADDED_COLUMNS may be absent: files written before it read it as empty)."""
@@ -145,7 +153,18 @@ def load_measurements(path: str | Path) -> list[Measurement]:
         if missing or extra:
             raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")
         types, absent = column_types(), dict.fromkeys(ADDED_COLUMNS - header, "")
-        return [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}, system_defaults) for record in reader]
+        rows = [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}, system_defaults) for record in reader]
+    for m in rows:
+        _check_client_facts(m, path)
+    return rows
+
+
+def _check_client_facts(m: Measurement, path: str | Path) -> None:
+    """ValueError naming the row and column of a statistic or warm-up count no client writes."""
+    if m.statistics is not None and m.statistics.statistic not in (None, *STATISTICS):
+        raise ValueError(f"{path}: row {m.id}: statistic must be one of {', '.join(STATISTICS)}, got {m.statistics.statistic!r}")
+    if m.protocol.num_warmups is not None and m.protocol.num_warmups < 0:
+        raise ValueError(f"{path}: row {m.id}: num_warmups must be >= 0, got {m.protocol.num_warmups}")
 
 
 def _cell(value: Any) -> str:
@@ -167,6 +186,7 @@ def _parse(text: str, kind: type) -> Any:
 
 
 __all__ = [
+    "is_measurement_file",
     "load_measurements",
     "load_silicon_sample",
     "provenance_fields",

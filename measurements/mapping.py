@@ -42,6 +42,7 @@ from measurements.checkpoints import CheckpointModes, checkpoint_modes, granular
 from measurements.clients import INFERENCEX
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
+from measurements.tokenizers import served_prompt
 from measurements.topologies.resolver import Topology, Unresolved, resolve
 from measurements.topologies.runs import published_run
 
@@ -183,13 +184,19 @@ def map_measurement(m: Measurement) -> MappedRow:
             return published
     if disaggregated is not None:  # a multi-node disagg run labelled agg, unresolved: only the baseline's pricing of the columns remains
         return dataclasses.replace(recorded, inputs=None, reason=f"{disaggregated}; {topology.reason}", recorded=recorded)
+    run, notes = m, []
+    served = served_prompt(m)
+    if served is not None:  # the prompts the server computed (measurements.tokenizers)
+        run, note = served
+        notes.append(note)
     labelled = labelled_layout(m)
-    if labelled is None:
+    if labelled is not None:
+        run = dataclasses.replace(run, agg=labelled[0])
+        notes.append(labelled[1])
+    if run is m:
         return _with_checkpoint_quant(recorded, m)
-    layout, note = labelled
-    run = dataclasses.replace(m, agg=layout)
     corrected = _mapped(run, model_used, model_note, data_version, version_note)
-    return _with_checkpoint_quant(dataclasses.replace(corrected, measurement=m, layout_note=note, recorded=recorded), run)
+    return _with_checkpoint_quant(dataclasses.replace(corrected, measurement=m, layout_note="; ".join(notes), recorded=recorded), run)
 
 
 def _published(m: Measurement, topology: Topology | Unresolved, model_used: str, model_note: str, data_version: str,

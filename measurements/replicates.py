@@ -10,6 +10,7 @@ prediction; where their measurements disagree, part of its error is the measurem
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 
@@ -17,10 +18,12 @@ import numpy as np
 
 from measurements.clients import INFERENCEX
 from measurements.layout import ID_LAYOUT
-from measurements.schema import Measurement, flatten
+from measurements.schema import Measurement, Statistics, flatten
 from measurements.topologies.resolver import resolve
 
-NOT_RECORDED = frozenset({"id", "provenance", "measured_date", "ttft_ms", "tpot_ms"})  # what replicates may differ in
+# what replicates may differ in: the row's name and record, and what it measured
+NOT_RECORDED = frozenset({"id", "provenance", "measured_date", "ttft_ms", "tpot_ms", *(f.name for f in dataclasses.fields(Statistics))})
+LATER_FACTS = frozenset({"num_warmups"})  # facts added to the schema after the first digests: left out while not recorded, so those digests stand
 _DATE_PREFIX = re.compile(r"^\d{4}_\d{2}_\d{2}_")
 _SERIAL_SUFFIX = re.compile(r"_\d+$")
 
@@ -34,7 +37,7 @@ def id_stem(row_id: str) -> str:
 
 def replicate_key(m: Measurement) -> str:
     """A 16-hex-digit digest of what an estimator reads from the row; equal for replicates only."""
-    facts = {column: value for column, value in flatten(m).items() if column not in NOT_RECORDED}
+    facts = {c: v for c, v in flatten(m).items() if c not in NOT_RECORDED and not (c in LATER_FACTS and v is None)}
     published = resolve(m) if m.source == INFERENCEX else None  # the config in force on the measured date decides a disagg run's topology
     text = repr((id_stem(m.id), sorted(facts.items()), published))  # flat columns: the key does not depend on how the schema nests them
     return hashlib.sha256(text.encode()).hexdigest()[:16]

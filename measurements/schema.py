@@ -45,6 +45,23 @@ class Protocol:
     random_range_ratio: float | None  # r in (0, 1]: input/output lengths uniform on [r*L, L]; 1.0: fixed
     ignore_eos: bool | None  # outputs always run to osl tokens
     client_citation: str  # public document the client fields come from, or why there is none
+    num_warmups: int | None  # warm-up requests sent before the measured ones (>= 0; not measured)
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """The per-request latency statistics a client kept, ms (None: not kept); ttft_ms and tpot_ms are the `statistic` ones."""
+
+    statistic: str | None  # "mean" | "median" | "p99": which of these the row's ttft_ms and tpot_ms are; None: not stated
+    ttft_mean_ms: float | None  # mean TTFT over the successful requests
+    ttft_median_ms: float | None  # median TTFT
+    ttft_p99_ms: float | None  # 99th-percentile TTFT
+    tpot_mean_ms: float | None  # mean TPOT (as tpot_definition defines it per request)
+    tpot_median_ms: float | None  # median TPOT
+    tpot_p99_ms: float | None  # 99th-percentile TPOT
+
+
+STATISTICS = ("mean", "median", "p99")  # the statistics a row may keep, in column order
 
 
 @dataclass(frozen=True)
@@ -73,13 +90,14 @@ class Measurement:
     tpot_ms: float  # measured time per output token, ms
     ttft_statistic: str  # which statistic ttft_ms is, e.g. "mean over requests"
     tpot_definition: str  # how tpot_ms is defined, e.g. "(e2e - ttft)/(osl - 1), mean over requests"
+    statistics: Statistics | None  # every statistic the client kept (None: only ttft_ms and tpot_ms)
     measured_date: str | None  # ISO date the run was measured
     protocol: Protocol  # the benchmark client's protocol
     settings: EngineSettings  # the engine's launch settings: the source's recipe, else the engine's documented defaults
 
 
-_NESTED = {"agg": Layout, "prefill": Layout, "decode": Layout, "protocol": Protocol, "settings": EngineSettings}
-_PREFIX = {"agg": "agg_", "prefill": "prefill_", "decode": "decode_", "protocol": "", "settings": ""}
+_NESTED = {"agg": Layout, "prefill": Layout, "decode": Layout, "protocol": Protocol, "settings": EngineSettings, "statistics": Statistics}
+_PREFIX = {"agg": "agg_", "prefill": "prefill_", "decode": "decode_", "protocol": "", "settings": "", "statistics": ""}
 SETTINGS_COLUMNS: Mapping[str, str] = MappingProxyType(
     {name: {"origin": "engine_settings", "citation": "engine_citation"}.get(name, name) for name in SETTINGS_FIELDS}
 )  # EngineSettings field -> its CSV column (origin and citation keep the first format's names)
@@ -122,6 +140,8 @@ ADDED_COLUMNS = frozenset(
         "nextn_accepted",
         "shape_compile_ms",
         "kv_free_memory_fraction",
+        "num_warmups",
+        *(f.name for f in dataclasses.fields(Statistics)),
     }
 )  # columns added after the first format: a file without them reads them as empty
 
@@ -158,6 +178,12 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "tpot_ms": "measured time per output token, ms, > 0",
         "ttft_statistic": "which statistic ttft_ms is, e.g. 'mean over requests'",
         "tpot_definition": "how tpot_ms is defined, e.g. '(e2e - ttft)/(osl - 1), mean over requests'",
+        "statistic": "mean | median | p99: which statistic ttft_ms and tpot_ms are; empty if not stated",
+        **{
+            f"{metric}_{stat}_ms": f"{stat} {metric.upper()} over the successful requests, ms; empty if not kept"
+            for metric in ("ttft", "tpot")
+            for stat in STATISTICS
+        },
         "measured_date": "ISO date of the run; empty if not recorded",
         "client": "benchmark client and dataset",
         "num_prompts": "requests per run; empty if undocumented",
@@ -165,6 +191,7 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "random_range_ratio": "r: input/output lengths uniform on [r*L, L]; 1.0 fixed; empty if undocumented",
         "ignore_eos": "true: outputs always run to osl tokens; empty if undocumented",
         "client_citation": "public document the client fields come from, or why there is none",
+        "num_warmups": "warm-up requests the client sent before the measured ones; empty if not recorded",
         **{SETTINGS_COLUMNS[name]: f.metadata["doc"] for name, f in SETTINGS_FIELDS.items()},
     }
 )

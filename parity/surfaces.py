@@ -16,6 +16,7 @@ from collections.abc import Callable
 from estimator.deployment import Deployment
 from estimator.pricing import make_pricer
 from estimator.scheduler.agg import AggEstimator, AggPoint, AggResult
+from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.steps import MixedStepCost, Semantics, StepCost, StepModel, decode_step, static_context, static_generation
 from parity.goldens import error_record
 from parity.matrix import Shape, full_matrix
@@ -40,6 +41,7 @@ COMPONENTS = {
     "queue_factor": "queue factor",
     "decode_tokens_per_iteration": "decode progress (accepted MTP drafts)",
     "memory": "memory",
+    **{name: f"engine setting ({name})" for name in SETTINGS_FIELDS},  # the closed-loop records carry the replayed settings
 }
 
 

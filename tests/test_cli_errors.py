@@ -140,7 +140,7 @@ def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
 
 @pytest.mark.parametrize("under_a_file", [True, False], ids=["under-a-file", "a-directory"])
 def test_sweep_out_is_checked_before_the_sweep(under_a_file, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr("estimator.cli.sweep.run_sweep", lambda *a: pytest.fail("swept before --out was checked"))
+    monkeypatch.setattr("estimator.cli.sweep.sweep_with", lambda *a: pytest.fail("swept before --out was checked"))
     if under_a_file:
         (tmp_path / "file").write_text("")
         out, named = tmp_path / "file" / "t.csv", f"{str(tmp_path / 'file')!r} is not a directory"
@@ -177,7 +177,7 @@ def test_a_system_error_that_is_no_interrupt_is_not_taken_for_one(capsys, monkey
     def broken(*args):
         raise SystemError("a real bug")
 
-    monkeypatch.setattr("estimator.cli.sweep.run_sweep", broken)
+    monkeypatch.setattr("estimator.cli.sweep.sweep_with", broken)
     with pytest.raises(SystemError, match="a real bug"):
         main(SWEEP)
 
@@ -355,7 +355,7 @@ def test_refine_checks_its_output_before_any_row_and_keeps_its_input(result_rows
     src = tmp_path / "in.csv"
     result_rows.to_csv(src, index=False)
     before = src.read_bytes()
-    monkeypatch.setattr("estimator.cli.refine.refine_rows", lambda *a: pytest.fail("refined before OUT was checked"))
+    monkeypatch.setattr("estimator.cli.refine.refine_with", lambda *a: pytest.fail("refined before OUT was checked"))
     assert "pass --overwrite-input" in one_error_line(["refine", str(src), str(src)], capsys)
     assert "is not a directory" in one_error_line(["refine", str(src), str(src / "out.csv")], capsys)
     assert src.read_bytes() == before

@@ -33,20 +33,21 @@ from estimator.closedloop import (
 )
 from estimator.closedloop.cases import replay_case
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
+from estimator.closedloop.host import HOST_POINTS, eager_cost, prefill_floor_ms
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of
-from estimator.closedloop.runs import kv_capped, prefill_floor_ms
-from estimator.deployment import Deployment
+from estimator.closedloop.runs import kv_capped
+from estimator.deployment import Backend, Deployment
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
 from estimator.scheduler import AggPoint, run_agg
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import SGLANG_EAGER_LAYER_MS, TRTLLM_EAGER_LAYER_MS, EngineSettings, engine_defaults, kv_running_cap
+from estimator.settings import TRTLLM_REQUEST_PATH_MS, EngineSettings, engine_defaults, kv_running_cap
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
 
 IMPLS = ("numba", "python")
@@ -291,11 +292,11 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
 @pytest.mark.parametrize(
     "backend,system,gib,want",
     [
-        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=False)),
-        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=False)),
-        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False, eager_layer_ms=SGLANG_EAGER_LAYER_MS)),
-        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False, eager_layer_ms=SGLANG_EAGER_LAYER_MS)),
-        ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, eager_layer_ms=TRTLLM_EAGER_LAYER_MS)),
+        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=False, eager_layer_ms=0.0)),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=False, eager_layer_ms=0.0)),
+        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False)),
+        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False)),
+        ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS)),
     ],
 )
 def test_engine_defaults_per_backend(backend, system, gib, want):
@@ -580,21 +581,43 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
 
 
 def test_eager_prefill_passes_last_at_least_layers_times_the_per_layer_host_cost():
-    """SGLang prefills eagerly; a DeepSeek-V3 eager forward takes 82.64 ms however few its tokens
-    (SGLang PR 12160). C = 1: a short prompt's TTFT is that floor, a long one's its priced pass. The
-    floor is per decoder layer of an MoE architecture, with each framework's published cost (TRT-LLM:
-    GPT-OSS-120B's 30 ms over 36 layers); a dense architecture has none."""
+    """SGLang prefills eagerly; a single DeepSeek-R1 request's median TTFT is 140.76 ms over 61 layers
+    whatever its length up to 4k tokens (sgl-cookbook). C = 1: a short prompt's TTFT is that floor, a
+    long one's its priced pass. An explicit setting overrides the published cost; a dense architecture
+    has none."""
     deepseek = Deployment("deepseek-ai/DeepSeek-R1", "h200_sxm", "sglang", tp=8, moe_tp=8, moe_ep=1)
-    floor = prefill_floor_ms(deepseek, SGLANG_EAGER_LAYER_MS)
-    assert floor == pytest.approx(82.64, rel=1e-12) and floor == 61 * SGLANG_EAGER_LAYER_MS
-    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm"), TRTLLM_EAGER_LAYER_MS) == pytest.approx(61 * 30 / 36)
-    assert prefill_floor_ms(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), SGLANG_EAGER_LAYER_MS) == 0.0
-    assert engine_defaults("sglang", "h200_sxm", 141 << 30).eager_layer_ms == SGLANG_EAGER_LAYER_MS
+    floor = prefill_floor_ms(deepseek, None)
+    assert floor == pytest.approx(140.76, rel=1e-12)
+    assert prefill_floor_ms(deepseek, 0.5) == pytest.approx(61 * 0.5)
+    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm"), None) == pytest.approx(160.18 - TRTLLM_REQUEST_PATH_MS)
+    assert prefill_floor_ms(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), None) == 0.0
+    assert engine_defaults("sglang", "h200_sxm", 141 << 30).eager_layer_ms is None
     assert engine_defaults("vllm", "h200_sxm", 141 << 30).eager_layer_ms == 0.0
     short, long = (dict(run_agg(deepseek, AggPoint(isl, 2, 1), pricer="reference").row) for isl in (16, 8192))
     assert float(short["prefill_step_ms"]) < floor < float(long["prefill_step_ms"])
-    assert closed_loop_for_agg_row(short, deepseek, pricer="reference")["ttft"] == floor
+    assert closed_loop_for_agg_row(short, deepseek, pricer="reference")["ttft"] == pytest.approx(floor, rel=1e-12)
     assert closed_loop_for_agg_row(long, deepseek, pricer="reference")["ttft"] == pytest.approx(float(long["prefill_step_ms"]), rel=2e-2)
+
+
+@pytest.mark.parametrize(
+    ("backend", "model", "moe", "per_layer"),
+    [
+        ("sglang", "deepseek-ai/DeepSeek-R1", True, 140.76 / 61),
+        ("sglang", "Qwen/Qwen3.5-397B-A17B", True, 208.46 / 61),  # its MTP layer runs in the measured pass
+        ("sglang", "zai-org/GLM-5-FP8", True, 282.34 / 79),
+        ("sglang", "Qwen/Qwen3-235B-A22B-FP8", True, 31.79 / 36),  # no point of its own: the framework's least (gpt-oss)
+        ("trtllm", "moonshotai/Kimi-K2.5", True, 30.0 / 36),
+        ("trtllm", "meta-llama/Meta-Llama-3.1-70B", False, 0.0),
+        ("vllm", "deepseek-ai/DeepSeek-R1", True, 0.0),
+    ],
+)
+def test_published_eager_cost_per_framework_and_architecture(backend, model, moe, per_layer):
+    cost = eager_cost(Backend.parse(backend), model, moe)
+    assert cost.per_layer_ms == pytest.approx(per_layer, rel=1e-12) and cost.source
+
+
+def test_every_host_point_is_cited_and_positive():
+    assert all(p.host_ms > 0 and p.layers >= 1 and len(p.citation) > 40 for p in HOST_POINTS.values())
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -956,3 +979,16 @@ def test_a_kv_fraction_needs_engine_pricing():
 def test_kv_fraction_must_be_a_share(fraction):
     with pytest.raises(InvalidInputError, match="kv_free_memory_fraction"):
         EngineSettings(8192, False, kv_free_memory_fraction=fraction)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_full_decode_batch_holds_the_first_token_back(impl):
+    """Disaggregated engines deliver the first token when a decode worker admits the request: with
+    one decode slot and two clients the second request waits for the first to finish decoding; at
+    its hand-off (the reference's tandem) it would not."""
+    plan = run_plan(Steady(1, 4), 2, 512, 32)
+    prefill, decode = flat_pricer(100.0, 0.0), flat_pricer(0.0, 10.0)
+    on = replay_tandem(plan, TandemSpec(1, 1, decode_max_seqs=1, first_token_on_admission=True), prefill, decode, impl).stats
+    off = replay_tandem(plan, TandemSpec(1, 1, decode_max_seqs=1), prefill, decode, impl).stats
+    assert off.ttft_mean == pytest.approx(100.0, rel=0.5) and on.ttft_mean > off.ttft_mean + 100.0
+    assert on.ttft_max >= 31 * 10.0  # a whole decode of the other request

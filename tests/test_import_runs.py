@@ -16,13 +16,14 @@ import pytest
 import yaml
 
 from estimator.cli import main
-from estimator.cli.import_runs import import_file
 from estimator.errors import InvalidInputError, UnknownBackendError, UnknownModelError, UnknownSystemError
 from estimator.report.batch import predict
-from measurements.importers.benchmark_serving import Supplied
 from measurements.importers.deployment import TEMPLATE, load_deployment, parse_deployment
+from measurements.importers.formats import import_file
+from measurements.importers.result import Supplied
 from measurements.loaders import load_measurements, provenance_fields
 from measurements.mapping import map_all
+from measurements.schema import Statistics
 
 DEPLOYMENT = {"model": "Qwen/Qwen3-32B", "system": "h200_sxm", "backend": "trtllm", "backend_version": "1.0.0", "mode": "agg", "tp": 1}
 
@@ -117,7 +118,7 @@ def test_newer_summary_only_result_imports_with_supplied_lengths_and_round_trips
     fields = provenance_fields(row.provenance)
     assert "isl=1024 (--isl)" in fields["supplied"] and "random_range_ratio=0.8 (--random-range-ratio)" in fields["supplied"]
     assert (fields["mean_isl"], fields["mean_osl"]) == ("922", "921")  # summary-only: mean lengths from the totals
-    assert (fields["ttft_median_ms"], fields["ttft_p99_ms"], fields["tpot_p99_ms"]) == ("110", "180", "14")  # every statistic kept
+    assert row.statistics == Statistics("mean", 120.5, 110.0, 180.0, 12.5, 12.4, 14.0)  # every statistic kept, in its columns
     assert row.settings.origin == "engine default" and row.settings.step_token_budget == 8192  # TRT-LLM's documented defaults
 
 
@@ -152,7 +153,7 @@ def test_per_request_arrays_alone_give_the_clients_statistics(tmp_path, deploy):
     stripped = {k: v for k, v in record.items() if not k.endswith("_ms")}
     deployment = load_deployment(deploy)
     for statistic in ("mean", "median", "p99"):
-        (row,), _ = import_file(_write(tmp_path, "arrays.json", stripped), "auto", deployment, Supplied.of({"statistic": statistic}, {}))
+        (row,) = import_file(_write(tmp_path, "arrays.json", stripped), "auto", deployment, Supplied.of({"statistic": statistic}, {})).rows
         assert row.ttft_ms == pytest.approx(record[f"{statistic}_ttft_ms"]) and row.tpot_ms == pytest.approx(record[f"{statistic}_tpot_ms"])
 
 
@@ -177,7 +178,7 @@ def test_client_block_supplies_facts_and_flags_override_it(tmp_path):
     assert rc == 0 and (row.isl, row.osl, row.protocol.ignore_eos) == (1000, 1024, True)
     fields = provenance_fields(row.provenance)
     assert "isl=1000 (client block)" in fields["supplied"] and "osl=1024 (--osl)" in fields["supplied"]
-    assert fields["num_warmups"] == "8"
+    assert row.protocol.num_warmups == 8
 
 
 def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
@@ -265,7 +266,7 @@ def test_a_thousand_per_request_records_import_as_one_row(tmp_path, deploy):
     """The speed of this import is measured by benchmarks/bench_import.py, not asserted here."""
     record = older_detailed(1000)
     path = _write(tmp_path, "big.json", record)
-    (row,), _ = import_file(path, "auto", load_deployment(deploy), Supplied.of({}, {}))
+    (row,) = import_file(path, "auto", load_deployment(deploy), Supplied.of({}, {})).rows
     assert row.protocol.num_prompts == 1000
 
 
@@ -318,7 +319,7 @@ def test_imported_rows_round_trip_through_load_measurements_unchanged(tmp_path, 
     deploy = _write(tmp_path, "engine.yaml", yaml.safe_dump(DEPLOYMENT | {"engine": engine}))
     deployment, supplied = load_deployment(deploy), Supplied.of({"random_range_ratio": 0.8}, {})
     paths = [_write(tmp_path, "older.json", older_detailed()), _write(tmp_path, "summary.json", newer_summary())]
-    expected = [row for p in paths for row in import_file(p, "auto", deployment, supplied)[0]]
+    expected = [row for p in paths for row in import_file(p, "auto", deployment, supplied).rows]
     rc, loaded = _import(tmp_path, *paths, "--deployment", deploy, "--random-range-ratio", 0.8)
     assert rc == 0 and loaded == expected
     assert [(r.settings.origin, r.settings.citation) for r in loaded] == [("source", f"deployment file {deploy}")] * 2

@@ -13,7 +13,7 @@ import pytest
 from estimator.errors import InvalidInputError
 from estimator.perf.versions import version_slots
 from estimator.settings import GIB, engine_defaults, system_defaults
-from measurements import builds, checkpoints, clients, recipes
+from measurements import builds, checkpoints, clients, recipes, tokenizers
 from measurements.layout import run_layout
 from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
@@ -398,9 +398,10 @@ def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     frame.drop(columns=sorted(ADDED_COLUMNS)).to_csv(path, index=False)
     defaults = [system_defaults(m.engine, m.system) for m in sample[:3]]
-    added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS}
+    added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS if c in SETTINGS_FIELDS_BY_COLUMN}  # the others are empty in the sample
     assert load_measurements(path) == [
-        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added})) for m, d in zip(sample[:3], defaults)
+        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added}), protocol=dataclasses.replace(m.protocol, num_warmups=None))
+        for m, d in zip(sample[:3], defaults)
     ]
     frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="ttft_ms"):
@@ -467,7 +468,7 @@ def test_unestimable_reasons_of_the_sample(mapped):
     incomplete = [r.reason for r in mapped if r.reason and r.reason.startswith((DISAGG_INCOMPLETE, disaggregated))]
     assert incomplete and all(reason.split("; ")[-1] for reason in incomplete)
     unpriced = {r.reason.split(" (")[0].split(":")[0] for r in mapped if r.reason and r.recipe is not None}
-    assert unpriced <= {"the config", "MTP depth 2"}
+    assert unpriced <= {"the config"}
 
 
 def test_dense_models_are_priced_natively_and_moe_models_by_the_reference(mapped):
@@ -587,7 +588,7 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
     for row in mapped:
         if row.inputs and row.recorded is None and row.measurement.mode == "agg" and "_tp" in row.measurement.id:
             consistent[key(row)].add(sizes(row))
-    relabelled = [row for row in mapped if row.layout_note and row.recipe is None]
+    relabelled = [row for row in mapped if labelled_layout(row.measurement) is not None and row.recipe is None]
     confirmed = [row for row in relabelled if key(row) in consistent]
     assert (len(relabelled), len(confirmed)) == (385, 69)
     for row in confirmed:
@@ -931,3 +932,60 @@ def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):
     compiling -= {r.measurement.id for r in mapped if "InferenceX twin" in r.measurement.protocol.client_citation}
     undated = {m.id for m in qwen35 if (m.engine_version, m.image, m.measured_date) == ("nightly-dev", None, None)}
     assert compiling == {m.id for m in qwen35} - undated and len(compiling) > 250 and len(undated) < 20
+
+
+def _dsr1_sglang(sample, **changes):
+    base = next(m for m in sample if m.source == "inferencex" and m.engine == "sglang" and m.model in recipe_models_.DSR1_MODELS and m.mode == "agg")
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize(
+    ("image", "measured", "model", "served"),
+    [
+        ("lmsysorg/sglang:v0.5.10.post1-cu130", "2026-04-17T00:00:00Z", "deepseek-ai/DeepSeek-V3", True),
+        ("lmsysorg/sglang:v0.5.10-cu129", "2026-03-01T00:00:00Z", "deepseek-ai/DeepSeek-R1", True),
+        ("lmsysorg/sglang:v0.5.10.post1-cu130", "2026-05-16T00:00:00Z", "deepseek-ai/DeepSeek-R1", False),  # after PR 1381's repair
+        ("lmsysorg/sglang:v0.5.9-cu130", "2026-04-17T00:00:00Z", "deepseek-ai/DeepSeek-R1", False),  # transformers 4.57.1
+        ("lmsysorg/sglang:v0.5.10.post1-cu130", "2026-04-17T00:00:00Z", "Qwen/Qwen3.5-397B-A17B", False),  # another tokenizer
+    ],
+)
+def test_served_prompt_follows_the_tokenizer_mismatch_window(sample, image, measured, model, served):
+    m = _dsr1_sglang(sample, image=image, model=model, provenance=f"measured={measured}", isl=1024)
+    got = tokenizers.served_prompt(m)
+    if not served:
+        assert got is None
+        return
+    run, note = got
+    assert run.isl == round(1024 * 35921 / 7140) == 5152 and "PR 937" in note and "PR 1381" in note
+
+
+def test_mismatched_rows_price_the_served_prompt_and_the_baseline_the_recorded_one(mapped):
+    affected = [r for r in mapped if "tokenizer mismatch" in r.layout_note]
+    assert affected
+    for r in affected:
+        assert r.inputs.isl == round(r.measurement.isl * 35921 / 7140) and r.baseline.inputs.isl == r.measurement.isl
+
+
+@pytest.mark.parametrize(
+    ("measured", "warmups"),
+    [("2026-01-20T23:00:00Z", 1), ("2026-01-21T17:53:37Z", 1), ("2026-01-21T17:53:38Z", 64), ("2026-01-21", 64), ("2026-03-25", 64), (None, None)],
+)
+def test_inferencex_warmups_follow_pr_480(measured, warmups):
+    """Before PR 480 the client sent one test prompt; from it on 2 x C copies of the first prompt."""
+    assert clients.protocol_for(clients.INFERENCEX, 32, measured).num_warmups == warmups
+    assert clients.protocol_for(clients.AIC_GAP_ANALYSIS, 32, measured).num_warmups is None
+
+
+def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
+    from estimator.report.methods import COLD_START_NOTE, cold_start_note
+
+    cold = [m for m in sample if cold_start_note(m)]
+    assert cold and all(m.protocol.num_warmups == 1 and m.concurrency > 1 for m in cold)
+    assert COLD_START_NOTE in cold_start_note(cold[0]) and "1 warm-up request before a first wave" in cold_start_note(cold[0])
+    warm = next(m for m in sample if m.protocol.num_warmups and m.protocol.num_warmups >= 2 * m.concurrency)
+    assert cold_start_note(warm) == "" and cold_start_note(dataclasses.replace(warm, protocol=dataclasses.replace(warm.protocol, num_warmups=None))) == ""
+
+
+def test_multinode_runs_record_their_clients_warmup(mapped):
+    sa_bench = [r for r in mapped if r.recipe is not None and r.inputs is not None and not r.recipe.key.startswith("launcher:")]
+    assert sa_bench and all(r.measurement.protocol.num_warmups == 5 * r.measurement.concurrency for r in sa_bench)

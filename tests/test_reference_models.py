@@ -4,19 +4,17 @@ closed-loop tables built for expensive pricers."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 import pytest
 
 from estimator.cli import main
-from estimator.cli.common import resolve_pricer
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
 from estimator.closedloop.pricing import PassShape, engine_pricer
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError, PerfDataMissingError
-from estimator.pricing import make_pricer
+from estimator.pricing import make_pricer, resolve_pricer
 from estimator.scheduler.facts import native_facts, reference_facts
 
 pytestmark = pytest.mark.reference
@@ -120,6 +118,4 @@ def test_cli_prices_moe_models_through_the_reference_engine_by_default(capsys):
             "--tp-size", "4", "--moe-ep-size", "4", "--isl", "1024", "--osl", "128", "--batch-size", "8", "--json"]  # fmt: skip
     assert main(args) == 0 and '"ttft"' in capsys.readouterr().out
     for model, pricer in (("Qwen/Qwen3-235B-A22B-FP8", "reference"), ("Qwen/Qwen3-32B", "native")):
-        ns = argparse.Namespace(pricer="auto", model_path=model)
-        resolve_pricer(ns)
-        assert ns.pricer == pricer
+        assert resolve_pricer("auto", model) == pricer and resolve_pricer("hybrid", model) == "hybrid"

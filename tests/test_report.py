@@ -929,3 +929,19 @@ def test_comparison_page_renders_in_chromium(fixture_points, revised_points, tmp
     assert code == 0 and not console, console
     assert 'data-ready="yes"' in dom and '<section id="comparison">' in dom
     assert "uncached: 1 of 3 rows changed" in dom
+
+
+@pytest.mark.parametrize(("statistic", "expected"), [(None, (100.0, 10.0)), ("mean", (100.0, 10.0)), ("median", (90.0, 9.0)), ("p99", (300.0, 30.0))])
+def test_closed_loop_reports_the_statistic_the_row_measured(statistic, expected):
+    """The replay keeps mean, median and p99; a row that states its statistic is compared with that one."""
+    import dataclasses as dc
+
+    from estimator.closedloop.stats import LatencyStats
+    from estimator.report.methods import replayed_statistic
+    from measurements.loaders import load_silicon_sample
+    from measurements.schema import Statistics
+
+    stats = LatencyStats(100.0, 90.0, 300.0, 400.0, 10.0, 9.0, 30.0, 10.0, 9.0, 30.0, 1000.0, 1.0, 10, 1000.0)
+    m = load_silicon_sample()[0]
+    kept = None if statistic is None else Statistics(statistic, *([None] * 6))
+    assert replayed_statistic(stats, dc.replace(m, statistics=kept)) == expected

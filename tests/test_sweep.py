@@ -252,6 +252,9 @@ def test_unreplayable_combos_fail_open_and_the_rest_is_walked_best_first():
     slow.row["(p)prefill_step_ms"] = 7000.0
     picked = search([slow, slow, slow, fits], [])
     assert picked["concurrency"] == 1 and picked["ttft"] == pytest.approx(2000.0) and picked["tpot"] <= 30.0
+    assert search.replayed == [picked]  # a returned row is flagged replayed only when its figures are the replay's
+    broken.row["tokens/s/gpu"] = 1.0  # ranked (alone) among the knee candidates
+    assert search([broken], []) is broken.row and search.replayed == [picked]
 
 
 def test_knee_row_reprices_every_throughput_column():
@@ -289,6 +292,7 @@ def test_refined_disagg_sweep_meets_the_targets_after_tuning():
     options = ReplayOptions(pricing=ROW)
     result = sweep_disagg(LAYOUTS[1:2], LAYOUTS[1:2], Workload(4096, 512), Sla(1500.0, (40.0,)), LIMITS, UNCACHED, refined=options)
     assert len(result.best) and (result.best["ttft"] <= 1500.0).all() and (result.best["tpot"] <= 40.0).all()
+    assert result.best["replayed"].all() and result.rankings[0].equals(result.best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,16 +318,17 @@ def test_sweep_writes_byte_identical_tables(tmp_path, suffix):
     assert paths[0].read_bytes() == paths[1].read_bytes()
     table = pd.read_csv(paths[0]) if suffix == ".csv" else pd.read_parquet(paths[0])
     expected = sweep_agg(parallel_layouts(QWEN, (1, 2)), Workload(4096, 512), Sla(2000.0, (30.0, 50.0)), semantics=LEGACY)
-    assert len(table) == len(expected.table) and outputs[0][1].splitlines()[1].split()[:3] == [
-        expected.best["parallel"][0],
-        str(expected.best["bs"][0]),
-        str(expected.best["ctx_tokens"][0]),
+    first = outputs[0][1].splitlines()[2].split()
+    assert len(table) == len(expected.table) and [first[0], first[3], first[4]] == [
+        expected.rankings[0]["parallel"][0],
+        str(expected.rankings[0]["bs"][0]),
+        str(expected.rankings[0]["ctx_tokens"][0]),
     ]
 
 
 def test_sweep_disagg_prints_the_best_configurations():
     code, out, err = cli([*SWEEP[:-2], "2", "--mode", "disagg", "--progress", "always"])
-    assert code == 0 and out.splitlines()[0].split()[:3] == ["(p)parallel", "(p)bs", "(p)workers"]
+    assert code == 0 and out.splitlines()[1].split()[:3] == ["(p)parallel", "(p)bs", "(p)workers"]
     assert "sweep [" in err and "4/4" in err
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import asdict, replace
@@ -10,6 +11,8 @@ from typing import ClassVar
 import pytest
 
 from measurements.loaders import load_silicon_sample
+from measurements.recipes import models as recipe_models
+from measurements.recipes.models import dsr1_mtp_accepted
 from measurements.schema import Layout
 from measurements.topologies import derive
 from measurements.topologies.resolver import (
@@ -20,6 +23,7 @@ from measurements.topologies.resolver import (
     load_rules,
     resolve,
 )
+from measurements.topologies.runs import published_run
 
 # Two entries of one key with the same conc-list value: MTP with 11 decode workers, STP with 9 (the
 # shape of dsr1-fp8-h200-dynamo-trt); an MTP/STP pair with one topology; a pair told apart only by
@@ -190,3 +194,93 @@ def test_gap_analysis_twins(sample):
         if tid is not None:
             g, t = by_id[gid], by_id[tid]
             assert t.source == "inferencex" and abs(t.ttft_ms - g.ttft_ms) <= 6e-4 * g.ttft_ms and t.concurrency == g.concurrency
+
+
+@pytest.mark.parametrize(
+    ("engine", "nextn", "accepted"),
+    [("trtllm", 1, 0.92), ("trtllm", 2, 1.58), ("trtllm", 3, 1.82), ("sglang", 2, 1.58), ("sglang", 1, None), ("sglang", 3, None), ("vllm", 2, None)],
+)
+def test_dsr1_mtp_acceptance_carries_to_sglang_only_inside_its_published_range(engine, nextn, accepted):
+    """The checkpoint's published figure (TRT-LLM blog 1) serves SGLang where SGLang's own published range
+    holds it (depth 2: 2.58 in 2.4-2.7); at depths 1 and 3 it lies outside (1.92 > 1.9, 2.82 < 2.9)."""
+    got = dsr1_mtp_accepted(engine, nextn)
+    if accepted is None:
+        assert isinstance(got, str) and engine in got and str(nextn) in got
+    else:
+        assert got[0] == accepted and "blog1" in got[1] and (engine == "trtllm" or "lm-sys" in got[1])
+
+
+def test_dsr1_mtp_acceptance_outside_a_narrowed_range_is_refused(monkeypatch):
+    """The SGLang check can fail: a published range that excludes the checkpoint's figure leaves the depth unpriced."""
+    monkeypatch.setattr(recipe_models, "SGLANG_DSR1_ACCEPT_LENGTH", {2: (2.6, 2.7)})
+    assert "outside SGLang's published 2.6-2.7" in recipe_models.dsr1_mtp_accepted("sglang", 2)
+
+
+def test_sglang_mtp_depth_2_runs_are_priced_with_the_checkpoint_acceptance(sample):
+    sglang_mtp = [r for r in map(resolve, (m for m in sample if m.engine == "sglang" and m.mode == "disagg")) if isinstance(r, Topology) and r.nextn == 2]
+    assert sglang_mtp
+    m = next(m for m in sample if m.engine == "sglang" and m.mode == "disagg" and isinstance(resolve(m), Topology) and resolve(m).nextn == 2)
+    published = published_run(m, resolve(m))
+    assert not isinstance(published, str), published
+    run, note = published
+    assert (run.settings.nextn, run.settings.nextn_accepted) == (2, 1.58) and "inside SGLang's own published 2.4-2.7" in note
+
+
+# A launcher text written for the test in the shape of InferenceX runners/launch_gb200-nv.sh: one TRT-LLM call per sequence
+# length, then SGLang calls over named concurrency lists, one of them naming a script whose sources disagree.
+LAUNCHER_TEXT = """
+    if [ "$isl" = "1024" ] && [ "$osl" = "1024" ]; then
+        ./submit_disagg.sh "mtp=off" "tep" 1 4 8 128 128 "0.9" 0 0 "1 2"
+    elif [ "$isl" = "8192" ] && [ "$osl" = "1024" ]; then
+        ./submit_disagg.sh "mtp=on" "dep" 5 1 32 8 32 "0.7" 3 0 "128"
+    fi
+    if [ "$ISL" = "1024" ] && [ "$OSL" = "1024" ]; then
+        top_of_curve_concurrency_list="4096"
+        bottom_of_curve_concurrency_list="2x4"
+        bash ./submit_disagg.sh 4 2 8 1 9 $ISL $OSL $top_of_curve_concurrency_list inf
+        bash ./submit_disagg.sh 1 1 4 4 9 $ISL $OSL $bottom_of_curve_concurrency_list inf 1p_4d
+"""
+
+
+def test_launcher_calls_carry_their_scripts_layouts():
+    rows = [row for _, _, row in derive.launcher_version_rows(LAUNCHER_TEXT, COMMIT, WHEN)]
+    trt = [r for r in rows if r["framework"] == "trtllm"]
+    assert [(r["isl"], r["conc"], r["prefill_attention_dp"], r["prefill_max_batch_size"], r["decode_attention_dp"], r["nextn"]) for r in trt] == [
+        (1024, 1, "true", 4, "false", 0), (1024, 2, "true", 4, "false", 0), (8192, 128, "true", 1, "true", 3)]  # fmt: skip
+    assert all(r["prefill_tp"] == r["prefill_ep"] == 4 and "submit_disagg.sh @ 0b6abc828" in r["launch_script"] for r in trt)
+    sglang = {r["conc"]: r for r in rows if r["framework"] == "sglang"}
+    assert sorted(sglang) == [2, 4, 4096]
+    top = sglang[4096]
+    assert (top["prefill_workers"], top["prefill_tp"], top["prefill_ep"], top["prefill_attention_dp"]) == (2, 8, 8, "true")
+    assert (top["decode_workers"], top["decode_tp"], top["decode_ep"], top["decode_attention_dp"], top["nextn"]) == (1, 32, 32, "true", 0)
+    bottom = sglang[2]
+    assert (bottom["prefill_attention_dp"], bottom["decode_attention_dp"], bottom["prefill_ep"]) == ("", "", "")
+    assert "DEP4" in bottom["launch_script"] and bottom["nextn"] == 0
+
+
+def test_a_row_in_the_launcher_result_schema_resolves_to_the_launcher_on_the_cutover_day(sample):
+    """On the day the configs took over (a date-only stamp reads as that day's end), a row recording the run's GPU count
+    in both tp fields ran under the launcher; the same row recording per-stage tp takes the config."""
+    rows = load_rules()
+    v1 = next(m for m in sample if m.engine == "sglang" and m.system == "gb200" and m.isl == 8192 and m.concurrency == 512
+              and m.mode == "disagg" and m.prefill.tp == 72)  # fmt: skip
+    topology = resolve(v1, rows)
+    assert isinstance(topology, Topology) and topology.key == "launcher:dynamo-sglang" and topology.decode.attention_dp
+    assert topology.prefill.ep == topology.prefill.tp == 8 and topology.nextn == 0
+    per_stage = replace(v1, prefill=replace(v1.prefill, tp=1), decode=replace(v1.decode, tp=1))
+    other = resolve(per_stage, rows)
+    assert not isinstance(other, Topology) or not other.key.startswith("launcher:")
+
+
+@pytest.mark.parametrize(("framework", "per_c"), [("trtllm", 8), ("sglang", 5)])
+def test_launcher_runs_take_their_launch_paths_client(sample, framework, per_c):
+    runs = []
+    for m in sample:
+        if m.system == "gb200" and m.engine == framework and isinstance(t := resolve(m), Topology) and t.key.startswith("launcher:"):
+            published = published_run(m, t)
+            if not isinstance(published, str):
+                runs.append((m, published[0]))
+    assert runs
+    for m, run in runs:
+        assert run.protocol.num_prompts == per_c * m.concurrency and run.protocol.random_range_ratio == 0.8 and run.protocol.request_rate == math.inf
+        assert "dynamo" in run.protocol.client_citation and "discarded" in run.protocol.client_citation

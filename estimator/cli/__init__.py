@@ -1,29 +1,39 @@
-"""Command line: `python -m estimator <command> ...`. Bad input prints one line and exits 2."""
+"""Command line: `python -m estimator <command> ...`. Bad input prints one line and exits 2.
+
+Every command's --help ends with an example and its exit statuses; estimate, sweep, refine and
+price-ops take their flags from the same definitions as the Python API (estimator.api)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from estimator.api.flags import example_epilog
+from estimator.api.status import ExitStatus, describe
 from estimator.cli import estimate as estimate_cmd
 from estimator.cli import import_runs as import_cmd
 from estimator.cli import models as models_cmd
 from estimator.cli import price_ops as price_ops_cmd
+from estimator.cli import recommend as recommend_cmd
 from estimator.cli import refine as refine_cmd
 from estimator.cli import report as report_cmd
 from estimator.cli import sweep as sweep_cmd
-from estimator.cli.common import check_cache_dirs, resolve_pricer
+from estimator.cli import systems as systems_cmd
+from estimator.cli.common import check_cache_dirs
 from estimator.errors import EstimatorError, is_interrupt
 
 COMMANDS = {
     "price-ops": price_ops_cmd,
     "models": models_cmd,
+    "systems": systems_cmd,
     "estimate": estimate_cmd,
     "refine": refine_cmd,
     "report": report_cmd,
     "sweep": sweep_cmd,
     "import": import_cmd,
+    "recommend": recommend_cmd,
 }
+DEFAULT_EXIT_STATUS = describe(ExitStatus.FOUND, ExitStatus.BAD_INPUT)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -35,10 +45,12 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="python -m estimator", description=__doc__)
+    parser = OneLineParser(prog="python -m estimator", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name, module in COMMANDS.items():
-        module.register(sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__))
+        epilog = example_epilog(module.EXAMPLE, getattr(module, "EXIT_STATUS", DEFAULT_EXIT_STATUS))
+        module.register(sub.add_parser(name, help=module.__doc__.splitlines()[0], description=module.__doc__, epilog=epilog,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter))  # fmt: skip
     return parser
 
 
@@ -47,13 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_cache_dirs()
-        resolve_pricer(args)
-        return COMMANDS[args.command].run(args) or 0
+        return int(COMMANDS[args.command].run(args) or 0)
     except EstimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return ExitStatus.BAD_INPUT
     except (KeyboardInterrupt, SystemError) as exc:
         if not is_interrupt(exc):
             raise
         print("interrupted", file=sys.stderr)
-        return 130
+        return ExitStatus.INTERRUPTED

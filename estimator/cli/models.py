@@ -9,9 +9,11 @@ from estimator.errors import EstimatorError
 from estimator.models import native_families, resolve_model_config
 from estimator.models.config import bundled_model_configs_dir
 
+EXAMPLE = "python -m estimator models --json"
+
 
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true")
+    p.add_argument_group("output").add_argument("--json", action="store_true", help="print the list as one JSON object")
 
 
 def bundled_models() -> list[dict]:

@@ -9,39 +9,52 @@ from __future__ import annotations
 import argparse
 import json
 
-from estimator.cli.common import (
-    add_deployment_args,
-    check_fits_model,
-    deployment_from_args,
-    positive,
-)
+from estimator.api.deployments import LAYOUT_PARAMS, LONG_CONTEXT_PARAM, MODEL_PARAMS, PRICER_PARAM, QUANT_PARAMS, check_fits_model, layout_deployment
+from estimator.api.flags import Command, Param
+from estimator.api.status import ExitStatus, describe
+from estimator.cli.common import register_command
+from estimator.deployment import require_positive
 from estimator.errors import InvalidInputError
-from estimator.pricing import make_pricer
+from estimator.pricing import make_pricer, resolve_pricer
 from estimator.pricing.base import OpPrice
+
+PHASE = "phase"
+PRICE_OPS = Command(
+    "price-ops",
+    (
+        *MODEL_PARAMS,
+        *LAYOUT_PARAMS,
+        Param("phase", str, required=True, group=PHASE, choices=("context", "generation")),
+        Param("batch_size", int, required=True, group=PHASE),
+        Param("isl", int, required=True, group=PHASE, help="prompt length (context) or KV position (generation), tokens"),
+        Param("prefix", int, 0, "cached prefix tokens (context phase)", PHASE),
+        *QUANT_PARAMS,
+        PRICER_PARAM,
+        LONG_CONTEXT_PARAM,
+    ),
+    example="python -m estimator price-ops --model-path Qwen/Qwen3-32B --system h200_sxm --backend vllm --tp-size 2 --phase context --batch-size 1 --isl 4096",
+)
+EXAMPLE = PRICE_OPS.example
+EXIT_STATUS = describe(ExitStatus.FOUND, ExitStatus.BAD_INPUT)
 
 
 def register(p: argparse.ArgumentParser) -> None:
-    add_deployment_args(p)
-    p.add_argument("--phase", choices=("context", "generation"), required=True)
-    p.add_argument("--batch-size", type=int, required=True)
-    p.add_argument("--isl", type=int, required=True, help="prompt length (context) or KV position (generation), tokens")
-    p.add_argument("--prefix", type=int, default=0, help="cached prefix tokens (context phase)")
-    p.add_argument("--json", action="store_true", help='print {"ops": [...], "total_ms": ...}')
+    register_command(p, PRICE_OPS).add_argument("--json", action="store_true", help='print {"ops": [...], "total_ms": ...}')
 
 
-def price_phase(args: argparse.Namespace) -> list[OpPrice]:
+def price_phase(args) -> list[OpPrice]:
     """The priced ops of the requested phase, after validating sizes."""
-    positive("batch-size", args.batch_size)
-    positive("isl", args.isl)
+    require_positive("batch-size", args.batch_size)
+    require_positive("isl", args.isl)
     if args.prefix < 0:
         raise InvalidInputError(f"prefix must be >= 0, got {args.prefix}")
     if args.phase == "context" and args.prefix >= args.isl:
         raise InvalidInputError(f"prefix ({args.prefix}) must be smaller than isl ({args.isl})")
     if args.phase == "generation" and args.prefix:
         raise InvalidInputError("--prefix applies to the context phase only")
-    deployment = deployment_from_args(args)
+    deployment = layout_deployment(args)
     check_fits_model(deployment.model, deployment.pp, args.isl, args.allow_long_context, "isl")
-    pricer = make_pricer(args.pricer, deployment)
+    pricer = make_pricer(resolve_pricer(args.pricer, deployment.model), deployment)
     if args.phase == "context":
         return pricer.context_ops(args.batch_size, args.isl - args.prefix, args.prefix)
     return pricer.generation_ops(args.batch_size, args.isl)
@@ -55,9 +68,9 @@ def render_table(ops: list[OpPrice]) -> str:
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
-    ops = price_phase(args)
-    if args.json:
+def run(ns: argparse.Namespace) -> int:
+    ops = price_phase(PRICE_OPS.bind(PRICE_OPS.given(ns)))
+    if ns.json:
         payload = {"ops": [{"name": o.name, "latency_ms": o.latency_ms, "source": o.source} for o in ops], "total_ms": sum(o.latency_ms for o in ops)}
         print(json.dumps(payload))
     else:

@@ -1,7 +1,8 @@
 """Build the accuracy report: predict every measured row by every method, write the per-point CSV, render the HTML.
 
-The measured rows are aiconfigurator-core's silicon_sample.csv (or --measurements, a project
-measurement CSV). --from-points re-renders an existing per-point CSV without recomputing; --baseline adds old against
+The measured rows are aiconfigurator-core's silicon_sample.csv, or --measurements: measurement CSVs
+(written by python -m estimator import) and benchmark result files, imported with --deployment and
+the import's fact flags in the same command (a bad result file is listed and the others reported; exit 2). --from-points re-renders an existing per-point CSV without recomputing; --baseline adds old against
 new on the same rows, from an earlier per-point CSV of the same measurements.
 """
 
@@ -13,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from estimator.cli import import_runs
 from estimator.deployment import require_positive
 from estimator.errors import InvalidInputError
 from estimator.io import atomic_write_text
@@ -21,37 +23,75 @@ from estimator.report import METHOD_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 
 
+EXAMPLE = "python -m estimator report --limit 200 --out /tmp/accuracy.html --points /tmp/accuracy_points.csv"
+
+
 def register(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
-    p.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
-    p.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
-    p.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
-    p.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
-    p.add_argument("--measurements", default=None, metavar="CSV", help="a project measurement CSV instead of silicon_sample.csv")
-    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
-    p.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
-    p.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
+    inputs, facts, outputs, run_ = (p.add_argument_group(title) for title in ("inputs", "facts a result lacks (with --measurements)", "output", "run"))
+    outputs.add_argument("--out", default="reports/accuracy.html", help="HTML report path (default reports/accuracy.html)")
+    outputs.add_argument("--points", default="reports/out/accuracy_points.csv", help="per-point CSV written (default reports/out/accuracy_points.csv)")
+    inputs.add_argument("--from-points", default=None, metavar="CSV", help="re-render from this per-point CSV instead of computing")
+    inputs.add_argument("--allow-partial", action="store_true", help="with --from-points: render a file holding fewer rows than its provenance records")
+    inputs.add_argument("--baseline", default=None, metavar="CSV", help="compare with this earlier per-point CSV of the same measured rows")
+    inputs.add_argument(
+        "--measurements",
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="your runs instead of silicon_sample.csv: measurement CSVs (python -m estimator import) and/or benchmark result files (with --deployment)",
+    )
+    inputs.add_argument(
+        "--deployment", type=Path, default=None, metavar="DEPLOY.yaml", help="with result files in --measurements: what ran (see python -m estimator import)"
+    )
+    import_runs.register_facts(inputs, facts)
+    run_.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
+    run_.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
+    run_.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
 
 
 def compute_points(args: argparse.Namespace):
-    """Load, map and predict; returns the per-point table and its provenance."""
+    """Load, map and predict; returns the per-point table, its provenance and the count of result files or runs not imported."""
     from estimator.report import provenance
     from estimator.report.batch import Predictor
     from estimator.report.points import points_frame
-    from measurements.loaders import (
-        load_measurements,
-        load_silicon_sample,
-        silicon_sample_path,
-    )
+    from measurements.loaders import load_silicon_sample, silicon_sample_path
     from measurements.mapping import map_all
 
-    data_path = Path(args.measurements) if args.measurements else silicon_sample_path()
-    measurements = readable(load_measurements if args.measurements else load_silicon_sample, data_path, "measurement file")
+    if args.measurements:
+        measurements, data_paths, bad = own_runs(args)
+    else:
+        data_paths, bad = [silicon_sample_path()], 0
+        measurements = readable(load_silicon_sample, data_paths[0], "measurement file")
     with Predictor(args.workers) as predictor:  # the workers warm their kernels while the rows are mapped
         rows = map_all(measurements[: args.limit] if args.limit is not None else measurements)
         results = predictor.predict(rows, args.methods)
     command = shlex.join(["python", "-m", "estimator", "report", *(sys.argv[2:] if sys.argv[1:2] == ["report"] else [])])
-    return points_frame(rows, results), provenance.collect(data_path, len(rows), command, ROOT)
+    return points_frame(rows, results), provenance.collect(data_paths, len(rows), command, ROOT), bad
+
+
+def own_runs(args: argparse.Namespace):
+    """(rows, files, not imported) of --measurements: the measurement CSVs' rows, then the rows of the
+    other files, benchmark results imported with --deployment and the fact flags (each in the order
+    given; an id repeated by an earlier row is suffixed -2, -3, ...)."""
+    from measurements.importers.deployment import load_deployment
+    from measurements.importers.formats import import_files, unique_ids
+    from measurements.loaders import is_measurement_file, load_measurements
+
+    paths = [Path(p) for p in args.measurements]
+    for path in paths:
+        if not path.is_file():
+            raise InvalidInputError(f"measurement file {path}: no such file")
+    tables = [p for p in paths if readable(is_measurement_file, p, "measurement file")]
+    rows = [row for path in tables for row in readable(load_measurements, path, "measurement file")]
+    results = [p for p in paths if p not in tables]
+    if not results:
+        return unique_ids(rows), paths, 0
+    if args.deployment is None:
+        raise InvalidInputError(f"{results[0]} is not a measurement CSV: a benchmark result file needs --deployment DEPLOY.yaml")
+    deployment = load_deployment(args.deployment)
+    imported = import_files(results, args.format, deployment, import_runs.supplied_facts(args, deployment))
+    import_runs.announce(imported)
+    return unique_ids([*rows, *imported.rows]), paths, len(imported.bad)
 
 
 def require_complete(points, record: dict, path: str, allow_partial: bool) -> None:
@@ -79,12 +119,13 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None:
         require_positive("limit", args.limit)
     start = time.monotonic()
+    bad = 0
     if args.from_points:
         points, record = readable(read_points, args.from_points, "per-point file")
         require_complete(points, record, args.from_points, args.allow_partial)
         methods = [m for m in args.methods if m in set(points["method"])]
     else:
-        points, record = compute_points(args)
+        points, record, bad = compute_points(args)
         methods = args.methods
         write_points(points, Path(args.points), record)
         print(f"wrote {args.points}", file=sys.stderr)
@@ -92,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     atomic_write_text(out, render_report(points, record, methods, baseline))
     print(f"wrote {out} ({time.monotonic() - start:.1f}s)", file=sys.stderr)
-    return 0
+    return 2 if bad else 0
 
 
 def read_baseline(path: str, points, points_path: str):

@@ -47,10 +47,12 @@ from estimator.closedloop.spec import (
     AF_DISPATCH,
     AF_ENCODER,
     AF_K,
+    AF_PATH,
     AF_PREFILL_FLOOR,
     AF_TURNAROUND,
     AF_WAIT_RATIO,
     PREFILL_RECV_WEIGHT,
+    T_ADMIT,
     T_BOUND,
     T_CAP,
     T_CLIENTS,
@@ -65,6 +67,7 @@ from estimator.closedloop.spec import (
     TF_ENCODER,
     TF_HANDOFF,
     TF_K,
+    TF_PREFILL_FLOOR,
     TF_TURNAROUND,
 )
 from estimator.jit import njit
@@ -490,7 +493,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     recv_interval, wait_iters, adp_timeout, adp_batching_wait = ints[A_RECV_INTERVAL], ints[A_WAIT_ITERS], ints[A_ADP_TIMEOUT], ints[A_ADP_BATCHING_WAIT]
     decode_budget, bound, requests, overlap = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS], ints[A_OVERLAP] != 0
     wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
-    dispatch_ms, prefill_floor_ms, compile_ms = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE]
+    dispatch_ms, prefill_floor_ms, compile_ms, path = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -523,7 +526,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
     for c in range(clients):
-        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0)
+        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, path)
         wq[(head + n_wait) % clients] = c
         n_wait += 1
     status = LIMIT
@@ -647,7 +650,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             joins = n_coh
         for i in range(n_fin):
             c = fin[i]
-            if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround):
+            if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround + path):
                 wq[(head + n_wait) % clients] = c
                 n_wait += 1
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0] > epoch + 1 and cnt[DONE] < stop:
@@ -885,8 +888,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
-    bound, requests = ints[T_BOUND], ints[T_REQUESTS]
+    bound, requests, admit = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
+    prefill_floor_ms = floats[TF_PREFILL_FLOOR]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -943,7 +947,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 if p_kind == AFFINE
                 else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
             )
-            dur = dur + encoder_ms
+            dur = max(dur + encoder_ms, prefill_floor_ms)
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break
@@ -952,7 +956,8 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             counting = cnt[DONE] >= warm
             for b in range(nb):
                 c = batch[b]
-                _first_token(ri, rf, c, end + handoff, ((t - rf[c, BORN]) + dur) + handoff, counting, cnt, sc, ttfts)
+                if not admit or ri[c, OSL] <= 1:  # out at the hand-off
+                    _first_token(ri, rf, c, end + handoff, ((t - rf[c, BORN]) + dur) + handoff, counting, cnt, sc, ttfts)
                 if ri[c, MADE] >= ri[c, OSL]:
                     _complete(ri, rf, c, end + handoff, warm, cnt, sc, tpots, lats, done_born, done_t)
                     t_next = end + handoff
@@ -972,6 +977,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             nj = 0  # cohort mode: the batch is the cohort, then the first eligible hand-offs up to decode_max
             while cohort[j] and nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
                 nj += 1
+            counting = cnt[DONE] >= warm
+            admitted = nj if cohort[j] else 0  # the iteration's hand-offs: their first tokens go out as it starts (oracle.tandem)
+            while not cohort[j] and admitted < rlen[j] and admitted < decode_max and rf[rq[j, admitted], VISIBLE] <= t:
+                admitted += 1
+            for x in range(admitted):
+                c = rq[j, x]
+                if ri[c, MADE] == 0:
+                    _first_token(ri, rf, c, t, t - rf[c, BORN], counting, cnt, sc, ttfts)
             # ---- the iteration's batch and its price ----
             nb = 0
             kv_sum = 0
@@ -999,7 +1012,6 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             end = t + dur
             previous_end = d_free[j]
             d_free[j] = end
-            counting = cnt[DONE] >= warm
             n_fin = 0
             if cohort[j]:
                 # members emit one token each, then the joiners (the eligible hand-offs) their first decode token

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from estimator.caching import memo
 from estimator.closedloop.cases import AggCase, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
+from estimator.closedloop.host import prefill_floor_ms
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.closedloop.stats import LatencyStats
@@ -160,7 +160,8 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
     """The engine-priced replay case of a disagg run."""
     spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
                       decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
-                      encoder_ms=run.encoder_ms)  # fmt: skip
+                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
+                      first_token_on_admission=True)  # fmt: skip
     return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
                       PassModel(run.decode, pricer))  # fmt: skip
 
@@ -169,16 +170,6 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
     """The CPU dispatch overhead of a forward pass that prefills, as the reference's legacy TTFT models
     it (vLLM: 0.8 ms per decoder layer, eager prefill launches; SGLang, TRT-LLM: none), ms."""
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
-
-
-@memo()
-def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float) -> float:
-    """The host launch time of an eager pass that prefills, ms: layers x the framework's per-layer
-    cost (EngineSettings.eager_layer_ms) on an MoE architecture, the kind both published points
-    measured (DeepSeek-V3 on SGLang, GPT-OSS-120B on TRT-LLM); 0 for a dense one, whose layers
-    launch fewer kernels and for which no point is published. Cached per deployment."""
-    facts = deployment_facts(deployment)
-    return eager_layer_ms * facts.num_layers if facts.num_experts > 0 else 0.0
 
 
 def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,

@@ -29,10 +29,10 @@ class NoProgressError(EstimatorError):
 # float64 array, read by slot (AggSpec.pack, TandemSpec.pack) instead of a long positional list.
 (A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
-(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, N_AGG_FLOATS) = range(8)
+(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
- T_REQUESTS, N_TANDEM_INTS) = range(12)  # fmt: skip
-(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, N_TANDEM_FLOATS) = range(5)
+ T_REQUESTS, T_ADMIT, N_TANDEM_INTS) = range(13)  # fmt: skip
+(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
 NONFINITE_MESSAGE = "a pass price is not finite (a step without perf data, or a non-finite step time)"
@@ -73,9 +73,9 @@ class AggSpec:
             s.overlap_scheduler,
         )  # fmt: skip
         floats = np.zeros(N_AGG_FLOATS)
-        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE]] = (
+        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH]] = (
             s.batch_wait_tokens_ratio, self.tokens_per_decode, self.turnaround_ms, self.encoder_ms, self.dispatch_ms,
-            self.prefill_floor_ms, s.shape_compile_ms,
+            self.prefill_floor_ms, s.shape_compile_ms, s.request_path_ms,
         )  # fmt: skip
         return ints, floats
 
@@ -112,6 +112,10 @@ class TandemSpec:
     turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
     handoff_ms: float = 0.0  # KV transfer: first token visible and decode eligible at prefill end + handoff, ms (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
+    prefill_floor_ms: float = 0.0  # host launch time of a prefill worker's eager batch: it lasts at least this long, ms (>= 0)
+    first_token_on_admission: bool = (
+        False  # True: the first token reaches the client when a decode worker admits the request (engines); False: at its hand-off (closed-loop.md)
+    )
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
@@ -120,19 +124,21 @@ class TandemSpec:
             _require(getattr(self, name) <= MAX_REPLAY_WORKERS, f"{name} must be at most {MAX_REPLAY_WORKERS} (2**16), got {getattr(self, name)}")
         _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
         _require_progress(self.tokens_per_decode)
-        for name in ("turnaround_ms", "handoff_ms", "encoder_ms"):
+        for name in ("turnaround_ms", "handoff_ms", "encoder_ms", "prefill_floor_ms"):
             _require_time(name, getattr(self, name))
 
     def pack(self, plan: RunPlan) -> tuple[np.ndarray, np.ndarray]:
         """(ints, floats): the tandem's parameters by slot (T_*, TF_*)."""
         ints = np.zeros(N_TANDEM_INTS, dtype=np.int64)
         ints[[T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
-              T_REQUESTS]] = (
+              T_REQUESTS, T_ADMIT]] = (
             plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, self.prefill_workers, self.decode_workers,
-            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan),
+            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan), self.first_token_on_admission,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
-        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER]] = (self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms)
+        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (
+            self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms, self.prefill_floor_ms,
+        )  # fmt: skip
         return ints, floats
 
     def check(self, plan: RunPlan) -> None:

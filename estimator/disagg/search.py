@@ -21,6 +21,7 @@ from estimator.disagg.combine import disagg_row
 from estimator.disagg.ranking import quicksort_desc
 from estimator.disagg.workers import Calibration, Role, WorkerRow, round_decimals, worker_rows
 from estimator.errors import InvalidInputError, PerfDataMissingError
+from estimator.pricing import AUTO
 from estimator.scheduler import StaticPoint
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.static import static_memories
@@ -57,7 +58,7 @@ def worker_candidates(
     role: Role,
     semantics: Semantics,
     calibration: Calibration,
-    pricer: str = "native",
+    pricer: str = AUTO,
 ) -> list[WorkerRow]:
     """Worker rows of one deployment at growing batches, up to the first that does not fit (memory
     needs no pricing, so the walk runs first and the fitting batches are priced together); a batch

@@ -15,6 +15,7 @@ from estimator.deployment import (
 from estimator.disagg.combine import disagg_row
 from estimator.disagg.workers import Calibration, Role, WorkerRow, round_row, worker_row
 from estimator.errors import InvalidInputError
+from estimator.pricing import AUTO
 from estimator.scheduler import StaticPoint
 from estimator.steps import DEFAULT_STRIDE, Semantics, StepCost
 
@@ -87,7 +88,7 @@ def run_disagg(
     decode: Deployment,
     point: DisaggPoint,
     semantics: Semantics | str = Semantics.UNCACHED,
-    pricer: str = "native",
+    pricer: str = AUTO,
     calibration: Calibration = Calibration(),
 ) -> DisaggResult:
     """Estimate one disagg deployment: price both workers, then combine them by rate."""

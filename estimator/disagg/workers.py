@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
+from estimator.pricing import AUTO
 from estimator.scheduler import StaticMode, StaticPoint
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
@@ -103,7 +104,7 @@ def worker_row(
     role: Role,
     semantics: Semantics = Semantics.UNCACHED,
     calibration: Calibration = Calibration(),
-    pricer: str = "native",
+    pricer: str = AUTO,
 ) -> WorkerRow:
     """The worker row of one role at one batch (point.batch_size requests per attention-DP rank)."""
     return worker_rows(deployment, point, (point.batch_size,), role, semantics, calibration, pricer)[0]
@@ -116,7 +117,7 @@ def worker_rows(
     role: Role,
     semantics: Semantics = Semantics.UNCACHED,
     calibration: Calibration = Calibration(),
-    pricer: str = "native",
+    pricer: str = AUTO,
 ) -> list[WorkerRow]:
     """worker_row at every batch size, the role's phase priced for all of them in one call (a
     perf-data miss at any batch raises PerfDataMissingError)."""

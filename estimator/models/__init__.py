@@ -2,11 +2,13 @@
 
 from estimator.models.config import (
     ModelConfig,
+    ModelIdentity,
     QuantInfo,
     checkpoint_quant,
     is_natively_modelled,
     linear_attention_layers,
     model_architecture,
+    model_identity,
     native_families,
     resolve_model_config,
 )
@@ -16,6 +18,7 @@ from estimator.models.quant import BF16, QuantModes, checkpoint_quant_modes, inf
 __all__ = [
     "BF16",
     "ModelConfig",
+    "ModelIdentity",
     "PhaseOps",
     "QuantInfo",
     "QuantModes",
@@ -26,6 +29,7 @@ __all__ = [
     "is_natively_modelled",
     "linear_attention_layers",
     "model_architecture",
+    "model_identity",
     "native_families",
     "resolve_model_config",
     "weight_bytes",

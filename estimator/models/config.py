@@ -87,6 +87,42 @@ class ModelShape:
     max_context: int | None  # max_position_embeddings, tokens; None when the config does not give it
 
 
+@dataclass(frozen=True)
+class ModelIdentity:
+    """What makes two configs one model whatever their quantization (None: the config does not give it)."""
+
+    architecture: str | None  # first HF architecture listed
+    num_layers: int | None  # decoder layers (num_hidden_layers)
+    hidden_size: int | None  # model width
+    num_heads: int | None  # query heads
+    num_experts: int | None  # routed experts (n_routed_experts, num_experts or num_local_experts); None: dense
+
+    def describe(self) -> str:
+        """One line naming the fields, e.g. "Qwen3ForCausalLM, 64 layers, width 5120, 64 heads"."""
+        sizes = [f"{self.num_layers} layers", f"width {self.hidden_size}", f"{self.num_heads} heads"]
+        return ", ".join([str(self.architecture), *sizes, *([f"{self.num_experts} experts"] if self.num_experts else [])])
+
+
+_EXPERT_FIELDS = ("n_routed_experts", "num_experts", "num_local_experts")
+
+
+@memo()
+def model_identity(model: str) -> ModelIdentity:
+    """The architecture and decoder sizes of any model's config (its text config's for a multimodal
+    model); UnknownModelError when no config is found."""
+    config_path, _ = _locate(model)
+    raw = _load_json(config_path)
+    text = raw.get("text_config", raw) if isinstance(raw.get("text_config"), dict) else raw
+    experts = next((text[key] for key in _EXPERT_FIELDS if text.get(key)), None)
+    return ModelIdentity(
+        architecture=_first_architecture(model, raw),
+        num_layers=text.get("num_hidden_layers"),
+        hidden_size=text.get("hidden_size"),
+        num_heads=text.get("num_attention_heads"),
+        num_experts=experts,
+    )
+
+
 def native_families() -> tuple[str, ...]:
     """The HF architectures the native dense builder supports, sorted."""
     return tuple(sorted(_NATIVE_ARCHITECTURES))

@@ -177,3 +177,27 @@ def list_stacks() -> list[tuple[str, str, str]]:
             if any(version_dir_declared(d) for _, d in backend_version_dirs(data_dir, backend)):
                 stacks.extend((system, backend, v) for v in version_slots(system, backend).versions())
     return stacks
+
+
+@dataclass(frozen=True)
+class BackendData:
+    """One backend's perf data on one system."""
+
+    backend: str
+    slots: VersionSlots  # the queryable versions (--backend-version current / previous / next)
+    data_versions: tuple[str, ...]  # every declared version dir (tables or a reuse declaration), ascending by slot_sort_key
+
+
+def system_catalog() -> dict[str, tuple[BackendData, ...]]:
+    """Per shipped system (sorted), its backends with declared perf data, as list_stacks counts
+    them; a system without any (estimate-only) maps to ()."""
+    catalog = {}
+    for system in list_systems():
+        data_dir = system_data_dir(system)
+        backends = []
+        for backend in sorted(b.value for b in Backend):
+            declared = {version for version, d in backend_version_dirs(data_dir, backend) if version_dir_declared(d)}
+            if declared:
+                backends.append(BackendData(backend, version_slots(system, backend), tuple(sorted(declared, key=slot_sort_key))))
+        catalog[system] = tuple(backends)
+    return catalog

@@ -8,12 +8,24 @@ from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.errors import InvalidInputError
 from estimator.models import PhaseOps, QuantModes, build_dense_ops, infer_quant, resolve_model_config
+from estimator.models.config import is_natively_modelled
 from estimator.perf.lanes import resolve_lane_order
 from estimator.perf.stack import StackTables, load_stack
 from estimator.perf.versions import resolve_version
 from estimator.pricing.base import OpPrice, Pricer
 
 PRICERS = ("native", "reference", "hybrid")  # hybrid: the reference engine in its HYBRID database mode
+AUTO = "auto"  # native for the natively modelled architectures, the reference engine otherwise: every entry point's default
+
+
+@memo()
+def resolve_pricer(kind: str, model: str) -> str:
+    """The pricer `kind` stands for on a model: AUTO is native for the natively modelled
+    architectures and reference otherwise (UnknownModelError when the model has no config); any
+    other kind is itself."""
+    if kind != AUTO:
+        return kind
+    return "native" if is_natively_modelled(model) else "reference"
 
 
 @dataclass(frozen=True)
@@ -64,4 +76,4 @@ def make_pricer(kind: str, deployment: Deployment) -> Pricer:
     raise InvalidInputError(f"unknown pricer {kind!r} (known: {', '.join(PRICERS)})")
 
 
-__all__ = ["PRICERS", "NativeModel", "OpPrice", "Pricer", "make_pricer", "native_model"]
+__all__ = ["AUTO", "PRICERS", "NativeModel", "OpPrice", "Pricer", "make_pricer", "native_model", "resolve_pricer"]

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from estimator.closedloop.host import HOST_POINTS
 from estimator.report import KV_CAP_NOTE
-from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED
+from measurements.recipes.models import DSR1_MTP_ACCEPTED
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             "numbers) sets no cap.",
         )
     if drafting:
-        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(TRTLLM_DSR1_MTP_ACCEPTED.items()))
+        accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(DSR1_MTP_ACCEPTED.items()))
         facts.insert(
             3,
             f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
@@ -114,6 +115,29 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
             "legacy prices them without drafts, as the baseline.",
         )
+    mismatched = rows["layout_note"].fillna("").str.contains("tokenizer mismatch", regex=False).sum()
+    facts.append(
+        f"{mismatched} rows ran InferenceX's client on a transformers-5 image before its tokenizer repair reached HF repo ids "
+        "(PR 937, PR 1381): the server computed about 5x the prompt tokens the client counted (35,921 for 7,140), so every "
+        "method but legacy prices the prompt the server computed; their layout_note says so (measurements/tokenizers.py)."
+    )
+    replayed = points[points["method"] == "closed_loop"]
+    cold = replayed.loc[replayed["note"].fillna("").str.contains("first wave measured cold", regex=False), "id"].nunique()
+    facts.append(
+        f"{cold} rows were measured before InferenceX's client warmed up (PR 480, 2026-01-21: one test prompt, then the measured "
+        "pass opens with all C prompts at once): their first wave pays first-use kernel compiles and loads for shapes a batch-1 "
+        "request does not reach, which the engines document without a published duration, so none is replayed "
+        "(estimator/docs/evidence/cold-start.md); their closed_loop notes say so."
+    )
+    eager = rows[rows["backend"].isin(["sglang", "trtllm"])]
+    facts.append(
+        f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
+        "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the model's decoder layers "
+        "x the framework's published host cost per layer for its architecture (estimator/closedloop/host.py; a single request's "
+        "median TTFT over the layers it ran, or a measured forward time): "
+        + "; ".join(f"{b.value} {arch} {p.per_layer_ms:.3f} ms" for (b, arch), p in HOST_POINTS.items())
+        + ". Another MoE architecture takes its framework's least cost, a dense one none."
+    )
     return facts
 
 

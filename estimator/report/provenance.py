@@ -7,6 +7,7 @@ import hashlib
 import importlib.metadata
 import platform
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 PACKAGES = ("aiconfigurator-core", "numpy", "pandas", "numba", "jinja2")
@@ -41,14 +42,15 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def collect(data_path: Path, rows: int, command: str, repo: Path) -> dict:
-    """The provenance record written beside the per-point CSV and shown in the report."""
+def collect(data_paths: Sequence[Path], rows: int, command: str, repo: Path) -> dict:
+    """The provenance record written beside the per-point CSV and shown in the report (several data
+    files: their paths and digests joined by "; ", in the order given)."""
     return {
         "generated_utc": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "git_head": git_head(repo),
         "command": command,
         "packages": package_versions(),
-        "data_file": str(data_path),
-        "data_sha256": file_sha256(data_path),
+        "data_file": "; ".join(str(p) for p in data_paths),
+        "data_sha256": "; ".join(file_sha256(p) for p in data_paths),
         "data_rows": rows,
     }

@@ -16,6 +16,7 @@ import numpy as np
 
 from estimator.deployment import MAX_SIZE, Deployment, require_batch_tokens, require_fraction, require_positive, require_slot
 from estimator.errors import InvalidInputError
+from estimator.pricing import AUTO
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MEMORY_FIELDS, MemoryUse, MemoryVerdict, memory_at, memory_uses, verdicts
 from estimator.scheduler.plan import AggPlan, AggPlans, point_plans
@@ -104,7 +105,7 @@ def run_agg(
     deployment: Deployment,
     point: AggPoint,
     semantics: Semantics | str = Semantics.UNCACHED,
-    pricer: str = "native",
+    pricer: str = AUTO,
 ) -> AggResult:
     """Estimate one agg operating point (BaseBackend.run_agg with the CLI's explicit MTP progress)."""
     semantics = Semantics.parse(semantics)
@@ -254,7 +255,7 @@ class AggEstimator:
     The cache key is (deployment, semantics, pricer, point): every input of the result, the prefix
     and both imbalance scales included, so a reused estimator never returns another point's result."""
 
-    def __init__(self, deployment: Deployment, semantics: Semantics | str = Semantics.UNCACHED, pricer: str = "native"):
+    def __init__(self, deployment: Deployment, semantics: Semantics | str = Semantics.UNCACHED, pricer: str = AUTO):
         self.deployment = deployment
         self.semantics = Semantics.parse(semantics)
         self.pricer = pricer

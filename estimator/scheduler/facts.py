@@ -16,7 +16,7 @@ from estimator.models import QuantModes, resolve_model_config, weight_bytes
 from estimator.models.config import is_natively_modelled
 from estimator.perf.system_spec import SystemSpec, load_system_spec, quant_profile
 from estimator.perf.versions import resolve_version
-from estimator.pricing import Pricer, make_pricer, native_model
+from estimator.pricing import Pricer, make_pricer, native_model, resolve_pricer
 from estimator.scheduler.policies import POLICIES
 
 # Families whose MoE block-scale dispatch workspace is added to the activations (MOE_WORKSPACE_FAMILIES).
@@ -133,9 +133,10 @@ def _system_facts(spec: SystemSpec, tp: int) -> dict:
 
 
 def step_pricer(kind: str, deployment: Deployment) -> Pricer:
-    """The pricer a scheduler prices steps with: native, reference, hybrid, or the SOL roofline."""
+    """The pricer a scheduler prices steps with: native, reference, hybrid, auto (resolve_pricer), or
+    the SOL roofline."""
     if kind == "sol":
         from estimator.pricing.sol import sol_pricer
 
         return sol_pricer(deployment)
-    return make_pricer(kind, deployment)
+    return make_pricer(resolve_pricer(kind, deployment.model), deployment)

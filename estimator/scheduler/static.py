@@ -22,6 +22,7 @@ from estimator.deployment import (
     require_slot,
 )
 from estimator.errors import InvalidInputError
+from estimator.pricing import AUTO
 from estimator.scheduler.agg import decode_tokens_per_iteration
 from estimator.scheduler.facts import DeploymentFacts, deployment_facts, step_pricer
 from estimator.scheduler.memory import MemoryVerdict, memory_at, memory_uses, verdicts
@@ -85,13 +86,13 @@ class StaticResult:
     memory: MemoryVerdict
 
 
-def run_static(deployment: Deployment, point: StaticPoint, mode: StaticMode | str = StaticMode.STATIC, pricer: str = "native") -> StaticResult:
+def run_static(deployment: Deployment, point: StaticPoint, mode: StaticMode | str = StaticMode.STATIC, pricer: str = AUTO) -> StaticResult:
     """Estimate one static batch (BaseBackend.run_static, then the speculative projection)."""
     return run_static_batches(deployment, point, (point.batch_size,), mode, pricer)[0]
 
 
 def run_static_batches(deployment: Deployment, point: StaticPoint, batches: Sequence[int], mode: StaticMode | str = StaticMode.STATIC,
-                       pricer: str = "native") -> list[StaticResult]:  # fmt: skip
+                       pricer: str = AUTO) -> list[StaticResult]:  # fmt: skip
     """run_static of `point` at every batch size, each phase priced for all of them in one call
     (a perf-data miss at any batch raises PerfDataMissingError)."""
     mode = StaticMode(mode)

@@ -21,6 +21,7 @@ from estimator.deployment import Deployment, require_positive
 from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import InvalidInputError, PerfDataMissingError
+from estimator.pricing import AUTO
 from estimator.scheduler import AGG_COLUMNS, POLICIES, AggPlans, agg_plans
 from estimator.scheduler.agg import AggColumns, agg_columns, agg_memories, decode_tokens_per_iteration, kv_slot
 from estimator.scheduler.facts import deployment_facts, step_pricer
@@ -92,7 +93,7 @@ def grid_points(deployment: Deployment, workload: Workload, options: AggOptions,
     return PlannedGrid(plans, use.total).take(kept)
 
 
-def price_points(deployment: Deployment, grid: PlannedGrid, semantics: Semantics, pricer: str = "native") -> AggColumns:
+def price_points(deployment: Deployment, grid: PlannedGrid, semantics: Semantics, pricer: str = AUTO) -> AggColumns:
     """Result rows (AGG_COLUMNS, unrounded, as columns) of planned points: one batched pass; on a
     perf-data miss, point by point, skipping the points without data."""
     model = StepModel(step_pricer(pricer, deployment), deployment.nextn)
@@ -119,7 +120,7 @@ def _priced_columns(deployment: Deployment, model: StepModel, grid: PlannedGrid,
     return agg_columns(deployment_facts(deployment), deployment, POLICIES[deployment.backend], plans, mix_ms, genonly_ms, grid.memory_gib)
 
 
-def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = "native") -> AggColumns:
+def agg_rows(deployment: Deployment, workload: Workload, options: AggOptions, semantics: Semantics, pricer: str = AUTO) -> AggColumns:
     """Every priced point of one deployment, in grid order, as columns (warns when no point passes the guards)."""
     grid = grid_points(deployment, workload, options, semantics)
     if not len(grid):
@@ -181,14 +182,20 @@ def within_targets(rows: AggRows) -> Accept:
 
 def best_agg(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, semantics: Semantics,
              accept: Accept | None = None) -> pd.DataFrame:  # fmt: skip
-    """The best rows: per deployment (table order) and target, the accepted rows (default:
-    within_targets) ranked by seq/s, top_k of them (0 keeps all); then merged without repeats and
-    ranked by tokens/s/gpu. Legacy mode ranks 3-decimal values and rounds the rows, as the
-    reference's DataFrames do."""
-    legacy = semantics is Semantics.LEGACY
+    """The best rows (best_indices) as a DataFrame; legacy mode rounds them to 3 decimals, as the
+    reference's DataFrames are."""
+    best = rows.take(best_indices(rows, pairs, top_k, semantics, accept))
+    return best.round(LEGACY_DECIMALS) if semantics is Semantics.LEGACY else best
+
+
+def best_indices(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, semantics: Semantics,
+                 accept: Accept | None = None) -> list[int]:  # fmt: skip
+    """The rows of the best configurations, best first: per deployment (table order) and target,
+    the accepted rows (default: within_targets) ranked by seq/s, top_k of them (0 keeps all); then
+    merged without repeats and ranked by tokens/s/gpu. Legacy mode ranks 3-decimal values."""
     accept = accept or within_targets(rows)
     seq_s, tps_gpu = (rows.column(c, np.float64) for c in ("seq/s", "tokens/s/gpu"))
-    if legacy:
+    if semantics is Semantics.LEGACY:
         seq_s, tps_gpu = np.round(seq_s, LEGACY_DECIMALS), np.round(tps_gpu, LEGACY_DECIMALS)
     labels = rows.column("parallel", object)
     selections = []
@@ -198,8 +205,7 @@ def best_agg(rows: AggRows, pairs: Sequence[tuple[float, float]], top_k: int, se
             passing = members[accept(ttft_target, tpot_target)[members]]
             ranked = passing[quicksort_desc(seq_s[passing])]
             selections.append((ranked[:top_k] if top_k > 0 else ranked).tolist())
-    best = rows.take(merge_ranked(selections, key=lambda i: tps_gpu[i]))
-    return best.round(LEGACY_DECIMALS) if legacy else best
+    return merge_ranked(selections, key=lambda i: tps_gpu[i])
 
 
 def agg_table(columns: AggColumns) -> pd.DataFrame:

@@ -28,9 +28,10 @@ from estimator.disagg.search import (
 )
 from estimator.disagg.workers import LEGACY_DECIMALS
 from estimator.errors import EstimatorError, InvalidInputError
+from estimator.pricing import AUTO
 from estimator.scheduler import StaticPoint
 from estimator.steps import Semantics
-from estimator.sweep.agg import AggOptions, AggRows, agg_rows, best_agg
+from estimator.sweep.agg import AggOptions, AggRows, agg_rows, best_indices
 from estimator.sweep.refined import KneeSearch, refine_agg
 from estimator.sweep.sla import Sla, Workload
 
@@ -43,12 +44,26 @@ LAYOUT_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError)  # ValueEr
 Report = Callable[[list, int, int], None]  # (table rows computed in this unit, units done, units total)
 
 
+REPLAYED = "replayed"  # refined sweeps' best-row column: the row's figures are the closed-loop replay's (False: unreplayable, closed-form)
+
+
 @dataclass(frozen=True)
 class SweepResult:
     """A finished sweep."""
 
-    best: pd.DataFrame  # the best rows, ranked by tokens/s/gpu (3-decimal rounded in legacy mode)
+    best: pd.DataFrame  # the best rows over every target, merged and ranked by tokens/s/gpu (3-decimal rounded in legacy mode)
     tabulate: Callable[[], pd.DataFrame] = field(repr=False, compare=False)  # builds `table`
+    targets: tuple[tuple[float, float], ...] = ()  # the (ttft, tpot) target pairs ranked, ms
+    rank: Callable[[int], pd.DataFrame] | None = field(default=None, repr=False, compare=False)  # target index -> its ranking
+    fits: bool = True  # some point (agg) or some worker of each pool (disagg) fits in GPU memory
+
+    @functools.cached_property
+    def rankings(self) -> tuple[pd.DataFrame, ...]:
+        """Per target pair, its best rows ranked as `best` ranks one target alone (built on first
+        access; a single target's is `best`)."""
+        if len(self.targets) == 1 or self.rank is None:
+            return (self.best,) * len(self.targets)
+        return tuple(self.rank(i) for i in range(len(self.targets)))
 
     @functools.cached_property
     def table(self) -> pd.DataFrame:
@@ -63,7 +78,7 @@ def sweep_agg(
     sla: Sla,
     options: AggOptions = AggOptions(),
     semantics: Semantics | str = Semantics.UNCACHED,
-    pricer: str = "native",
+    pricer: str = AUTO,
     report: Report | None = None,
     refined: ReplayOptions | None = None,
 ) -> SweepResult:
@@ -75,13 +90,20 @@ def sweep_agg(
     tick = _Ticker(report, len(deployments), records=lambda chunk: AggRows.concat(chunk).records() if chunk else [])
     rows = AggRows.concat(_per_deployment(deployments, lambda d: [agg_rows(d, workload, options, semantics, pricer)], tick))
     if refined is None:
-        best, tabulate = best_agg(rows, pairs, options.top_k, semantics), rows.frame
+        ranked, accept, replayed, tabulate = rows, None, None, rows.frame
     else:
         judged = refine_agg(rows.frame(), pairs, refined)
-        best, tabulate = best_agg(AggRows.of(judged.repriced), pairs, options.top_k, semantics, judged.accept), lambda: judged.table
-    if best.empty:
+        ranked, accept, replayed, tabulate = AggRows.of(judged.repriced), judged.accept, judged.replayed, lambda: judged.table
+
+    def best(targets: list[tuple[float, float]]) -> pd.DataFrame:
+        indices = best_indices(ranked, targets, options.top_k, semantics, accept)
+        frame = ranked.take(indices).round(LEGACY_DECIMALS) if semantics is Semantics.LEGACY else ranked.take(indices)
+        return frame if replayed is None else frame.assign(**{REPLAYED: replayed[indices] if indices else []})
+
+    merged = best(pairs)
+    if merged.empty:
         log.warning("agg sweep: no operating point meets the targets")
-    return SweepResult(best, tabulate)
+    return SweepResult(merged, tabulate, tuple(pairs), lambda i: best([pairs[i]]), fits=len(rows.column("ttft")) > 0)
 
 
 @dataclass(frozen=True)
@@ -107,7 +129,7 @@ def sweep_disagg(
     sla: Sla,
     options: DisaggOptions = DisaggOptions(),
     semantics: Semantics | str = Semantics.UNCACHED,
-    pricer: str = "native",
+    pricer: str = AUTO,
     report: Report | None = None,
     refined: ReplayOptions | None = None,
 ) -> SweepResult:
@@ -132,33 +154,41 @@ def sweep_disagg(
             d, batches[r], point, r, semantics, options.calibration, pricer), lambda _: tick([]))
         for role, deployments in ((Role.PREFILL, prefill), (Role.DECODE, decode))
     }  # fmt: skip
+    fits = bool(workers[Role.PREFILL]) and bool(workers[Role.DECODE])
     if options.autoscale:
-        result = _autoscaled(workers[Role.PREFILL], workers[Role.DECODE], sla, options, semantics)
+        result = _autoscaled(workers[Role.PREFILL], workers[Role.DECODE], sla, options, semantics, fits)
         tick(result.table.to_dict("records"))
         return result
     combos = Combos(workers[Role.PREFILL], workers[Role.DECODE], options.limits, options.calibration)
-    selections = []
+    selections, replayed = [], set()
     for ttft, tpot in pairs:
         known = len(combos.matched)
         picks = {} if refined is None else {"gate_factor": 1.0, "pick": KneeSearch(ttft, tpot, refined)}
         selections.append([row_key(r) for r in best_under_constraint(combos, ttft, tpot, semantics, options.top_n, **picks)])
+        replayed |= {row_key(r) for r in getattr(picks.get("pick"), "replayed", ())}
         tick([c.row for c in combos.matched[known:]])
-    # The reference concatenates onto an empty frame, so the final ranking sorts an object column.
-    merged = merge_ranked(selections, lambda k: rank_value(dict(zip(DISAGG_COLUMNS, k)), "tokens/s/gpu", semantics), dtype=object)
-    best = disagg_frame([dict(zip(DISAGG_COLUMNS, k)) for k in merged], rounded=semantics is Semantics.LEGACY)
-    if best.empty:
+
+    def best(chosen: list[list[tuple]]) -> pd.DataFrame:
+        # The reference concatenates onto an empty frame, so the final ranking sorts an object column.
+        keys = merge_ranked(chosen, lambda k: rank_value(dict(zip(DISAGG_COLUMNS, k)), "tokens/s/gpu", semantics), dtype=object)
+        frame = disagg_frame([dict(zip(DISAGG_COLUMNS, k)) for k in keys], rounded=semantics is Semantics.LEGACY)
+        return frame if refined is None else frame.assign(**{REPLAYED: [k in replayed for k in keys]})
+
+    merged = best(selections)
+    if merged.empty:
         log.warning("disagg sweep: no worker combination meets the targets")
-    return SweepResult(best, lambda: disagg_frame([c.row for c in combos.matched], rounded=False))
+    tabulate = lambda: disagg_frame([c.row for c in combos.matched], rounded=False)  # noqa: E731
+    return SweepResult(merged, tabulate, tuple(pairs), lambda i: best([selections[i]]), fits)
 
 
-def _autoscaled(prefill: list, decode: list, sla: Sla, options: DisaggOptions, semantics: Semantics) -> SweepResult:
+def _autoscaled(prefill: list, decode: list, sla: Sla, options: DisaggOptions, semantics: Semantics, fits: bool) -> SweepResult:
     """The autoscale pick (aiconfigurator's sweep_disagg(autoscale=True)) at the TTFT and the
-    largest TPOT target; the pairs it formed are the table."""
+    largest TPOT target, its only target; the pairs it formed are the table."""
     pairs = autoscale_pairs(prefill, decode, sla.ttft, max(sla.tpots), semantics, options.calibration, options.top_n)
     best = disagg_frame(top_by_tokens_per_gpu(pairs, options.top_n), rounded=False)
     if best.empty:
         log.warning("disagg sweep: no prefill or decode worker candidate to pick from")
-    return SweepResult(best, lambda: disagg_frame(pairs, rounded=False))
+    return SweepResult(best, lambda: disagg_frame(pairs, rounded=False), ((sla.ttft, max(sla.tpots)),), fits=fits)
 
 
 def row_key(row: dict) -> tuple:

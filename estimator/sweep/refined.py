@@ -54,6 +54,7 @@ class RefinedAgg:
     table: pd.DataFrame  # the sweep table plus REFINED_COLUMNS (NaN where not replayed)
     repriced: pd.DataFrame  # the sweep table with the replay's latency and throughput where replayed
     accept: Accept  # which rows pass a target pair
+    replayed: np.ndarray  # per row: the replay priced it (its repriced figures are the replay's)
 
 
 def refine_agg(table: pd.DataFrame, pairs: Sequence[tuple[float, float]], options: ReplayOptions) -> RefinedAgg:
@@ -78,7 +79,7 @@ def refine_agg(table: pd.DataFrame, pairs: Sequence[tuple[float, float]], option
         judged = np.where(priced, (ttft_r <= ttft_target) & (tpot_r <= tpot_target), ttft <= ttft_target)
         return gated(ttft_target, tpot_target) & judged
 
-    return RefinedAgg(full, _repriced(table, priced, options), accept)
+    return RefinedAgg(full, _repriced(table, priced, options), accept, priced)
 
 
 def _repriced(table: pd.DataFrame, priced: np.ndarray, options: ReplayOptions) -> pd.DataFrame:
@@ -108,8 +109,17 @@ class KneeSearch:
 
     def __init__(self, ttft_target: float, tpot_target: float, options: ReplayOptions):
         self.ttft_target, self.tpot_target, self.options = ttft_target, tpot_target, options
+        self.replayed: list[dict] = []  # every row it returned with the replay's figures
 
     def __call__(self, combos: list[Combo], decode: Sequence[WorkerRow]) -> dict | None:
+        picked = self.pick(combos, decode)
+        if picked is not None and not any(picked is c.row for c in combos):
+            self.replayed.append(picked)
+        return picked
+
+    def pick(self, combos: list[Combo], decode: Sequence[WorkerRow]) -> dict | None:
+        """The category's row: the best knee-tuned combination, else the first whose replay meets
+        the targets, else an unreplayable one unchanged; None when none qualifies."""
         ladder = sorted((w.row["concurrency"], w.row["tpot"]) for w in decode)
         tuned = [row for row in (self.tune(c, ladder) for c in combos[:KNEE_CANDIDATES]) if row is not None]
         if tuned:

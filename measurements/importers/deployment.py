@@ -58,8 +58,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
     }
 )
 IGNORED_ENGINE_KEYS = frozenset({"cuda_graph_batch_sizes"})  # accepted launch settings the estimate does not read
-CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "statistic", "ignore_eos")
-STATISTICS = ("mean", "median", "p99")
+CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "statistic", "ignore_eos", "concurrency", "num_prompts", "request_rate")
 
 
 @dataclass(frozen=True)
@@ -265,4 +264,7 @@ tp: 1                          # agg: tensor parallel size (disagg: in the prefi
 #   num_warmups: 0             # warm-up requests before the measured ones
 #   statistic: mean            # mean | median | p99: which statistic the row's ttft_ms and tpot_ms are
 #   ignore_eos: true           # outputs always run to osl tokens
+#   concurrency: 16            # requests in flight at most (aiperf's CSV keeps none)
+#   num_prompts: 160           # requests in the measured pass
+#   request_rate: .inf         # requests/s offered; .inf: each sent as soon as a slot frees
 """

@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from estimator.deployment import Backend
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
-from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS, LLAMA_70B_MODELS
+from measurements.recipes.models import DSR1_MODELS, DSR1_MTP_ACCEPTED, DSR1_MTP_ACCEPTED_CITATION, GPTOSS_MODELS, LLAMA_70B_MODELS
 
 # InferenceX's TRT-LLM recipes size max_num_tokens per model (chunked prefill left at its default, off).
 TRTLLM_DSR1_CITATION = (
@@ -57,20 +57,13 @@ TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
 TRTLLM_DSR1_MTP_IMAGE = ("tensorrt-llm/release", "1.2.0rc6.post3")  # (repository, tag); registry prefixes vary ("nvcr.io/", "nvcr.io#")
 TRTLLM_DSR1_MTP_SYSTEM = "b200_sxm"
 TRTLLM_DSR1_MTP_DRAFTS = (3, 1)  # num_nextn_predict_layers without / with attention DP
-# accepted draft tokens per step at each depth: TRT-LLM's published DeepSeek-R1 acceptance, 1.92, 2.58 and 2.82 tokens
-# per step at 1, 2 and 3 MTP layers, less the one token every step commits
-TRTLLM_DSR1_MTP_ACCEPTED: Mapping[int, float] = MappingProxyType({1: 0.92, 2: 1.58, 3: 1.82})
-TRTLLM_DSR1_MTP_ACCEPTED_CITATION = (
-    "NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_Performance_on_NVIDIA_B200_GPUs.md "
-    "@ 01c4ece (8xB200, DeepSeek-R1, ISL 1k, OSL 2k, batch 1: 1.92 tokens per step with 1 MTP layer, 2.58 with 2, 2.82 with 3)"
-)
 TRTLLM_DSR1_MTP_CITATION = (
     "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 0004cf5: dsr1-fp4-b200-trt-mtp and dsr1-fp8-b200-trt-mtp "
     "run image release:1.2.0rc6.post3 (every search-space entry spec-decoding: mtp) while dsr1-fp4/fp8-b200-trt run "
     "1.2.0rc6.post2 (perf-changelog.yaml PRs 594, 620, 632, 642); benchmarks/dsr1_fp8_b200_trt_mtp.sh @ 111f031 and "
     "dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2: speculative_config decoding_type MTP, num_nextn_predict_layers 3 (1 under "
     "attention DP), MAX_BATCH_SIZE CONC (CONC/TP under attention DP), --max_num_tokens "
-    "$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )); chunked prefill off; accepted drafts per step from " + TRTLLM_DSR1_MTP_ACCEPTED_CITATION
+    "$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )); chunked prefill off; accepted drafts per step from " + DSR1_MTP_ACCEPTED_CITATION
 )
 TRTLLM_DEFAULT_FREE_MEMORY_FRACTION = 0.9  # tensorrt_llm/llmapi/llm_args.py KvCacheConfig.free_gpu_memory_fraction ("Default is 90%")
 TRTLLM_DSR1_MTP_FREE_MEMORY = (0.8, "; kv_cache_config free_gpu_memory_fraction 0.8 (dsr1_fp8_b200_trt_mtp.sh @ 111f031, dsr1_fp4_b200_trt_mtp.sh @ 13dd0c2)")
@@ -146,7 +139,7 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
         step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, origin=SOURCE_ORIGIN, citation=citation,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
                           adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype, nextn=nextn,
-                          nextn_accepted=TRTLLM_DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
+                          nextn_accepted=DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
 
 
 def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:

@@ -64,6 +64,7 @@ class Rule:
     until: str  # commit time (UTC) of the next version, which no longer holds it; empty: still held at the newest version read
     lines: str  # lines of the entry in `file` @ `commit`
     excerpt: str  # the entry's concurrency line, verbatim
+    launch_script: str  # GB200 launcher rows: the script the call runs and where its layout facts are read; empty otherwise
 
     repository: str = INFERENCEX
 
@@ -198,7 +199,7 @@ def _entry_rows(key, entry, slc, item_node, lines, recipes, commit, when):
             **_stage("prefill", pre, ps, rec, system, entry["framework"]), **_stage("decode", dec, ds, rec, system, entry["framework"]),
             spec_mode=spec_mode, nextn="" if nextn in (None, "") else int(nextn),
             recipe_file=recipe_file, recipe_commit=rec.get("commit", "") if rec else "",
-            file=CONFIG, lines=f"L{first + 1}-L{last + 1}", excerpt=conc_line,
+            file=CONFIG, lines=f"L{first + 1}-L{last + 1}", excerpt=conc_line, launch_script="",
         )  # fmt: skip
         out.append((commit, when, row))
     return out
@@ -223,7 +224,35 @@ def _stage(name: str, stage: dict, sets: dict, rec: dict, system: str, framework
 
 
 _TRT_CALL = re.compile(r'\./submit_disagg\.sh "mtp=(on|off)" "(tep|dep)" (\d+) (\d+) (\d+) (\d+) (\d+) "[\d.]+" (\d+) (\d+) "([\d ]+)"')
-_SGL_CALL = re.compile(r"bash \./submit_disagg\.sh (\d+) (\d+) (\d+) (\d+) (\d+) \$ISL \$OSL \$concurrency_list inf")
+_SGL_CALL = re.compile(r"bash \./submit_disagg\.sh (\d+) (\d+) (\d+) (\d+) (\d+) \$ISL \$OSL \$(\w+) inf(?: (\w+))?")
+
+# What the launcher's calls launch, read from the scripts they run (ai-dynamo/dynamo; its fork csahithi/dynamo carries the
+# release branches the launcher checks out). TRT-LLM context workers: tp 4 with EP 4 and attention DP, per-rank batch 4 and
+# max_num_tokens 4608 when ISL == OSL, else 1 and 8448.
+TRT_CONTEXT_SCRIPT = (
+    "ai-dynamo/dynamo components/backends/trtllm/performance_sweeps/submit_disagg.sh @ 0b6abc828 (release/0.5.1-rc0.20251105; "
+    "the same lines in release/0.5.1-rc0.pre1 @ 6735f4667) L97-L100: 'benchmark_disagg.slurm ${ctx_num} 4 4 4608 true' if "
+    "ISL == OSL else '${ctx_num} 4 1 8448 true' (ctx_tp_size ctx_batch_size ctx_max_num_tokens ctx_enable_attention_dp, "
+    "benchmark_disagg.slurm L16-L20); gen_yaml.py: moe_expert_parallel_size ctx_tp_size"
+)
+TRT_CONTEXT_TP = 4
+# SGLang: every worker of the default scripts runs DP attention over all its GPUs with DeepEP MoE (SGLang sets ep_size =
+# tp_size under DeepEP); the '1p_4d' script the launcher names is undecided: its comment and the script disagree.
+SGLANG_DEFAULT_SCRIPT = (
+    "ai-dynamo/dynamo components/backends/sglang/slurm_jobs/scripts/gb200-fp8.sh @ e1c7a4a49 L95-L97 and "
+    "examples/backends/sglang/slurm_jobs/scripts/gb200-fp8/disagg/default.sh @ 01a634d1b L106-L108: --tp-size $TOTAL_GPUS "
+    "--dp-size $TOTAL_GPUS --enable-dp-attention with DeepEP MoE (ep = tp); the launcher's comments: DEP8 / DEP32 / DEP48"
+)
+SGLANG_SCRIPTS_UNDECIDED = {
+    "1p_4d": (
+        "the launcher's comment says 'DEP4' but ai-dynamo/dynamo examples/backends/sglang/slurm_jobs/scripts/gb200-fp8/"
+        "disagg/1p_4d.sh @ 01a634d1b L127-L129 runs --tensor-parallel-size $TOTAL_GPUS --data-parallel-size 1 "
+        "--expert-parallel-size 1: attention DP and EP undecided"
+    ),
+}
+# The launcher's SGLang jobs ran no speculative decoding: InferenceX lists them "mtp": "off" and their scripts pass no
+# speculative flag.
+SGLANG_NO_SPEC = 'SemiAnalysisAI/InferenceX .github/workflows/full-sweep-1k1k-scheduler.yml @ 175fe5364 L109-L116: "mtp": "off"'
 _SEQ = re.compile(r'"\$(?:isl|ISL)" = "(\d+)" \] && \[ "\$(?:osl|OSL)" = "(\d+)"')
 
 
@@ -231,34 +260,53 @@ def launcher_rules(gitdir: str, before: str) -> list:
     """Rows from the GB200 launcher versions older than `before` (UTC): its submit_disagg.sh calls."""
     out = []
     for commit, when in versions(gitdir, LAUNCHER):
-        if when >= before:
-            continue
-        seq, concs = None, ""
-        for number, line in enumerate(git(gitdir, "show", f"{commit}:{LAUNCHER}").split("\n"), 1):
-            if m := _SEQ.search(line):
-                seq = (int(m[1]), int(m[2]))
-            if m := re.search(r'concurrency_list="([\dx]+)"', line):
-                concs = m[1]
-            common = {"model_prefix": "dsr1", "runner": "gb200", "image": "", "recipe_concurrency": "", "conc_basis": "", "recipe_file": "",
-                          "recipe_commit": "", "file": LAUNCHER, "lines": f"L{number}", "excerpt": line.strip()}  # fmt: skip
-            if (m := _TRT_CALL.search(line)) and seq:
-                mtp, mode, ctx, gen, gen_tp, batch, _, nextn, _, conc_list = m.groups()
-                dp = "true" if mode == "dep" else "false"
-                for conc in conc_list.split():
-                    out.append((commit, when, dict(common, key="launcher:dynamo-trtllm", model="deepseek-r1-0528-fp4-v2", precision="fp4",
-                        framework="trtllm", isl=seq[0], osl=seq[1], conc=int(conc),
-                        prefill_workers=int(ctx), prefill_tp=4, prefill_ep=4, prefill_attention_dp=dp, prefill_max_batch_size="",
-                        decode_workers=int(gen), decode_tp=int(gen_tp), decode_ep=int(gen_tp), decode_attention_dp=dp,
-                        decode_max_batch_size=int(batch), spec_mode="mtp" if mtp == "on" else "none", nextn=int(nextn))))  # fmt: skip
-            if (m := _SGL_CALL.search(line)) and seq:
-                pn, pw, dn, dw, _ = (int(g) for g in m.groups())
-                for conc in concs.split("x"):
-                    out.append((commit, when, dict(common, key="launcher:dynamo-sglang", model="deepseek-r1-0528", precision="fp8",
-                        framework="sglang", isl=seq[0], osl=seq[1], conc=int(conc),
-                        prefill_workers=pw, prefill_tp=pn * GB_GPUS_PER_NODE // pw, prefill_ep="", prefill_attention_dp="",
-                        prefill_max_batch_size="", decode_workers=dw, decode_tp=dn * GB_GPUS_PER_NODE // dw, decode_ep="",
-                        decode_attention_dp="", decode_max_batch_size="", spec_mode="", nextn="")))  # fmt: skip
+        if when < before:
+            out += launcher_version_rows(git(gitdir, "show", f"{commit}:{LAUNCHER}"), commit, when)
     return out
+
+
+def launcher_version_rows(text: str, commit: str, when: str) -> list[tuple[str, str, dict]]:
+    """(commit, time, row) for every submit_disagg.sh call of one launcher text and each of its concurrencies."""
+    out, seq, lists = [], None, {}
+    for number, line in enumerate(text.split("\n"), 1):
+        if m := _SEQ.search(line):
+            seq = (int(m[1]), int(m[2]))
+        if m := re.search(r'(\w*concurrency_list)="([\dx]+)"', line):
+            lists[m[1]] = m[2]
+        common = {"model_prefix": "dsr1", "runner": "gb200", "image": "", "recipe_concurrency": "", "conc_basis": "", "recipe_file": "",
+                  "recipe_commit": "", "file": LAUNCHER, "lines": f"L{number}", "excerpt": line.strip()}  # fmt: skip
+        if (m := _TRT_CALL.search(line)) and seq:
+            out += [(commit, when, row) for row in _trt_launch_rows(m.groups(), seq, common)]
+        if (m := _SGL_CALL.search(line)) and seq and m[6] in lists:
+            out += [(commit, when, row) for row in _sglang_launch_rows(m.groups(), lists[m[6]], seq, common)]
+    return out
+
+
+def _trt_launch_rows(call: tuple[str, ...], seq: tuple[int, int], common: dict) -> list[dict]:
+    """One row per concurrency of a TRT-LLM submit_disagg.sh call (its context workers: TRT_CONTEXT_SCRIPT)."""
+    mtp, mode, ctx, gen, gen_tp, batch, _, nextn, _, conc_list = call
+    dp = "true" if mode == "dep" else "false"
+    context_batch = 4 if seq[0] == seq[1] else 1
+    return [dict(common, key="launcher:dynamo-trtllm", model="deepseek-r1-0528-fp4-v2", precision="fp4", framework="trtllm", isl=seq[0],
+                 osl=seq[1], conc=int(conc), prefill_workers=int(ctx), prefill_tp=TRT_CONTEXT_TP, prefill_ep=TRT_CONTEXT_TP,
+                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, decode_workers=int(gen), decode_tp=int(gen_tp),
+                 decode_ep=int(gen_tp), decode_attention_dp=dp, decode_max_batch_size=int(batch), spec_mode="mtp" if mtp == "on" else "none",
+                 nextn=int(nextn), launch_script=TRT_CONTEXT_SCRIPT)
+            for conc in conc_list.split()]  # fmt: skip
+
+
+def _sglang_launch_rows(call: tuple[str, ...], concs: str, seq: tuple[int, int], common: dict) -> list[dict]:
+    """One row per concurrency of an SGLang submit_disagg.sh call: the default scripts' DEP layout (SGLANG_DEFAULT_SCRIPT)
+    or, for a named script whose sources disagree, attention DP and EP left undecided; no speculative decoding."""
+    pn, pw, dn, dw, _ = (int(g) for g in call[:5])
+    undecided = SGLANG_SCRIPTS_UNDECIDED.get(call[6] or "")
+    ptp, dtp = pn * GB_GPUS_PER_NODE // pw, dn * GB_GPUS_PER_NODE // dw
+    dp, pep, dep = ("", "", "") if undecided else ("true", ptp, dtp)
+    return [dict(common, key="launcher:dynamo-sglang", model="deepseek-r1-0528", precision="fp8", framework="sglang", isl=seq[0], osl=seq[1],
+                 conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="",
+                 decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", spec_mode="none", nextn=0,
+                 launch_script=f"{undecided or SGLANG_DEFAULT_SCRIPT}; {SGLANG_NO_SPEC}")
+            for conc in concs.split("x")]  # fmt: skip
 
 
 def spans(rows: list, all_versions: dict[str, list[tuple[str, str]]]) -> list[Rule]:

@@ -25,6 +25,14 @@ MODEL_PREFIX = {"deepseek-ai/DeepSeek-R1": "dsr1", "deepseek-ai/DeepSeek-V3": "d
                 "openai/gpt-oss-120b": "gptoss", "zhipuai/GLM-5": "glm5"}  # fmt: skip
 PLACEHOLDER_TP_SYSTEMS = frozenset({"gb200", "gb300"})  # SGLang rows there record tp 1 (the config's placeholder)
 TWIN_TOLERANCE = 6e-4  # relative TTFT and TPOT agreement of a gap-analysis row and its InferenceX twin (0.06%)
+LAUNCHER_KEY = "launcher:"  # key prefix of the rules of the GB200 launcher, which ran the multi-node runs before the configs named them
+# Before the configs took over, InferenceX's multi-node workflow recorded one tp per run, the run's GPU count, in both stage
+# fields; the configs' result processing writes each stage's own tp. A disagg row recording a launcher rule's GPU count in
+# both fields therefore ran under the launcher, even on the day the configs took over.
+LAUNCHER_SCHEMA_CITATION = (
+    "SemiAnalysisAI/InferenceX .github/workflows/benchmark-multinode-tmpl.yml @ 175fe5364 L100-L106 (TP=$gpus ... "
+    "python3 utils/process_result.py); utils/process_result.py @ 93e1b3ca1 L65-L93 (prefill_tp, decode_tp)"
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,8 @@ class Topology:
     decode: Stage
     nextn: int | None  # MTP draft tokens per decode step (0: none); None: the config does not decide it
     recipe_file: str | None  # srt-slurm recipe the entry names; None: no recipe
-    citation: str  # repository file @ commit, lines and excerpt (plus the recipe @ commit)
+    launch_script: str | None  # GB200 launcher rows: the script the call ran and the citation of its layout facts; None otherwise
+    citation: str  # repository file @ commit, lines and excerpt (plus the recipe @ commit or the launch script)
 
 
 @dataclass(frozen=True)
@@ -61,11 +70,12 @@ class Unresolved:
 
 
 @dataclass(frozen=True)
-class SaBench:
-    """srt-slurm's sa-bench client protocol for the multi-node disaggregated runs (per concurrency C)."""
+class MultinodeClient:
+    """The benchmark client of a multi-node disaggregated launch path, per concurrency C (the run's total)."""
 
-    warmup_prompts_per_concurrency: int  # warm-up requests = this x C, results discarded
-    warmup_request_rate: float  # warm-up requests/s offered
+    client: str  # benchmark client and dataset
+    warmup: str  # what runs before the measured pass (its results are discarded; the replay starts at the measured pass)
+    warmups_per_concurrency: int | None  # warm-up requests = this x C before the measured pass; None: not a multiple of C
     prompts_per_concurrency: int  # measured requests = this x C
     request_rate: float  # measured requests/s offered (inf: all at t = 0, C in flight)
     random_range_ratio: float  # lengths uniform on [r*L, L]
@@ -73,14 +83,39 @@ class SaBench:
     citation: str
 
 
-SA_BENCH = SaBench(
-    warmup_prompts_per_concurrency=5, warmup_request_rate=250.0, prompts_per_concurrency=5, request_rate=math.inf,
-    random_range_ratio=0.8, ignore_eos=True,
+SA_BENCH = MultinodeClient(
+    client="srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)", warmup="5 x C prompts at request rate 250", warmups_per_concurrency=5,
+    prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
     citation=("ishandhanani/srt-slurm src/srtctl/benchmarks/scripts/sa-bench/bench.sh @ 09211b641fc3: warm-up loop "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate 250; benchmark loop "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate \"${REQ_RATE}\" "
               "(recipes: req_rate \"inf\")"),
 )  # fmt: skip
+# The pre-config GB200 launcher's two paths (runners/launch_gb200-nv.sh): dynamo's TRT-LLM performance sweep and its SGLang
+# slurm jobs, each with its own copy of the vLLM benchmark_serving.py client.
+DYNAMO_TRTLLM_SWEEP = MultinodeClient(
+    client="dynamo trtllm performance_sweeps bench.sh (kedarpotdar-nv/bench_serving benchmark_serving.py, random dataset)",
+    warmup="once per job, 8 prompts at concurrency 1; the job's concurrencies then run back to back", warmups_per_concurrency=None,
+    prompts_per_concurrency=8, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
+    citation=("ai-dynamo/dynamo components/backends/trtllm/performance_sweeps/scripts/bench.sh @ 0b6abc828 L170-L195: "
+              "concurrency=$((concurrency * num_gen_servers)); num_prompts=$((concurrency * multi_round)) --random-range-ratio 0.8 "
+              "--ignore-eos --max-concurrency \"$concurrency\" (no --request-rate: inf, kedarpotdar-nv/bench_serving "
+              "benchmark_serving.py @ f3ea022a L1146-L1148); benchmark_disagg.slurm L4 MULTI_ROUND=8"),
+)  # fmt: skip
+DYNAMO_SGLANG_SLURM = MultinodeClient(
+    client="dynamo sglang slurm_jobs scripts/vllm/bench.sh (vLLM benchmark_serving.py, random dataset)",
+    warmup="a warm-up pass at request rate 250 (its size differs by branch)", warmups_per_concurrency=None,
+    prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
+    citation=("ai-dynamo/dynamo components/backends/sglang/slurm_jobs/scripts/vllm/bench.sh @ e1c7a4a49 L65-L81: "
+              "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate ${chosen_req_rate} "
+              "(the launcher passes inf) --max-concurrency \"$concurrency\""),
+)  # fmt: skip
+LAUNCH_CLIENTS = {"launcher:dynamo-trtllm": DYNAMO_TRTLLM_SWEEP, "launcher:dynamo-sglang": DYNAMO_SGLANG_SLURM}  # key -> client; else SA_BENCH
+
+
+def multinode_client(topology: Topology) -> MultinodeClient:
+    """The benchmark client that measured a run of this topology."""
+    return LAUNCH_CLIENTS.get(topology.key, SA_BENCH)
 
 
 @memo(4)
@@ -113,6 +148,9 @@ def resolve(m: Measurement, rules: Iterable[dict[str, str]] | None = None) -> To
         matching = [r for r in matching if keep(r)]
         if not matching:
             return Unresolved(why)
+    launched = [r for r in matching if r["key"].startswith(LAUNCHER_KEY) and _records_run_gpus(r, m)]
+    if launched:  # the launcher-era result schema (LAUNCHER_SCHEMA_CITATION)
+        matching = launched
     candidates = _latest(matching, when)
     distinct = {_signature(r): r for r in candidates}
     if len(distinct) > 1:
@@ -221,6 +259,12 @@ def _tp_agrees(rule: dict[str, str], m: Measurement) -> bool:
     return _placeholder_tp(m)
 
 
+def _records_run_gpus(rule: dict[str, str], m: Measurement) -> bool:
+    """A disagg row records the rule's total GPU count in both stage tp fields."""
+    total = int(rule["prefill_workers"]) * int(rule["prefill_tp"]) + int(rule["decode_workers"]) * int(rule["decode_tp"])
+    return m.mode == "disagg" and _recorded_tp(m) == (total, total)
+
+
 def _placeholder_tp(m: Measurement) -> bool:
     """GB200/GB300 SGLang disagg rows recording one GPU per stage: the config's placeholder tp 1."""
     return m.mode == "disagg" and m.engine == "sglang" and m.system in PLACEHOLDER_TP_SYSTEMS and (_gpus(m.prefill), _gpus(m.decode)) == (1, 1)
@@ -266,9 +310,11 @@ def _topology(rule: dict[str, str], concurrency: int | None) -> Topology:
     citation = f"{rule['repository']} {rule['file']} @ {rule['commit']} {rule['lines']}: {rule['excerpt']}"
     if rule["recipe_file"]:
         citation += f"; recipe NVIDIA/srt-slurm {rule['recipe_file']} @ {rule['recipe_commit']}"
+    if rule["launch_script"]:
+        citation += f"; launch script {rule['launch_script']}"
     return Topology(key=rule["key"], commit=rule["commit"], conc_entry=int(rule["conc"]), conc_basis=_basis(rule, concurrency) or "",
                     prefill=stage("prefill"), decode=stage("decode"), nextn=_drafts(rule),
-                    recipe_file=rule["recipe_file"] or None, citation=citation)  # fmt: skip
+                    recipe_file=rule["recipe_file"] or None, launch_script=rule["launch_script"] or None, citation=citation)  # fmt: skip
 
 
 def _layout(stage: Stage, old: Layout | None) -> Layout:
@@ -292,4 +338,15 @@ def _int(text: str) -> int | None:
     return int(text) if text not in ("", None) else None
 
 
-__all__ = ["SA_BENCH", "SaBench", "Stage", "Topology", "Unresolved", "corrected_layouts", "inferencex_twin", "load_rules", "resolve"]
+__all__ = [
+    "SA_BENCH",
+    "MultinodeClient",
+    "multinode_client",
+    "Stage",
+    "Topology",
+    "Unresolved",
+    "corrected_layouts",
+    "inferencex_twin",
+    "load_rules",
+    "resolve",
+]

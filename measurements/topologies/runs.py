@@ -1,5 +1,6 @@
 """A resolved disaggregated run as it was launched and measured: the config's stages, its
-speculative depth, and srt-slurm's sa-bench client (measurements.topologies.resolver).
+speculative depth, and the benchmark client of its launch path (srt-slurm's sa-bench, or the GB200
+launcher's dynamo clients: measurements.topologies.resolver.multinode_client).
 
 ``published_run`` returns the measurement with its layouts, mode, client protocol and MTP
 settings replaced by the published ones and a note saying what was replaced, or why the run
@@ -19,22 +20,20 @@ from collections.abc import Sequence
 
 from estimator.settings import system_defaults
 from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
-from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS
-from measurements.recipes.trtllm import TRTLLM_DSR1_MTP_ACCEPTED, TRTLLM_DSR1_MTP_ACCEPTED_CITATION
+from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS, dsr1_mtp_accepted
 from measurements.schema import Measurement, Protocol
-from measurements.topologies.resolver import SA_BENCH, Topology, corrected_layouts, inferencex_twin
+from measurements.topologies.resolver import MultinodeClient, Topology, corrected_layouts, inferencex_twin, multinode_client
 
-SA_BENCH_CLIENT = "srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)"
-LAUNCHER = "launcher:"  # key prefix of the runs InferenceX's GB200 launcher started before its configs named them
 KV_TRANSFER_NOTE = "KV transfer between the stages is not replayed (a term of 0 ms: no published transfer time for these runs)"
 
 
-def sa_bench_protocol(concurrency: int) -> Protocol:
-    """sa-bench's measured pass at concurrency C: 5 x C prompts at rate inf (its 5 x C warm-up at
-    rate 250 is discarded before the measured pass starts)."""
+def multinode_protocol(client: MultinodeClient, concurrency: int) -> Protocol:
+    """A multi-node client's measured pass at concurrency C (its warm-up is discarded before the pass starts)."""
     return Protocol(
-        client=SA_BENCH_CLIENT, num_prompts=SA_BENCH.prompts_per_concurrency * concurrency, request_rate=SA_BENCH.request_rate,
-        random_range_ratio=SA_BENCH.random_range_ratio, ignore_eos=SA_BENCH.ignore_eos, client_citation=SA_BENCH.citation,
+        client=client.client, num_prompts=client.prompts_per_concurrency * concurrency, request_rate=client.request_rate,
+        random_range_ratio=client.random_range_ratio, ignore_eos=client.ignore_eos,
+        client_citation=f"{client.citation}; warm-up ({client.warmup}) discarded",
+        num_warmups=None if client.warmups_per_concurrency is None else client.warmups_per_concurrency * concurrency,
     )  # fmt: skip
 
 
@@ -45,8 +44,8 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
         return drafts
     undecided = [name for name, stage in (("prefill", topology.prefill), ("decode", topology.decode)) if stage.attention_dp is None]
     if undecided:
-        return (f"the config ({topology.key} @ {topology.commit}) leaves the {' and '.join(undecided)} attention DP and EP to its "
-                "launcher script, which is not public")  # fmt: skip
+        where = topology.launch_script or "its launcher script, which is not public"
+        return f"the config ({topology.key} @ {topology.commit}) leaves the {' and '.join(undecided)} attention DP and EP undecided: {where}"
     prefill, decode, note = corrected_layouts(m, topology)
     defaults = system_defaults(m.engine, m.system)
     notes = [note]
@@ -62,10 +61,7 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
     nextn, accepted, citation = drafts
     if citation:
         notes.append(citation)
-    protocol = m.protocol if topology.key.startswith(LAUNCHER) else sa_bench_protocol(m.concurrency)
-    if protocol is m.protocol:
-        notes.append("client protocol of the GB200 launcher runs not published: the source's single-node client is not assumed")
-        protocol = dataclasses.replace(m.protocol, num_prompts=None, random_range_ratio=None)
+    protocol = multinode_protocol(multinode_client(topology), m.concurrency)
     run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol,
                               settings=m.settings.replace(nextn=nextn, nextn_accepted=accepted))  # fmt: skip
     return run, "; ".join(notes)
@@ -80,13 +76,12 @@ def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
         return f"the config ({topology.key} @ {topology.commit}) does not decide the speculative mode (MTP or not)"
     if nextn == 0:
         return 0, 0.0, ""
-    if m.engine == "trtllm" and m.model in DSR1_MODELS and nextn in TRTLLM_DSR1_MTP_ACCEPTED:
-        return (
-            nextn,
-            TRTLLM_DSR1_MTP_ACCEPTED[nextn],
-            f"MTP {nextn}: accepted drafts per step from {TRTLLM_DSR1_MTP_ACCEPTED_CITATION}",
-        )
-    return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
+    if m.model not in DSR1_MODELS:
+        return f"MTP depth {nextn} ({topology.key}): no published acceptance rate for {m.engine} {m.model} at that depth"
+    accepted = dsr1_mtp_accepted(m.engine, nextn)
+    if isinstance(accepted, str):
+        return f"MTP depth {nextn} ({topology.key}): {accepted}"
+    return nextn, *accepted
 
 
 def with_twin_protocols(sample: Sequence[Measurement]) -> list[Measurement]:

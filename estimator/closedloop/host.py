@@ -1,0 +1,151 @@
+"""Host (CPU launch) time of an eager pass that prefills, per serving framework and model architecture.
+
+A pass that prefills runs eagerly on SGLang (piecewise CUDA graphs off by default through 0.5.9 and
+forced off for speculative decoding, attention DP and PD prefill) and on TensorRT-LLM (CUDA graphs
+cover generation-only batches); its Python launch loop over the layers is host-bound for large
+MoE models, so the pass lasts at least its host time. The published points (``HOST_POINTS``):
+
+* a single request at concurrency 1 waits for nothing, so its median TTFT is one prefill pass's
+  host time plus the request's fixed path (``EngineSettings.request_path_ms``, subtracted; the rest
+  of the path, e.g. SGLang's, which is not published, stays in: an upper bound). A point measured
+  with speculative decoding counts the draft layer its first pass also runs;
+* or a forward call's host time measured directly.
+
+Rule: per-layer cost = point / layers counted; a pass that prefills lasts at least that x the
+deployment's decoder layers, whatever its TP and GPU (each rank's process launches its own layers).
+An architecture with its own point takes it; another MoE architecture takes the framework's smallest
+published MoE per-layer cost (a lower bound: the fewest kernels per layer measured); a dense
+architecture takes none (no published point, fewer kernels per layer); vLLM V1 graphs prefill
+(piecewise CUDA graphs by default) and takes none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from estimator.caching import memo
+from estimator.deployment import Backend, Deployment
+from estimator.models import model_architecture
+from estimator.scheduler.facts import deployment_facts
+from estimator.settings import TRTLLM_REQUEST_PATH_MS
+
+COOKBOOK = "sgl-project/sgl-cookbook @ 7b5bd9c"  # bench_serving output at concurrency 1, 10 prompts, random dataset
+
+
+@dataclass(frozen=True)
+class HostPoint:
+    """One published measurement of an eager prefill pass's host time."""
+
+    host_ms: float  # host time of one pass that prefills, ms (> 0)
+    layers: int  # layers the pass ran: the model's decoder layers, plus a draft layer run in the same pass (>= 1)
+    citation: str  # where it is published, and how host_ms follows from it
+
+    @property
+    def per_layer_ms(self) -> float:
+        return self.host_ms / self.layers
+
+
+# (framework, HF architecture) -> point
+HOST_POINTS: Mapping[tuple[Backend, str], HostPoint] = MappingProxyType(
+    {
+        (Backend.SGLANG, "DeepseekV3ForCausalLM"): HostPoint(
+            140.76,
+            61,
+            (
+                f"{COOKBOOK} docs/autoregressive/DeepSeek/DeepSeek-R1.md L371-L396: DeepSeek-R1-0528 FP8, 8xB200 TP8, SGLang "
+                "0.5.6.post1, 610 input tokens, Median TTFT (ms): 140.76 (4,194 tokens: 154.96, L693-L718: host-bound)"
+            ),
+        ),
+        (Backend.SGLANG, "KimiK25ForConditionalGeneration"): HostPoint(
+            154.24,
+            61,
+            (
+                f"{COOKBOOK} docs/autoregressive/Moonshotai/Kimi-K2.5.md L585-L611: Kimi-K2.5 INT4, 8xH200 TP8, SGLang 0.5.6.post2, "
+                "610 input tokens, Median TTFT (ms): 154.24"
+            ),
+        ),
+        (Backend.SGLANG, "Qwen3_5MoeForConditionalGeneration"): HostPoint(
+            208.46,
+            60 + 1,
+            (
+                f"{COOKBOOK} docs/autoregressive/Qwen/Qwen3.5.md L756-L783: Qwen3.5-397B-A17B, 8xH200 TP8, SGLang main (Feb 2026), "
+                "NEXTN speculative decoding (its MTP layer extends in the prefill's pass), 610 input tokens, Median TTFT (ms): 208.46"
+            ),
+        ),
+        (Backend.SGLANG, "GlmMoeDsaForCausalLM"): HostPoint(
+            282.34,
+            78 + 1,
+            (
+                f"{COOKBOOK} docs/autoregressive/GLM/GLM-5.md L440-L467: GLM-5-FP8, 8xH200 TP8, SGLang 947927bdb, EAGLE speculative "
+                "decoding (its MTP layer extends in the prefill's pass), 610 input tokens, Median TTFT (ms): 282.34"
+            ),
+        ),
+        (Backend.SGLANG, "MiniMaxM2ForCausalLM"): HostPoint(
+            116.10,
+            62,
+            (
+                f"{COOKBOOK} docs/autoregressive/MiniMax/MiniMax-M2.5.md L425-L451: MiniMax-M2.5, 8xB200 TP8 EP8, SGLang 0.5.8, "
+                "609 input tokens, Median TTFT (ms): 116.10 (4,194 tokens: 126.76)"
+            ),
+        ),
+        (Backend.SGLANG, "GptOssForCausalLM"): HostPoint(
+            31.79,
+            36,
+            (
+                f"{COOKBOOK} docs/autoregressive/OpenAI/GPT-OSS.md L445-L470: gpt-oss-120b, 8xB200 TP8, SGLang 0.5.6, ShareGPT "
+                "(332 input tokens on average), Median TTFT (ms): 31.79"
+            ),
+        ),
+        (Backend.TRTLLM, "DeepseekV3ForCausalLM"): HostPoint(
+            160.18 - TRTLLM_REQUEST_PATH_MS,
+            61,
+            (
+                "NVIDIA/TensorRT-LLM issue 5929: DeepSeek-R1 FP4, 8xB200 TP8, TensorRT-LLM 0.21.0rc2, 1,600 input tokens, "
+                "concurrency 1, p50 TTFT 161.04 / 160.18 / 172.65 ms at EP 1 / 4 / 8 (the least), less trtllm-serve's request path"
+            ),
+        ),
+        (Backend.TRTLLM, "GptOssForCausalLM"): HostPoint(
+            30.0,
+            36,
+            (
+                "ai-dynamo/aisimulate issue 277: GPT-OSS-120B, B200 TP2, TensorRT-LLM 1.3.0rc14, 886-token prefill + 3 decodes: "
+                "'complete forward CPU calls still average about 30 ms' while its MoE kernels take 7.49 ms"
+            ),
+        ),
+    }
+)
+
+
+@dataclass(frozen=True)
+class EagerCost:
+    """The per-layer host cost a deployment's eager prefill passes take, and why."""
+
+    per_layer_ms: float  # ms per decoder layer (>= 0)
+    source: str  # the point it comes from, or the rule that leaves it at 0
+
+
+def eager_cost(backend: Backend, model: str, moe: bool) -> EagerCost:
+    """The published per-layer eager cost of an architecture on a framework (module docstring's rule)."""
+    architecture = model_architecture(model)
+    own = HOST_POINTS.get((backend, architecture or ""))
+    if own is not None:
+        return EagerCost(own.per_layer_ms, own.citation)
+    if not moe:
+        return EagerCost(0.0, f"{backend.value} {architecture}: no published point for a dense architecture")
+    framework = [p for (b, _), p in HOST_POINTS.items() if b is backend]
+    if not framework:
+        return EagerCost(0.0, f"{backend.value} prefills under CUDA graphs")
+    least = min(framework, key=lambda p: p.per_layer_ms)
+    return EagerCost(least.per_layer_ms, f"{backend.value} {architecture}: no point of its own, the framework's least: {least.citation}")
+
+
+@memo()
+def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float | None) -> float:
+    """A pass that prefills lasts at least this long, ms: layers x the per-layer cost (eager_layer_ms,
+    EngineSettings'; None: the framework's published cost for the architecture, eager_cost)."""
+    facts = deployment_facts(deployment)
+    if eager_layer_ms is None:
+        eager_layer_ms = eager_cost(deployment.backend, deployment.model, facts.num_experts > 0).per_layer_ms
+    return eager_layer_ms * facts.num_layers
