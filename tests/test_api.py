@@ -262,6 +262,18 @@ def test_nothing_meeting_the_targets_exits_3_with_the_closest_miss():
     assert code == 3 and out.strip() == json.dumps(report.to_json()) and json.loads(out)["status"] == "nothing_meets_targets"
 
 
+def test_a_disagg_sweep_whose_gates_form_no_pair_exits_3_without_a_closest_miss():
+    """Fuzz finding: a TTFT target no prefill worker meets forms no worker pair, so the table is empty
+    and there is no closest miss to name (the text output raised AttributeError on None)."""
+    arguments = {"model_path": "Qwen/Qwen3-32B", "system": "h200_sxm", "backend": "sglang", "mode": "disagg", "tp_list": (1, 2), "ttft": 1.0}
+    report = estimator.sweep(**arguments)
+    assert report.status is ExitStatus.NOTHING_MEETS_TARGETS and report.closest_miss is None and report.table.empty
+    code, out, err = cli([*argv("sweep", arguments), "--progress", "never"])
+    assert code == 3 and "no prefill and decode worker pair passed the targets' gates" in out and "Traceback" not in err
+    code, out, _ = cli([*argv("sweep", arguments), "--progress", "never", "--json"])
+    assert code == 3 and json.loads(out)["closest_miss"] is None
+
+
 @pytest.mark.parametrize("mode", ["agg", "disagg"])
 def test_nothing_fitting_in_memory_exits_4_only_when_strict(mode):
     """Qwen3-32B in bf16 (65 GB of weights) on one 48 GB L40S GPU fits nowhere."""

@@ -146,7 +146,7 @@ class SweepReport:
     closed_loop: bool  # the rankings' figures are the closed-loop replay's (--refined-sla), columns suffixed _closed_loop
     rankings: tuple[Ranking, ...]  # one per target, in the targets' order
     status: ExitStatus  # FOUND, NOTHING_MEETS_TARGETS, or OUT_OF_MEMORY (nothing evaluated fits in GPU memory)
-    closest_miss: Mapping[str, object] | None  # when nothing meets a target: the table row nearest to one (miss factor, target)
+    closest_miss: Mapping[str, object] | None  # when nothing meets a target: the table row nearest to one (miss factor, target); None when the table is empty
     arguments: object = field(compare=False)  # the call's arguments, defaults filled in (SWEEP.arguments_type)
     tabulate: Callable[[], pd.DataFrame] = field(repr=False, compare=False)  # builds `table`
 
