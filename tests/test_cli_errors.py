@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import urllib.request
 from pathlib import Path
 
@@ -138,6 +139,15 @@ def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
     assert f"Out of memory:    {oom}" in out and ("OOM" in err) is oom
 
 
+def test_kv_bytes_of_a_sequence_beyond_int64_are_a_figure(tmp_path, capsys):
+    """Fuzz finding: a config whose KV bytes per sequence pass int64 (2**40 layers at isl 2**31-1)
+    multiplied the batch array into an OverflowError traceback; it is out of memory, figures finite."""
+    path = config_file(tmp_path, num_hidden_layers=2**40)
+    assert main(["estimate", "--model-path", path, *MODEL[2:], "--isl", str(2**31 - 1), "--allow-long-context", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["oom"] and math.isfinite(row["memory"]) and row["memory"] > 2**60
+
+
 @pytest.mark.parametrize("under_a_file", [True, False], ids=["under-a-file", "a-directory"])
 def test_sweep_out_is_checked_before_the_sweep(under_a_file, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("estimator.cli.sweep.sweep_with", lambda *a: pytest.fail("swept before --out was checked"))
@@ -206,6 +216,7 @@ def test_a_config_json_path_reaches_the_reference_as_its_folder(tmp_path, no_net
     by_path, bundled = (json.loads(line) for line in capsys.readouterr().out.splitlines())
     assert by_path == bundled
     assert main([*SWEEP[:1], "--model-path", path, *SWEEP[3:]]) == 0
+    assert main(["recommend", "--model-path", path, "--system", "h200_sxm", "--total-gpus", "2", "--backend", "sglang"]) == 0  # is_moe_model
 
 
 @pytest.mark.parametrize("model", ["FILE", "mistralai/Mixtral-8x7B-v0.1"])
@@ -217,6 +228,17 @@ def test_the_reference_is_never_given_a_model_to_download(model, tmp_path, no_ne
         Path(config_file(tmp_path)).rename(model)
     line = one_error_line(["price-ops", "--model-path", model, *REFERENCE_OPS], capsys)
     assert f"{model!r} is neither: give the folder holding its config.json" in line
+
+
+@pytest.mark.parametrize("architectures", [None, []], ids=["null", "empty"])
+@pytest.mark.parametrize(
+    "command", [["price-ops", *REFERENCE_OPS[:-1]], ["recommend", "--system", "h200_sxm", "--total-gpus", "1"]], ids=["price-ops", "recommend"]
+)
+def test_a_local_config_without_architectures_is_named_before_the_reference_reads_it(architectures, command, tmp_path, no_network, capsys):
+    """The reference reads the model family off architectures[0]: without one it raised TypeError
+    ("'NoneType' object is not subscriptable" as the error line) or asked the hub for the config."""
+    path = config_file(tmp_path, architectures=architectures)
+    assert "its config lists no 'architectures', which the reference pricer needs" in one_error_line([command[0], "--model-path", path, *command[1:]], capsys)
 
 
 @pytest.mark.parametrize("argv,named", [

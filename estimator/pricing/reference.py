@@ -17,6 +17,7 @@ import numpy as np
 from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError, UnknownModelError
+from estimator.models.config import model_architecture
 from estimator.pricing.base import OpPrice
 
 DATABASE_MODES = ("SILICON", "HYBRID")  # HYBRID: SILICON, and the reference's empirical transfer on a miss
@@ -31,13 +32,16 @@ def reference_model_path(model: str) -> str:
     """The model as the reference is given it: an id it bundles, or a local folder (a config.json
     path is given as its folder), never a name it would download (aiconfigurator-core fetches the
     config of any other name from huggingface.co: a file path became a request for
-    https://huggingface.co/<path>/raw/main/config.json); UnknownModelError otherwise."""
+    https://huggingface.co/<path>/raw/main/config.json); UnknownModelError otherwise, InvalidInputError for a
+    local config that lists no architecture."""
     from aiconfigurator_core.sdk.utils import DefaultHFModels
 
-    if model in DefaultHFModels or os.path.isdir(model):
+    if model in DefaultHFModels:
         return model
-    if os.path.isfile(model) and Path(model).name == "config.json":
-        return str(Path(model).parent)
+    if os.path.isdir(model) or (os.path.isfile(model) and Path(model).name == "config.json"):
+        if model_architecture(model) is None:  # the reference reads its model family off architectures[0]
+            raise InvalidInputError(f"model {model!r}: its config lists no 'architectures', which the reference pricer needs")
+        return model if os.path.isdir(model) else str(Path(model).parent)
     raise UnknownModelError(f"the reference pricer reads its bundled models and local folders, and {model!r} is neither: "
                             "give the folder holding its config.json")  # fmt: skip
 
