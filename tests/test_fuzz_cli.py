@@ -319,28 +319,11 @@ def check_in_a_folder(data, command) -> None:
                 assert (Path(argv[i + 1]) / WRITTEN[token]).is_file(), argv
 
 
+@pytest.mark.parametrize("command", [estimate_argv, price_ops_argv, sweep_argv, recommend_argv], ids=["estimate", "price-ops", "sweep", "recommend"])
 @given(st.data())
 @fuzz
-def test_fuzz_estimate(data):
-    check_in_a_folder(data, estimate_argv)
-
-
-@given(st.data())
-@fuzz
-def test_fuzz_price_ops(data):
-    check_in_a_folder(data, price_ops_argv)
-
-
-@given(st.data())
-@fuzz
-def test_fuzz_sweep(data):
-    check_in_a_folder(data, sweep_argv)
-
-
-@given(st.data())
-@fuzz
-def test_fuzz_recommend(data):
-    check_in_a_folder(data, recommend_argv)
+def test_fuzz_command_line(command, data):
+    check_in_a_folder(data, command)
 
 
 # ---- refine rows ---------------------------------------------------------------------------------
