@@ -167,14 +167,20 @@ class SweepReport:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def to_json(self) -> dict:
-        """What `sweep --json` prints."""
+        """What `sweep --json` prints (NaN as None)."""
         return {
             "mode": self.mode,
             "closed_loop": self.closed_loop,
             "status": self.status.name.lower(),
-            "rankings": [{"target": dataclasses.asdict(r.target) | {"label": r.target.label}, "rows": r.frame.to_dict("records")} for r in self.rankings],
-            "closest_miss": None if self.closest_miss is None else dict(self.closest_miss),
-        }
+            "rankings": [{"target": dataclasses.asdict(r.target) | {"label": r.target.label}, "rows": [json_values(row) for row in r.frame.to_dict("records")]}
+                         for r in self.rankings],
+            "closest_miss": None if self.closest_miss is None else json_values(self.closest_miss),
+        }  # fmt: skip
+
+
+def json_values(row: Mapping) -> dict:
+    """A row as JSON values: a NaN (a figure the row lacks, e.g. an unreplayed row's ttft_refined) as None."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
 
 def sweep(**arguments) -> SweepReport:
