@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import urllib.request
 from pathlib import Path
@@ -239,6 +240,18 @@ def test_a_local_config_without_architectures_is_named_before_the_reference_read
     ("'NoneType' object is not subscriptable" as the error line) or asked the hub for the config."""
     path = config_file(tmp_path, architectures=architectures)
     assert "its config lists no 'architectures', which the reference pricer needs" in one_error_line([command[0], "--model-path", path, *command[1:]], capsys)
+
+
+def test_a_recommend_error_is_its_line_alone(caplog, capsys):
+    """Fuzz finding: every layout's sweep warnings ("agg sweep: no grid point of tp1pp1... fits in
+    memory", ...) were logged before the error line; they are dropped with an error and kept, in
+    order, with a recommendation."""
+    with caplog.at_level(logging.WARNING):
+        line = one_error_line(["recommend", "--model-path", "deepseek-ai/DeepSeek-V3", "--system", "h200_sxm", "--total-gpus", "2"], capsys)
+    assert "fits in no searched layout of at most 2 GPUs" in line and not caplog.records
+    with caplog.at_level(logging.WARNING):
+        assert main(["recommend", *MODEL[:4], "--backend", "sglang", "--total-gpus", "2", "--ttft", "10"]) == 3
+    assert caplog.messages[:2] == ["agg sweep: no operating point meets the targets", "disagg sweep: no worker combination meets the targets"]
 
 
 @pytest.mark.parametrize("argv,named", [

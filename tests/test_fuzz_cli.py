@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import logging
 import math
 import re
 import tempfile
@@ -37,13 +38,20 @@ fuzz = settings(max_examples=NIGHTLY_EXAMPLES if settings.get_current_profile_na
 
 
 def run(argv: list[str]) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of one in-process command line."""
+    """(exit status, stdout, stderr) of one in-process command line; stderr holds the log records a
+    user sees there (the command line configures no logging, so Python's last-resort handler prints
+    warnings bare; under pytest its capture handler would take them instead)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
+    logs = logging.StreamHandler(err)
+    logs.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(logs)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv)
-        except SystemExit as exc:  # argument errors leave through the parser
-            code = exc.code
+    except SystemExit as exc:  # argument errors leave through the parser
+        code = exc.code
+    finally:
+        logging.getLogger().removeHandler(logs)
     return code, out.getvalue(), err.getvalue()
 
 
