@@ -242,6 +242,28 @@ def test_a_local_config_without_architectures_is_named_before_the_reference_read
     assert "its config lists no 'architectures', which the reference pricer needs" in one_error_line([command[0], "--model-path", path, *command[1:]], capsys)
 
 
+@pytest.mark.parametrize("flags,same_as", [
+    (["--max-prefill-workers", str(2**31 - 1)], ["--max-prefill-workers", "8"]),  # no more workers than the 8 GPUs
+    (["--total-gpus", str(2**31 - 1)], ["--total-gpus", "64"]),  # 32 + 32 one-GPU workers reach 64
+], ids=["workers", "gpus"])  # fmt: skip
+def test_disagg_sweep_worker_counts_up_to_the_size_limit(flags, same_as, capsys):
+    """Nightly fuzz finding (a worker killed for memory): --max-prefill-workers or --total-gpus at
+    2**31-1 built a tuple or set of that many ints (tens of GB); worker counts stop at --total-gpus
+    and the allowed GPU counts at what the counts reach: the rows of the counts they stand for."""
+    base = ["sweep", *MODEL, "--mode", "disagg", "--tp-list", "1", "--progress", "never", "--json"]
+    rows = []
+    for extra in (flags, same_as):
+        assert main([*base, *extra]) == 0
+        rows.append([{k: v for k, v in r.items() if k not in ("replicas", "total_gpus")} for r in json.loads(capsys.readouterr().out)["rankings"][0]["rows"]])
+    assert rows[0] == rows[1] and rows[0]
+
+
+def test_disagg_sweep_worker_count_pairs_are_bounded(capsys):
+    line = one_error_line(["sweep", *MODEL, "--mode", "disagg", "--tp-list", "1", "--total-gpus", str(2**31 - 1),
+                           "--max-prefill-workers", "1000", "--max-decode-workers", "1000"], capsys)  # fmt: skip
+    assert "at most 65536 (2**16) prefill x decode worker counts, and 1000 x 1000 were asked" in line
+
+
 def test_a_recommend_error_is_its_line_alone(caplog, capsys):
     """Fuzz finding: every layout's sweep warnings ("agg sweep: no grid point of tp1pp1... fits in
     memory", ...) were logged before the error line; they are dropped with an error and kept, in

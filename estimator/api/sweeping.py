@@ -29,6 +29,7 @@ from estimator.api.status import ExitStatus
 from estimator.closedloop import PRICINGS, ROW, ReplayOptions
 from estimator.deployment import Backend, Deployment
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
+from estimator.errors import InvalidInputError
 from estimator.models.quant import check_overrides
 from estimator.perf.versions import resolve_version
 from estimator.pricing import resolve_pricer
@@ -52,6 +53,9 @@ TARGETS, SPACE, AGG, DISAGG, CLOSED_LOOP = "targets", "search space", "agg searc
 # Figures the closed-loop replay reprices in a refined sweep's best rows; their columns there are suffixed.
 REPRICED = ("ttft", "tpot", "request_latency", "request_rate", "seq/s", "seq/s/gpu", "tokens/s", "tokens/s/gpu", "tokens/s/user")
 CLOSED_LOOP_SUFFIX = "_closed_loop"
+MAX_WORKER_PAIRS = (
+    2**16
+)  # prefill x decode worker counts a disagg sweep rate-matches (its memoised int64 grids hold this many cells per GPU-count pair; default 32 x 32)
 TOTAL_GPUS_HELP = (
     "GPUs in total: a replica (an agg worker, or a disagg deployment) uses at most this many, and `replicas` "
     "counts the copies that fit, as aiconfigurator counts them"
@@ -235,12 +239,23 @@ def run_sweep(args, pricer: str, report: Report | None = None) -> SweepResult:
         return sweep_agg(layouts, workload, sla, options, semantics, pricer, report, refined=replay)
     prefill = sweep_layouts(base, args.prefill_tp_list or args.tp_list, args.pp_list, args.total_gpus, moe)
     decode = sweep_layouts(deployment(args, args.decode_system), args.decode_tp_list or args.tp_list, args.pp_list, args.total_gpus, moe)
-    limits = WorkerLimits(
-        prefill_workers=tuple(range(1, args.max_prefill_workers + 1)), decode_workers=tuple(range(1, args.max_decode_workers + 1)),
-        total_gpus=frozenset(range(1, args.total_gpus + 1)), same_tp=base.backend is Backend.SGLANG,
-    )  # fmt: skip
-    options = DisaggOptions(args.prefill_max_num_tokens, args.decode_max_batch_size, limits, top_n=args.top_n, autoscale=args.autoscale)
+    options = DisaggOptions(args.prefill_max_num_tokens, args.decode_max_batch_size, worker_limits(args, prefill, decode, base.backend is Backend.SGLANG), top_n=args.top_n,
+                            autoscale=args.autoscale)  # fmt: skip
     return sweep_disagg(prefill, decode, workload, sla, options, semantics, pricer, report, refined=replay)
+
+
+def worker_limits(args, prefill: list[Deployment], decode: list[Deployment], same_tp: bool) -> WorkerLimits:
+    """The rate matching's worker counts, each at most --total-gpus (a worker holds a GPU at least),
+    and the deployment GPU counts it allows: 1 to --total-gpus, listed up to the most the counts
+    reach on these layouts (the same pairs are allowed as with every count listed; 2**31-1 workers
+    or GPUs were a tuple or set of that many ints, tens of GB); InvalidInputError beyond
+    MAX_WORKER_PAIRS (prefill x decode) counts."""
+    counts = [range(1, min(most, args.total_gpus) + 1) for most in (args.max_prefill_workers, args.max_decode_workers)]
+    if len(counts[0]) * len(counts[1]) > MAX_WORKER_PAIRS:
+        raise InvalidInputError(f"a disagg sweep rate-matches at most {MAX_WORKER_PAIRS} (2**16) prefill x decode worker counts, and "
+                                f"{len(counts[0])} x {len(counts[1])} were asked: lower --max-prefill-workers or --max-decode-workers")  # fmt: skip
+    reach = sum(len(n) * max((d.tp * d.pp * d.attention_dp for d in pool), default=1) for n, pool in zip(counts, (prefill, decode)))
+    return WorkerLimits(tuple(counts[0]), tuple(counts[1]), frozenset(range(1, min(args.total_gpus, reach) + 1)), same_tp=same_tp)
 
 
 def with_replicas(frame: pd.DataFrame, total_gpus: int) -> pd.DataFrame:
