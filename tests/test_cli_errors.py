@@ -11,7 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import estimator
 from estimator.cli import main
+from estimator.errors import EstimatorError
 
 MODEL = ["--model-path", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang"]
 SWEEP = ["sweep", *MODEL, "--ttft", "5000", "--tpot", "50", "--tp-list", "8", "--progress", "never"]
@@ -262,6 +264,18 @@ def test_disagg_sweep_worker_count_pairs_are_bounded(capsys):
     line = one_error_line(["sweep", *MODEL, "--mode", "disagg", "--tp-list", "1", "--total-gpus", str(2**31 - 1),
                            "--max-prefill-workers", "1000", "--max-decode-workers", "1000"], capsys)  # fmt: skip
     assert "at most 65536 (2**16) prefill x decode worker counts, and 1000 x 1000 were asked" in line
+
+
+@pytest.mark.parametrize("command", [["sweep", "--backend", "sglang", "--progress", "never"], ["estimate", "--backend", "sglang"],
+                                     ["recommend", "--total-gpus", "8"]], ids=["sweep", "estimate", "recommend"])  # fmt: skip
+def test_native_pricer_on_a_model_without_a_native_builder_is_refused_first(command, caplog, capsys):
+    """Nightly fuzz finding: sweep --pricer native on DeepSeek-V3 warned that each small layout fits
+    nowhere before the error a priced layout raised; the API layer refuses the pricer up front."""
+    with caplog.at_level(logging.WARNING):
+        line = one_error_line([command[0], "--model-path", "deepseek-ai/DeepSeek-V3", "--system", "h200_sxm", "--pricer", "native", *command[1:]], capsys)
+    assert "has architecture 'DeepseekV3ForCausalLM', which has no native op builder" in line and not caplog.records
+    with pytest.raises(EstimatorError, match="no native op builder"):
+        estimator.sweep(model_path="deepseek-ai/DeepSeek-V3", system="h200_sxm", backend="sglang", pricer="native")
 
 
 def test_a_recommend_error_is_its_line_alone(caplog, capsys):

@@ -22,6 +22,7 @@ from estimator.api.deployments import (
     deployment,
     layout_label,
     nextn_accepted,
+    pricer_of,
 )
 from estimator.api.estimating import SEMANTICS_PARAM, WORKLOAD
 from estimator.api.flags import Command, Param
@@ -32,7 +33,6 @@ from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFI
 from estimator.errors import InvalidInputError
 from estimator.models.quant import check_overrides
 from estimator.perf.versions import resolve_version
-from estimator.pricing import resolve_pricer
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
 from estimator.sweep.agg import DEFAULT_TOP_K
@@ -198,7 +198,7 @@ def sweep(**arguments) -> SweepReport:
 def sweep_with(args, report: Report | None = None) -> SweepReport:
     """sweep of bound arguments (the command line calls this with its parsed flags and a progress
     callback, which receives each unit's rows as they are computed)."""
-    result = run_sweep(args, resolve_pricer(args.pricer, args.model_path), report)
+    result = run_sweep(args, pricer_of(args), report)
     if args.request_latency is not None:  # its derived pairs are one target, ranked together
         ranked, frames = targets(args), (result.best,)
     else:
