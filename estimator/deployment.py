@@ -58,8 +58,8 @@ class Deployment:
         for field in ("moe_tp", "moe_ep"):
             if getattr(self, field) is not None:
                 require_positive(field, getattr(self, field))
-        if self.nextn < 0:
-            raise InvalidInputError(f"nextn must be >= 0, got {self.nextn}")
+        if not 0 <= self.nextn <= MAX_SIZE:
+            raise InvalidInputError(f"nextn must be within [0, {MAX_SIZE}], got {self.nextn}")
 
 
 # The largest size any input takes (tokens, requests, ranks): far past every model's context, and

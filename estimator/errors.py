@@ -33,6 +33,10 @@ class UnsupportedModelError(EstimatorError):
     """The model family has no native op builder (use --pricer reference)."""
 
 
+class UnsafeCacheDirError(EstimatorError):
+    """A cache folder others can write (or another user owns): its files could run code as this user."""
+
+
 def is_interrupt(exc: BaseException) -> bool:
     """Ctrl-C: a KeyboardInterrupt, or the SystemError it surfaces as when it lands inside a Numba kernel."""
     return isinstance(exc, KeyboardInterrupt) or (isinstance(exc, SystemError) and isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt))

@@ -12,14 +12,22 @@ so two processes may warm them at once (the report's workers do, on a cold cache
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
+
+from estimator.cachedirs import cache_root, private_dir
+from estimator.caching import memo
+from estimator.errors import UnsafeCacheDirError
 
 PACKAGE = Path(__file__).resolve().parent
 MARKERS = (b"from numba", b"import numba", b"from estimator.jit")  # modules that define or call jitted code
 
 
+@memo(maxsize=1)
 def jitted_sources_digest() -> str:
     """sha256 (16 hex digits) over the paths and contents of the package's files that use numba."""
     digest = hashlib.sha256()
@@ -34,14 +42,34 @@ def default_root() -> Path:
     """$NUMBA_CACHE_DIR, else $ESTIMATOR_CACHE_DIR/numba, else ~/.cache/llm-serving-estimator/numba."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return Path(os.environ["NUMBA_CACHE_DIR"])
-    root = os.environ.get("ESTIMATOR_CACHE_DIR") or Path.home() / ".cache" / "llm-serving-estimator"
-    return Path(root) / "numba"
+    return cache_root() / "numba"
 
 
 def keyed_cache_dir(root: Path, digest: str) -> Path:
     """<root>/<digest>; a root that is already keyed by this digest (the directory a parent process
     chose, inherited by a spawned worker) is kept, so parent and workers share one cache."""
     return root if root.name == digest else root / digest
+
+
+def numba_cache_dir() -> Path:
+    """The keyed cache folder, created private (estimator.cachedirs.private_dir): UnsafeCacheDirError
+    when others can write it or its root, OSError when it cannot be created."""
+    root = default_root()
+    return private_dir(keyed_cache_dir(root, jitted_sources_digest()), root)
+
+
+def _kernel_folder() -> Path:
+    """numba_cache_dir(); a fresh private temporary folder (removed at exit) instead of an unsafe one,
+    so no kernel is loaded from it (the command line refuses it with its reason); the unkeyed-by-us
+    path when it cannot be created (numba then falls back to its own locations)."""
+    try:
+        return numba_cache_dir()
+    except UnsafeCacheDirError:
+        folder = tempfile.mkdtemp(prefix="estimator-numba-")
+        atexit.register(shutil.rmtree, folder, True)
+        return Path(folder)
+    except OSError:
+        return keyed_cache_dir(default_root(), jitted_sources_digest())
 
 
 # LLVM optimization level of the jitted kernels unless NUMBA_OPT is set (numba's default: 3). At 2
@@ -51,14 +79,14 @@ DEFAULT_OPT_LEVEL = "2"
 
 
 def key_numba_cache() -> None:
-    """Point numba's cache (``numba.core.config.CACHE_DIR``) at the keyed cache directory and its
-    LLVM level at DEFAULT_OPT_LEVEL unless NUMBA_OPT is set. Called by estimator.jit before the
+    """Point numba's cache (``numba.core.config.CACHE_DIR``) at the keyed cache directory (created
+    private, see _kernel_folder) and its LLVM level at DEFAULT_OPT_LEVEL unless NUMBA_OPT is set. Called by estimator.jit before the
     first jitted function is defined; numba keeps values set in its config module while no NUMBA_*
     environment variable changes (numba.core.config._EnvReloader), and os.environ is left alone: a
     spawned worker keys the same directory from the same sources."""
     from numba.core import config
 
-    config.CACHE_DIR = str(keyed_cache_dir(default_root(), jitted_sources_digest()))
+    config.CACHE_DIR = str(_kernel_folder())
     if "NUMBA_OPT" not in os.environ:
         config.OPT = config._process_opt_level(DEFAULT_OPT_LEVEL)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from estimator.deployment import Backend
+from estimator.deployment import MAX_SIZE, Backend
 from estimator.errors import InvalidInputError
 from estimator.perf import load_system_spec
 
@@ -146,7 +146,8 @@ def _finite_non_negative(name: str, value: Any) -> float:
 
 
 def _integer(name: str, value: Any, minimum: int) -> int:
-    """value as a Python int (numpy integers accepted); InvalidInputError unless it is an integer >= minimum."""
+    """value as a Python int (numpy integers accepted); InvalidInputError unless it is an integer in
+    [minimum, MAX_SIZE] (the kernels hold every setting in int64 arithmetic)."""
     try:
         number = operator.index(value) if not isinstance(value, bool) else None
     except TypeError:
@@ -154,6 +155,8 @@ def _integer(name: str, value: Any, minimum: int) -> int:
     if number is None or number < minimum:
         wanted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise InvalidInputError(f"{name} must be {wanted}, got {value!r}")
+    if number > MAX_SIZE:
+        raise InvalidInputError(f"{name} must be at most {MAX_SIZE}, got {number}")
     return number
 
 

@@ -52,7 +52,7 @@ def silicon_measurement(row: dict) -> Measurement:
     run = _run_agg_layout(str(row["id"]), row["system"], agg, concurrency)
     recipe = recipes.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
                                        _str(row["precision"]), run.tp * (run.attention_dp or 1) if run else None, row["mode"],
-                                       fields.get("image"), (run.attention_dp or 1) if run else 1)  # fmt: skip
+                                       fields.get("image"), (run.attention_dp or 1) if run else 1, fields.get("measured"))  # fmt: skip
     client = clients.CLIENTS[source]
     m = Measurement(
         id=str(row["id"]),
@@ -79,7 +79,7 @@ def silicon_measurement(row: dict) -> Measurement:
         tpot_definition=client.tpot_definition,
         statistics=None,
         measured_date=_date(fields.get("measured")),
-        protocol=clients.protocol_for(source, concurrency),
+        protocol=clients.protocol_for(source, concurrency, fields.get("measured")),
         settings=recipe or system_defaults(row["backend"], row["system"]),
     )
     return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))

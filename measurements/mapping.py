@@ -65,6 +65,12 @@ MODEL_ALIASES = (
     ModelAlias("nvidia/DeepSeek-R1-NVFP4", "nvidia/DeepSeek-V3.1-NVFP4", "DeepseekV3ForCausalLM"),
     ModelAlias("zhipuai/GLM-5", "nvidia/GLM-5-NVFP4", "GlmMoeDsaForCausalLM", gemm_quant="nvfp4"),
     ModelAlias("zhipuai/GLM-5", "zai-org/GLM-5-FP8", "GlmMoeDsaForCausalLM"),
+    # the SGLang cookbook's checkpoints (measurements/published): the same weights and format as the bundled config,
+    # but for Nemotron-3-Super, whose BF16 run is priced on the FP8 config's sizes at its bfloat16 labels
+    ModelAlias("deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-R1", "DeepseekV3ForCausalLM"),
+    ModelAlias("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B", "Qwen3MoeForCausalLM"),
+    ModelAlias("google/gemma-4-26B-A4B-it", "google/gemma-4-26B-A4B", "Gemma4ForConditionalGeneration"),
+    ModelAlias("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "NemotronHForCausalLM", gemm_quant="bfloat16"),
 )  # first match wins
 
 DISAGG_INCOMPLETE = "disagg row lacks prefill/decode batch size and worker count"

@@ -7,6 +7,7 @@ import contextlib
 import inspect
 import io
 import json
+import math
 import shlex
 import subprocess
 import sys
@@ -260,6 +261,29 @@ def test_nothing_meeting_the_targets_exits_3_with_the_closest_miss():
     assert code == 3 and f"closest miss: {miss['parallel']} bs {miss['bs']} " in out and f"({miss['miss_factor']:.3f}x)" in out
     code, out, _ = cli([*argv("sweep", arguments), "--progress", "never", "--json"])
     assert code == 3 and out.strip() == json.dumps(report.to_json()) and json.loads(out)["status"] == "nothing_meets_targets"
+
+
+def test_sweep_json_holds_no_nan():
+    """Fuzz finding: a refined sweep whose closest miss was never replayed printed its ttft_refined as
+    NaN, which is not JSON; a figure a row lacks is null."""
+    arguments = SWEEP_ARGS | {"tp_list": 2, "ttft": 1.0, "tpot": 1.0, "refined_sla": True}
+    report = estimator.sweep(**arguments)
+    assert report.status is ExitStatus.NOTHING_MEETS_TARGETS and math.isnan(report.closest_miss["ttft_refined"])
+    code, out, _ = cli([*argv("sweep", arguments), "--progress", "never", "--json"])
+    document = json.loads(out, parse_constant=lambda word: pytest.fail(f"{word} in sweep --json"))
+    assert code == 3 and document["closest_miss"]["ttft_refined"] is None and document["closest_miss"]["ttft"] > 0
+
+
+def test_a_disagg_sweep_whose_gates_form_no_pair_exits_3_without_a_closest_miss():
+    """Fuzz finding: a TTFT target no prefill worker meets forms no worker pair, so the table is empty
+    and there is no closest miss to name (the text output raised AttributeError on None)."""
+    arguments = {"model_path": "Qwen/Qwen3-32B", "system": "h200_sxm", "backend": "sglang", "mode": "disagg", "tp_list": (1, 2), "ttft": 1.0}
+    report = estimator.sweep(**arguments)
+    assert report.status is ExitStatus.NOTHING_MEETS_TARGETS and report.closest_miss is None and report.table.empty
+    code, out, err = cli([*argv("sweep", arguments), "--progress", "never"])
+    assert code == 3 and "no prefill and decode worker pair passed the targets' gates" in out and "Traceback" not in err
+    code, out, _ = cli([*argv("sweep", arguments), "--progress", "never", "--json"])
+    assert code == 3 and json.loads(out)["closest_miss"] is None
 
 
 @pytest.mark.parametrize("mode", ["agg", "disagg"])

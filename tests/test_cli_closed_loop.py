@@ -27,3 +27,13 @@ def test_text_report_prints_both_columns(capsys):
 def test_static_modes_reject_closed_loop(capsys):
     assert main([*POINT, "--estimate-mode", "static", "--closed-loop"]) == 2
     assert "--closed-loop applies to agg and disagg" in capsys.readouterr().err
+
+
+def test_one_output_token_has_no_inter_token_latency(capsys):
+    """osl 1 emits no second token: the ITL statistics are null in --json (they were NaN)."""
+    assert main([*POINT[:-1], "1", "--closed-loop", "--json"]) == 0
+    refined = json.loads(capsys.readouterr().out)["closed_loop"]
+    assert refined["itl"] is None and refined["itl_p50"] is None and refined["itl_p99"] is None
+    assert refined["ttft"] > 0 and refined["tpot"] == 0.0
+    assert main([*POINT, "--closed-loop", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["closed_loop"]["itl"] > 0

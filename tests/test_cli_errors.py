@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
+import math
+import urllib.request
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
+import estimator
 from estimator.cli import main
+from estimator.errors import EstimatorError
 
 MODEL = ["--model-path", "Qwen/Qwen3-32B", "--system", "h200_sxm", "--backend", "sglang"]
 SWEEP = ["sweep", *MODEL, "--ttft", "5000", "--tpot", "50", "--tp-list", "8", "--progress", "never"]
@@ -31,6 +37,8 @@ def one_error_line(argv: list[str], capsys) -> str:
     (["--osl", INT64_MAX, "--allow-long-context"], "osl must be at most 2147483647"),
     (["--estimate-mode", "static", "--osl", "2147483647", "--batch-size", "1", "--allow-long-context"], "osl (2147483647) over stride (32)"),
     (["--pp-size", "128"], "pp size 128 exceeds the 64 layers of 'Qwen/Qwen3-32B'"),
+    (["--nextn", INT64_MAX, "--nextn-accepted", "0", "--estimate-mode", "disagg", "--p-bs", "1", "--p-workers", "1", "--d-bs", "1",
+      "--d-workers", "1"], "nextn must be within [0, 2147483647], got 9223372036854775807"),  # an OverflowError traceback before
     (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "8",
       "--decode-num-workers", "1", "--decode-pp-size", "65"], "pp size 65 exceeds the 64 layers"),
 ])  # fmt: skip
@@ -134,6 +142,15 @@ def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
     assert f"Out of memory:    {oom}" in out and ("OOM" in err) is oom
 
 
+def test_kv_bytes_of_a_sequence_beyond_int64_are_a_figure(tmp_path, capsys):
+    """Fuzz finding: a config whose KV bytes per sequence pass int64 (2**40 layers at isl 2**31-1)
+    multiplied the batch array into an OverflowError traceback; it is out of memory, figures finite."""
+    path = config_file(tmp_path, num_hidden_layers=2**40)
+    assert main(["estimate", "--model-path", path, *MODEL[2:], "--isl", str(2**31 - 1), "--allow-long-context", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["oom"] and math.isfinite(row["memory"]) and row["memory"] > 2**60
+
+
 @pytest.mark.parametrize("under_a_file", [True, False], ids=["under-a-file", "a-directory"])
 def test_sweep_out_is_checked_before_the_sweep(under_a_file, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("estimator.cli.sweep.sweep_with", lambda *a: pytest.fail("swept before --out was checked"))
@@ -178,6 +195,113 @@ def test_a_system_error_that_is_no_interrupt_is_not_taken_for_one(capsys, monkey
         main(SWEEP)
 
 
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any HTTP request fails the test (the reference SDK downloads configs of names it does not bundle)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access: {args[0]!r}")
+
+    monkeypatch.setattr(urllib.request, "urlopen", refuse)
+
+
+REFERENCE_OPS = ["--system", "h200_sxm", "--backend", "sglang", "--pricer", "reference", "--phase", "context", "--batch-size", "2",
+                 "--isl", "512", "--json"]  # fmt: skip
+
+
+def test_a_config_json_path_reaches_the_reference_as_its_folder(tmp_path, no_network, capsys):
+    """A sweep or a reference pricing of a config.json given by path reads it locally (it was a
+    download request for https://huggingface.co/<path>/raw/main/config.json, and a traceback
+    without network), with the figures of the bundled model it copies."""
+    path = config_file(tmp_path)
+    assert main(["price-ops", "--model-path", path, *REFERENCE_OPS]) == 0
+    assert main(["price-ops", "--model-path", "Qwen/Qwen3-32B", *REFERENCE_OPS]) == 0
+    by_path, bundled = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert by_path == bundled
+    assert main([*SWEEP[:1], "--model-path", path, *SWEEP[3:]]) == 0
+    assert main(["recommend", "--model-path", path, "--system", "h200_sxm", "--total-gpus", "2", "--backend", "sglang"]) == 0  # is_moe_model
+
+
+@pytest.mark.parametrize("model", ["FILE", "mistralai/Mixtral-8x7B-v0.1"])
+def test_the_reference_is_never_given_a_model_to_download(model, tmp_path, no_network, capsys):
+    """A config file not named config.json, or a bundled config the reference SDK would fetch from
+    the hub anyway, is one line naming it."""
+    if model == "FILE":
+        model = str(tmp_path / "qwen.json")
+        Path(config_file(tmp_path)).rename(model)
+    line = one_error_line(["price-ops", "--model-path", model, *REFERENCE_OPS], capsys)
+    assert f"{model!r} is neither: give the folder holding its config.json" in line
+
+
+@pytest.mark.parametrize("architectures", [None, []], ids=["null", "empty"])
+@pytest.mark.parametrize(
+    "command", [["price-ops", *REFERENCE_OPS[:-1]], ["recommend", "--system", "h200_sxm", "--total-gpus", "1"]], ids=["price-ops", "recommend"]
+)
+def test_a_local_config_without_architectures_is_named_before_the_reference_reads_it(architectures, command, tmp_path, no_network, capsys):
+    """The reference reads the model family off architectures[0]: without one it raised TypeError
+    ("'NoneType' object is not subscriptable" as the error line) or asked the hub for the config."""
+    path = config_file(tmp_path, architectures=architectures)
+    assert "its config lists no 'architectures', which the reference pricer needs" in one_error_line([command[0], "--model-path", path, *command[1:]], capsys)
+
+
+@pytest.mark.parametrize("flags,same_as", [
+    (["--max-prefill-workers", str(2**31 - 1)], ["--max-prefill-workers", "8"]),  # no more workers than the 8 GPUs
+    (["--total-gpus", str(2**31 - 1)], ["--total-gpus", "64"]),  # 32 + 32 one-GPU workers reach 64
+], ids=["workers", "gpus"])  # fmt: skip
+def test_disagg_sweep_worker_counts_up_to_the_size_limit(flags, same_as, capsys):
+    """Nightly fuzz finding (a worker killed for memory): --max-prefill-workers or --total-gpus at
+    2**31-1 built a tuple or set of that many ints (tens of GB); worker counts stop at --total-gpus
+    and the allowed GPU counts at what the counts reach: the rows of the counts they stand for."""
+    base = ["sweep", *MODEL, "--mode", "disagg", "--tp-list", "1", "--progress", "never", "--json"]
+    rows = []
+    for extra in (flags, same_as):
+        assert main([*base, *extra]) == 0
+        rows.append([{k: v for k, v in r.items() if k not in ("replicas", "total_gpus")} for r in json.loads(capsys.readouterr().out)["rankings"][0]["rows"]])
+    assert rows[0] == rows[1] and rows[0]
+
+
+def test_disagg_sweep_worker_count_pairs_are_bounded(capsys):
+    line = one_error_line(["sweep", *MODEL, "--mode", "disagg", "--tp-list", "1", "--total-gpus", str(2**31 - 1),
+                           "--max-prefill-workers", "1000", "--max-decode-workers", "1000"], capsys)  # fmt: skip
+    assert "at most 65536 (2**16) prefill x decode worker counts, and 1000 x 1000 were asked" in line
+
+
+@pytest.mark.parametrize("command", [["sweep", "--backend", "sglang", "--progress", "never"], ["estimate", "--backend", "sglang"],
+                                     ["recommend", "--total-gpus", "8"]], ids=["sweep", "estimate", "recommend"])  # fmt: skip
+def test_native_pricer_on_a_model_without_a_native_builder_is_refused_first(command, caplog, capsys):
+    """Nightly fuzz finding: sweep --pricer native on DeepSeek-V3 warned that each small layout fits
+    nowhere before the error a priced layout raised; the API layer refuses the pricer up front."""
+    with caplog.at_level(logging.WARNING):
+        line = one_error_line([command[0], "--model-path", "deepseek-ai/DeepSeek-V3", "--system", "h200_sxm", "--pricer", "native", *command[1:]], capsys)
+    assert "has architecture 'DeepseekV3ForCausalLM', which has no native op builder" in line and not caplog.records
+    with pytest.raises(EstimatorError, match="no native op builder"):
+        estimator.sweep(model_path="deepseek-ai/DeepSeek-V3", system="h200_sxm", backend="sglang", pricer="native")
+
+
+def test_a_recommend_error_is_its_line_alone(caplog, capsys):
+    """Fuzz finding: every layout's sweep warnings ("agg sweep: no grid point of tp1pp1... fits in
+    memory", ...) were logged before the error line; they are dropped with an error and kept, in
+    order, with a recommendation."""
+    with caplog.at_level(logging.WARNING):
+        line = one_error_line(["recommend", "--model-path", "deepseek-ai/DeepSeek-V3", "--system", "h200_sxm", "--total-gpus", "2"], capsys)
+    assert "fits in no searched layout of at most 2 GPUs" in line and not caplog.records
+    with caplog.at_level(logging.WARNING):
+        assert main(["recommend", *MODEL[:4], "--backend", "sglang", "--total-gpus", "2", "--ttft", "10"]) == 3
+    assert caplog.messages[:2] == ["agg sweep: no operating point meets the targets", "disagg sweep: no worker combination meets the targets"]
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--system", "h900_sxm"], "unknown system 'h900_sxm'"),
+    (["--backend-version", "0.0.1"], "0.0.1"),
+    (["--gemm-quant-mode", "bogus"], "unknown gemm quant mode 'bogus'"),
+    (["--kvcache-quant-mode", "float16"], "unknown kvcache quant mode 'float16'"),
+    (["--mode", "disagg", "--decode-system", "h900_sxm"], "unknown system 'h900_sxm'"),
+])  # fmt: skip
+def test_sweep_a_fault_every_layout_shares_is_one_line(argv, named, capsys):
+    """Not a skipped-layout warning per layout before the error."""
+    assert named in one_error_line([*SWEEP[:-4], "--tp-list", "1", "2", "4", *argv], capsys)
+
+
 @pytest.fixture(scope="module")
 def result_rows(tmp_path_factory) -> pd.DataFrame:
     """Three agg sweep rows to refine."""
@@ -192,24 +316,94 @@ def bad_row(rows: pd.DataFrame, column: str, value) -> pd.DataFrame:
     return bad
 
 
-@pytest.mark.parametrize("column,value,reason", [
+ROW_REASONS = [
     ("osl", 1e20, "osl must be at most 2147483647"),
-    ("tp", None, "tp is missing"),
-    ("tp", float("nan"), "tp is missing"),
     ("concurrency", 0, "concurrency must be a positive integer, got 0"),
     ("concurrency", -3, "concurrency must be a positive integer, got -3"),
+    ("isl", 40900, "isl + osl (41028) exceeds the max_position_embeddings (40960) of 'Qwen/Qwen3-32B'"),
+    ("pp", 65, "pp size 65 exceeds the 64 layers of 'Qwen/Qwen3-32B'"),
+    ("pp", 0, "pp must be a positive integer, got 0"),
+]  # fmt: skip
+ENGINE_ROW_REASONS = [  # engine pricing builds the row's deployment; row pricing reads neither
+    ("tp", None, "tp is missing"),
+    ("tp", float("nan"), "tp is missing"),
     ("model", "MODEL", "must hold a JSON object, not a list"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("column,value,reason,pricing", [
+    *[(*case, pricing) for case in ROW_REASONS for pricing in ("engine", "row")],
+    *[(*case, "engine") for case in ENGINE_ROW_REASONS],
 ])  # fmt: skip
-def test_refine_one_bad_row_never_costs_the_others(column, value, reason, result_rows, tmp_path, capsys):
+def test_refine_one_bad_row_never_costs_the_others(column, value, reason, pricing, result_rows, tmp_path, capsys):
     if value == "MODEL":
         value = config_file(tmp_path, text="[1, 2]")
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     bad_row(result_rows, column, value).to_csv(src, index=False)
-    assert main(["refine", str(src), str(out)]) == 0
+    assert main(["refine", str(src), str(out), "--pricing", pricing]) == 0
     assert "refined 2 of 3 rows" in capsys.readouterr().err
     refined = pd.read_csv(out, keep_default_na=False)
     assert reason in refined["refine_reason"][1] and refined["ttft_refined"][1] == ""
     assert (refined["refine_reason"][[0, 2]] == "").all() and (refined["ttft_refined"][[0, 2]].astype(float) > 0).all()
+
+
+@pytest.fixture(scope="module")
+def disagg_rows(tmp_path_factory) -> pd.DataFrame:
+    """Two disagg sweep rows to refine."""
+    path = tmp_path_factory.mktemp("rows") / "disagg.csv"
+    argv = [*SWEEP[:-4], "--tp-list", "2", "--isl", "1024", "--osl", "128", "--mode", "disagg", "--max-prefill-workers", "2", "--max-decode-workers", "2"]
+    assert main([*argv, "--progress", "never", "--out", str(path)]) == 0
+    return pd.read_csv(path).head(2)
+
+
+@pytest.mark.parametrize("mode,column,value,reason,argv", [
+    ("agg", "bs", 2**31 - 1, "a closed-loop replay at concurrency 2147483647 holds 21474836470 requests, more than 4194304 (2**22)", []),
+    ("agg", "osl", 2**31 - 1, "exceeds 2**32 request-passes", ["--allow-long-context"]),
+    ("agg", "isl", 2**31 - 1, "exceeds 2**32 request-passes", ["--allow-long-context", "--budget", "1", "--pricing", "row"]),
+    ("agg", "ctx_tokens", 2**63, "ctx_tokens must be an integer in [1, 2147483647], got 9223372036854775808", ["--pricing", "row"]),
+    ("disagg", "concurrency", 2**31 - 1, "a closed-loop replay at concurrency 2147483647 holds", []),
+    ("disagg", "(p)workers", 2**31, "(p)workers must be an integer in [1, 2147483647]", []),
+    ("disagg", "(d)workers", 100_000, "decode_workers must be at most 65536 (2**16), got 100000", ["--pricing", "row"]),
+])  # fmt: skip
+def test_refine_rows_beyond_what_a_replay_holds_are_reasons(mode, column, value, reason, argv, result_rows, disagg_rows, tmp_path, capsys):
+    """A row whose replay would hold more requests or workers than memory allows, or run for hours
+    (requests x passes each), is a reason naming the size, found before the replay allocates."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    rows = result_rows.head(2) if mode == "agg" else disagg_rows
+    bad_row(rows, column, value).to_csv(src, index=False)
+    assert main(["refine", str(src), str(out), *argv]) == 0
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert reason in refined["refine_reason"][1] and refined["refine_reason"][0] == "" and float(refined["ttft_refined"][0]) > 0
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--batch-size", "1000000", "--closed-loop"], "a closed-loop replay at concurrency 1000000 holds 10000000 requests, more than 4194304"),
+    (["--batch-size", "100000", "--osl", "100000", "--allow-long-context", "--closed-loop"], "exceeds 2**32 request-passes"),
+    (["--batch-size", "100", "--closed-loop", "benchmark", "--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1",
+      "--decode-batch-size", "8", "--decode-num-workers", "100000"], "decode_workers must be at most 65536"),
+])  # fmt: skip
+def test_estimate_closed_loop_beyond_what_a_replay_holds(argv, named, capsys):
+    assert named in one_error_line(["estimate", *MODEL, *argv], capsys)
+
+
+@pytest.mark.parametrize("argv,named", [
+    (["--budget", str(2**63)], "step_token_budget must be at most 2147483647, got 9223372036854775808"),
+    (["--budget", "4096", "--max-num-seqs", str(2**31)], "max_num_seqs must be at most 2147483647, got 2147483648"),
+    (["--protocol", "benchmark", "--prompts-per-client", str(2**31)], "prompts_per_client must be within [1, 4194304] (2**22), got 2147483648"),
+])  # fmt: skip
+def test_refine_options_beyond_the_arithmetic_are_one_line(argv, named, result_rows, tmp_path, capsys):
+    """Not the same OverflowError as every row's reason."""
+    src = tmp_path / "in.csv"
+    result_rows.to_csv(src, index=False)
+    assert named in one_error_line(["refine", str(src), str(tmp_path / "out.csv"), *argv], capsys)
+
+
+def test_refine_long_context_rows_with_the_flag(result_rows, tmp_path, capsys):
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    bad_row(result_rows, "isl", 40900).to_csv(src, index=False)
+    assert main(["refine", str(src), str(out), "--allow-long-context"]) == 0
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert (refined["refine_reason"] == "").all() and refined["ttft_refined"][1] > refined["ttft_refined"][0]
 
 
 @pytest.mark.parametrize("name,content,named", [

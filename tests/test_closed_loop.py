@@ -979,3 +979,16 @@ def test_a_kv_fraction_needs_engine_pricing():
 def test_kv_fraction_must_be_a_share(fraction):
     with pytest.raises(InvalidInputError, match="kv_free_memory_fraction"):
         EngineSettings(8192, False, kv_free_memory_fraction=fraction)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_full_decode_batch_holds_the_first_token_back(impl):
+    """Disaggregated engines deliver the first token when a decode worker admits the request: with
+    one decode slot and two clients the second request waits for the first to finish decoding; at
+    its hand-off (the reference's tandem) it would not."""
+    plan = run_plan(Steady(1, 4), 2, 512, 32)
+    prefill, decode = flat_pricer(100.0, 0.0), flat_pricer(0.0, 10.0)
+    on = replay_tandem(plan, TandemSpec(1, 1, decode_max_seqs=1, first_token_on_admission=True), prefill, decode, impl).stats
+    off = replay_tandem(plan, TandemSpec(1, 1, decode_max_seqs=1), prefill, decode, impl).stats
+    assert off.ttft_mean == pytest.approx(100.0, rel=0.5) and on.ttft_mean > off.ttft_mean + 100.0
+    assert on.ttft_max >= 31 * 10.0  # a whole decode of the other request

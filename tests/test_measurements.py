@@ -336,7 +336,9 @@ def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     (the legacy method's) drafts nothing, as the accuracy baseline did."""
     drafting = [r for r in mapped if r.inputs is not None and r.measurement.settings.nextn]
     agg = [r for r in drafting if r.recipe is None]
-    assert len(agg) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in agg} == {True}
+    on_b200 = [r for r in agg if r.measurement.system == "b200_sxm"]
+    assert len(on_b200) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in on_b200} == {True}
+    assert {r.measurement.image.rpartition(":")[2] for r in agg if r not in on_b200} == {"1.1.0rc2.post2"}  # H200: PR 392's run
     assert {r.recipe.nextn for r in drafting if r.recipe is not None} == {1, 2, 3}  # the published disagg depths with a cited acceptance
     for r in drafting:
         assert all(d.nextn == r.measurement.settings.nextn for d in r.inputs.deployments)
@@ -400,7 +402,8 @@ def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
     defaults = [system_defaults(m.engine, m.system) for m in sample[:3]]
     added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS if c in SETTINGS_FIELDS_BY_COLUMN}  # the others are empty in the sample
     assert load_measurements(path) == [
-        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added})) for m, d in zip(sample[:3], defaults)
+        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added}), protocol=dataclasses.replace(m.protocol, num_warmups=None))
+        for m, d in zip(sample[:3], defaults)
     ]
     frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
     with pytest.raises(ValueError, match="ttft_ms"):
@@ -587,7 +590,7 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
     for row in mapped:
         if row.inputs and row.recorded is None and row.measurement.mode == "agg" and "_tp" in row.measurement.id:
             consistent[key(row)].add(sizes(row))
-    relabelled = [row for row in mapped if row.layout_note and row.recipe is None]
+    relabelled = [row for row in mapped if labelled_layout(row.measurement) is not None and row.recipe is None]
     confirmed = [row for row in relabelled if key(row) in consistent]
     assert (len(relabelled), len(confirmed)) == (385, 69)
     for row in confirmed:
@@ -963,3 +966,49 @@ def test_mismatched_rows_price_the_served_prompt_and_the_baseline_the_recorded_o
     assert affected
     for r in affected:
         assert r.inputs.isl == round(r.measurement.isl * 35921 / 7140) and r.baseline.inputs.isl == r.measurement.isl
+
+
+@pytest.mark.parametrize(
+    ("measured", "warmups"),
+    [("2026-01-20T23:00:00Z", 1), ("2026-01-21T17:53:37Z", 1), ("2026-01-21T17:53:38Z", 64), ("2026-01-21", 64), ("2026-03-25", 64), (None, None)],
+)
+def test_inferencex_warmups_follow_pr_480(measured, warmups):
+    """Before PR 480 the client sent one test prompt; from it on 2 x C copies of the first prompt."""
+    assert clients.protocol_for(clients.INFERENCEX, 32, measured).num_warmups == warmups
+    assert clients.protocol_for(clients.AIC_GAP_ANALYSIS, 32, measured).num_warmups is None
+
+
+def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
+    from estimator.report.methods import COLD_START_NOTE, cold_start_note
+
+    cold = [m for m in sample if cold_start_note(m)]
+    assert cold and all(m.protocol.num_warmups == 1 and m.concurrency > 1 for m in cold)
+    assert COLD_START_NOTE in cold_start_note(cold[0]) and "1 warm-up request before a first wave" in cold_start_note(cold[0])
+    warm = next(m for m in sample if m.protocol.num_warmups and m.protocol.num_warmups >= 2 * m.concurrency)
+    assert cold_start_note(warm) == "" and cold_start_note(dataclasses.replace(warm, protocol=dataclasses.replace(warm.protocol, num_warmups=None))) == ""
+
+
+def test_multinode_runs_record_their_clients_warmup(mapped):
+    sa_bench = [r for r in mapped if r.recipe is not None and r.inputs is not None and not r.recipe.key.startswith("launcher:")]
+    assert sa_bench and all(r.measurement.protocol.num_warmups == 5 * r.measurement.concurrency for r in sa_bench)
+
+
+@pytest.mark.parametrize(
+    ("measured", "attention_dp", "drafts"),
+    [("2026-01-14T22:26:21Z", 1, 3), ("2026-01-14T00:00:00.000Z", 8, 1), ("2026-01-28T06:18:44Z", 1, 0), ("2025-12-15T00:00:00.000Z", 1, 0), (None, 1, 0)],
+)
+def test_h200_trtllm_dsr1_mtp_runs_are_those_of_pr_392s_merge(measured, attention_dp, drafts):
+    """On H200 the MTP key ran the non-MTP key's image: only the run PR 392's merge started (its
+    changelog names the -trt-mtp keys alone) drafts, 3 tokens or 1 under attention DP."""
+    image = "nvcr.io#nvidia/tensorrt-llm/release:1.1.0rc2.post2"
+    got = recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "h200_sxm", image, attention_dp, measured)
+    assert got == drafts
+    assert recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "b200_sxm", image, attention_dp, measured) == 0
+
+
+def test_the_h200_mtp_run_is_priced_with_its_recipe(sample):
+    run = [m for m in sample if m.engine == "trtllm" and m.system == "h200_sxm" and m.settings.nextn]
+    assert len(run) == 41
+    for m in run:
+        assert m.settings.nextn_accepted == recipe_models_.DSR1_MTP_ACCEPTED[m.settings.nextn] and "PR 392" in m.settings.citation
+        assert m.settings.kv_free_memory_fraction == 0.75

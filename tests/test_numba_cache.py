@@ -19,13 +19,19 @@ def _package(tmp_path, kernel: str, helper: str):
     return tmp_path
 
 
-def test_digest_follows_jitted_sources_only(tmp_path, monkeypatch):
+def _digest() -> str:
+    """The digest of the sources as they are now (it is memoized once per process)."""
+    nc.jitted_sources_digest.cache_clear()
+    return nc.jitted_sources_digest()
+
+
+def test_digest_follows_jitted_sources_only(tmp_path, monkeypatch, fresh_caches):
     monkeypatch.setattr(nc, "PACKAGE", _package(tmp_path, "x = 1", "y = 1"))
-    base = nc.jitted_sources_digest()
+    base = _digest()
     (tmp_path / "helper.py").write_text("y = 2")  # no numba import: not part of the key
-    assert nc.jitted_sources_digest() == base
+    assert _digest() == base
     (tmp_path / "sub" / "kernel.py").write_text("from numba import njit\nx = 2\n")
-    assert nc.jitted_sources_digest() != base
+    assert _digest() != base
 
 
 def test_cache_dir_is_keyed_under_the_root():

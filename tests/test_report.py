@@ -8,6 +8,7 @@ import functools
 import io
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -35,6 +36,7 @@ from estimator.report.points import (
     POINT_COLUMNS,
     bucket_order,
     concurrency_bucket,
+    provenance_path,
     read_points,
     row_columns,
     write_points,
@@ -771,9 +773,47 @@ def test_points_csv_round_trip_renders_the_same_page(fixture_points, tmp_path):
     assert render_report(points, provenance, list(METHOD_NAMES)) == render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
 
 
+def test_points_and_provenance_are_written_as_a_pair(fixture_points, tmp_path, monkeypatch, capsys):
+    """A write interrupted between the two renames leaves the new table beside the old provenance: the
+    provenance records the table's sha256, so the reader refuses the pair (one line, exit 2) instead of
+    rendering new numbers under old provenance; no temporary file is left."""
+    path = tmp_path / "points.csv"
+    write_points(fixture_points, path, PROVENANCE | {"git_head": "old123"})
+    replace = os.replace
+
+    def interrupted(src, dst):
+        if str(dst).endswith(".provenance.json"):
+            raise KeyboardInterrupt
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_points(fixture_points.iloc[::-1], path, PROVENANCE)
+    monkeypatch.setattr(os, "replace", replace)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["points.csv", "points.provenance.json"]
+    assert "old123" in provenance_path(path).read_text()
+    with pytest.raises(ValueError, match="provenance points.provenance.json was written with another points file"):
+        read_points(path)
+    assert main(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was written with another points file" in err and not (tmp_path / "r.html").exists()
+
+
+def test_points_provenance_without_a_sha256_is_read_as_before(fixture_points, tmp_path):
+    """Points files written before the pair was bound carry no sha256 in their provenance."""
+    path = tmp_path / "points.csv"
+    write_points(fixture_points, path, PROVENANCE)
+    record = json.loads(provenance_path(path).read_text())
+    assert set(record) - set(PROVENANCE) == {"points_sha256"}
+    del record["points_sha256"]
+    provenance_path(path).write_text(json.dumps(record))
+    assert read_points(path)[1] == PROVENANCE
+
+
 def test_points_csv_without_added_columns_reads_their_defaults(fixture_points, tmp_path):
     path = tmp_path / "points.csv"
     write_points(fixture_points, path, PROVENANCE)
+    provenance_path(path).unlink()  # a file of an older release: no provenance binding it
     pd.read_csv(path).drop(columns=list(ADDED_POINT_COLUMNS)).to_csv(path, index=False)
     points, _ = read_points(path)
     for column, default in ADDED_POINT_COLUMNS.items():
@@ -889,3 +929,19 @@ def test_comparison_page_renders_in_chromium(fixture_points, revised_points, tmp
     assert code == 0 and not console, console
     assert 'data-ready="yes"' in dom and '<section id="comparison">' in dom
     assert "uncached: 1 of 3 rows changed" in dom
+
+
+@pytest.mark.parametrize(("statistic", "expected"), [(None, (100.0, 10.0)), ("mean", (100.0, 10.0)), ("median", (90.0, 9.0)), ("p99", (300.0, 30.0))])
+def test_closed_loop_reports_the_statistic_the_row_measured(statistic, expected):
+    """The replay keeps mean, median and p99; a row that states its statistic is compared with that one."""
+    import dataclasses as dc
+
+    from estimator.closedloop.stats import LatencyStats
+    from estimator.report.methods import replayed_statistic
+    from measurements.loaders import load_silicon_sample
+    from measurements.schema import Statistics
+
+    stats = LatencyStats(100.0, 90.0, 300.0, 400.0, 10.0, 9.0, 30.0, 10.0, 9.0, 30.0, 1000.0, 1.0, 10, 1000.0)
+    m = load_silicon_sample()[0]
+    kept = None if statistic is None else Statistics(statistic, *([None] * 6))
+    assert replayed_statistic(stats, dc.replace(m, statistics=kept)) == expected

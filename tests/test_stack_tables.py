@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -9,6 +13,8 @@ from hypothesis import strategies as st
 
 import estimator.perf.stack as S
 from estimator.errors import UnknownBackendError, UnknownSystemError, UnknownVersionError
+from estimator.perf import tablefile
+from estimator.perf.tablefile import NAME_TUPLES, TABLE_TYPES
 from estimator.perf.tables import first_wins, slice_ids_of
 from estimator.perf.versions import list_stacks
 
@@ -47,15 +53,129 @@ def test_warm_load_skips_parquet(tmp_path, monkeypatch):
     S.load_stack.cache_clear()
 
 
-def test_corrupt_cache_file_is_rebuilt(tmp_path, monkeypatch):
-    monkeypatch.setenv("ESTIMATOR_CACHE_DIR", str(tmp_path))
+STACK = ("h100_sxm", "vllm")
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch):
+    """An empty private cache root, the stack memo cleared before and after."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("ESTIMATOR_CACHE_DIR", str(root))
     S.load_stack.cache_clear()
-    S.load_stack("h100_sxm", "vllm")
-    for path in (tmp_path / "tables").glob("*.pkl"):
-        path.write_bytes(b"not a pickle")
+    yield root
     S.load_stack.cache_clear()
-    _assert_built(S.load_stack("h100_sxm", "vllm"))
+
+
+def _cache_file(cache_root) -> Path:
+    (path,) = (cache_root / "tables").glob("*.tables")
+    return path
+
+
+def _reload_without_building(monkeypatch) -> S.StackTables:
+    """load_stack again with the parquet build disabled: it must come from the cache file."""
     S.load_stack.cache_clear()
+    with monkeypatch.context() as m:
+        m.setattr(S, "_build", lambda *a: pytest.fail("the cache file was not loaded"))
+        return S.load_stack(*STACK)
+
+
+def _keys(tables: S.StackTables) -> dict:
+    """Every table's dict (slice, curve or dtype ids by categorical key)."""
+    return {name: [getattr(getattr(tables, name), f.name) for f in dataclasses.fields(getattr(tables, name)) if f.name != "arrays"] for name in TABLE_TYPES}
+
+
+def _same_tables(a: S.StackTables, b: S.StackTables) -> bool:
+    return (
+        [x.tobytes() for x in a.kernel_tables] == [x.tobytes() for x in b.kernel_tables]
+        and _keys(a) == _keys(b)
+        and (a.context_lanes, a.generation_lanes, a.moe.distributions) == (b.context_lanes, b.generation_lanes, b.moe.distributions)
+    )
+
+
+def test_cache_file_round_trips_every_table_exactly(cache_root, monkeypatch):
+    """Arrays byte for byte (writable, aligned, C-ordered as built), keys with their Python types."""
+    cold = S.load_stack(*STACK)
+    warm = _reload_without_building(monkeypatch)
+    assert _same_tables(cold, warm)
+    for name in TABLE_TYPES:
+        built, loaded = getattr(cold, name), getattr(warm, name)
+        assert [(a.dtype, a.shape, a.flags.c_contiguous) for a in built.arrays] == [(a.dtype, a.shape, a.flags.c_contiguous) for a in loaded.arrays]
+        assert all(a.flags.writeable and a.flags.aligned for a in loaded.arrays)
+        (field,) = [f.name for f in dataclasses.fields(built) if f.name != "arrays"]
+        types = [[type(v) for v in (k if isinstance(k, tuple) else (k,))] for k in getattr(built, field)]
+        assert types == [[type(v) for v in (k if isinstance(k, tuple) else (k,))] for k in getattr(loaded, field)]
+
+
+def test_tables_differ_from_another_stack():
+    """The equality _same_tables checks can fail."""
+    assert not _same_tables(S.load_stack(*STACK), S.load_stack("h100_sxm", "sglang"))
+
+
+def test_a_planted_pickle_runs_nothing(cache_root, tmp_path, monkeypatch):
+    """A pickle that would run code, planted as the cache file and under the old format's name, is
+    never unpickled: the tables are built and the planted file replaced by a plain one."""
+    marker = tmp_path / "ran"
+    payload = pickle.dumps(_RunsCode(marker))
+    pickle.loads(payload)  # the payload is live: unpickling it writes the marker
+    assert marker.exists()
+    marker.unlink()
+    cold = S.load_stack(*STACK)
+    path = _cache_file(cache_root)
+    path.write_bytes(payload)
+    path.with_name(path.name.replace(".tables", ".pkl")).write_bytes(payload)
+    S.load_stack.cache_clear()
+    assert _same_tables(S.load_stack(*STACK), cold) and not marker.exists()
+    assert path.read_bytes() != payload and _same_tables(_reload_without_building(monkeypatch), cold)
+
+
+class _RunsCode:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return exec, (f"open({self.marker!r}, 'w').write('ran')",)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda b: b"not a cache file",
+    lambda b: b[: len(b) // 2],  # truncated blob
+    lambda b: b[:200],  # truncated manifest
+    lambda b: b"",
+])  # fmt: skip
+def test_a_damaged_cache_file_is_replaced(damage, cache_root, monkeypatch):
+    cold = S.load_stack(*STACK)
+    path = _cache_file(cache_root)
+    path.write_bytes(damage(path.read_bytes()))
+    S.load_stack.cache_clear()
+    assert _same_tables(S.load_stack(*STACK), cold)
+    assert _same_tables(_reload_without_building(monkeypatch), cold)  # replaced, not rebuilt on every run
+
+
+@pytest.mark.parametrize("foreign", ["format", "stack"])
+def test_a_file_of_another_format_or_stack_is_ignored(foreign, cache_root, monkeypatch):
+    """A well-formed file written by another format version (or holding another stack) at the
+    stack's path is not used, and is replaced."""
+    cold = S.load_stack(*STACK)
+    path = _cache_file(cache_root)
+    other = S.load_stack("h100_sxm", "sglang")
+    built = {name: getattr(other, name) for name in (*TABLE_TYPES, *NAME_TUPLES)}
+    with monkeypatch.context() as m:
+        m.setattr(tablefile, "FORMAT", tablefile.FORMAT + (foreign == "format"))
+        tablefile.write(path, cold.label if foreign == "format" else other.label, built)
+    assert tablefile.read(path, cold.label) is None
+    S.load_stack.cache_clear()
+    assert _same_tables(S.load_stack(*STACK), cold)
+    assert tablefile.read(path, cold.label) is not None
+
+
+def test_an_uncacheable_key_leaves_no_file(tmp_path):
+    """A key the file cannot hold exactly (a mixed-type column) is refused before anything is written."""
+    table = S.load_stack(*STACK)
+    built = {name: getattr(table, name) for name in (*TABLE_TYPES, *NAME_TUPLES)}
+    built["allreduce"] = dataclasses.replace(table.allreduce, curves={2: 0, "4": 1})
+    with pytest.raises(tablefile.Uncacheable):
+        tablefile.write(tmp_path / "x.tables", table.label, built)
+    assert not (tmp_path / "x.tables").exists()
 
 
 @pytest.mark.parametrize(

@@ -428,6 +428,14 @@ def test_a_layout_that_raises_inside_its_search_is_skipped_with_its_reason(caplo
     assert _per_deployment(layouts, compute, ticks.append) == [1, 4] and ticks == [[1], [], [4]]
     assert "skipping h200_sxm tp2 pp1 dp1: IndexError: index 0 is out of bounds" in caplog.text
 
+    caplog.clear()
+    with pytest.raises(IndexError):  # every layout fails: the first error alone, no warning per layout before it
+        _per_deployment(layouts, lambda d: compute(dataclasses.replace(d, tp=2)), ticks.append)
+    assert "skipping" not in caplog.text
+    caplog.clear()
+    late = [layouts[1], layouts[1], layouts[0]]  # the warnings held for the failures before the first priced layout are given then
+    assert _per_deployment(late, compute, ticks.append) == [1] and caplog.text.count("skipping h200_sxm tp2") == 2
+
     def interrupted(d):
         raise SystemError("returned a result with an exception set")
 

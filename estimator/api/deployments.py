@@ -8,8 +8,8 @@ import dataclasses
 from estimator.api.flags import Param
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
-from estimator.models.config import model_shape
-from estimator.pricing import AUTO, PRICERS
+from estimator.models.config import model_shape, require_native
+from estimator.pricing import AUTO, PRICERS, resolve_pricer
 
 DEPLOYMENT, LAYOUT, QUANTIZATION, PRICING = "deployment", "parallel layout", "quantization", "pricing"
 QUANT_KINDS = ("gemm", "moe", "kvcache", "fmha", "comm")
@@ -61,6 +61,15 @@ def check_fits_model(model: str, pp: int, tokens: int, allow_long_context: bool,
     if not allow_long_context and shape.max_context is not None and tokens > shape.max_context:
         raise InvalidInputError(f"{what} ({tokens}) exceeds the max_position_embeddings ({shape.max_context}) of {model!r}; "
                                 "--allow-long-context estimates beyond it")  # fmt: skip
+
+
+def pricer_of(args) -> str:
+    """The pricer --pricer stands for on the model (auto resolved); a native pricer on a model without a
+    native op builder is refused here, one line, before a sweep skips (and warns about) layout after layout."""
+    pricer = resolve_pricer(args.pricer, args.model_path)
+    if pricer == "native":
+        require_native(args.model_path)
+    return pricer
 
 
 def nextn_accepted(args) -> float:

@@ -17,13 +17,13 @@ from estimator.api.deployments import (
     check_fits_model,
     layout_deployment,
     nextn_accepted,
+    pricer_of,
     with_sizes,
 )
 from estimator.api.flags import Command, Param
 from estimator.deployment import Deployment
 from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
-from estimator.pricing import resolve_pricer
 from estimator.scheduler import AggPoint, StaticMode, StaticPoint, run_agg, run_static
 from estimator.steps import DEFAULT_STRIDE, Semantics
 
@@ -124,7 +124,7 @@ def estimate(**arguments) -> EstimateResult:
 
 def estimate_with(args) -> EstimateResult:
     """estimate of bound arguments (the command line calls this with its parsed flags)."""
-    pricer = resolve_pricer(args.pricer, args.model_path)
+    pricer = pricer_of(args)
     priced = price(args, pricer)
     refined = closed_loop_figures(args, pricer) if args.closed_loop else None
     row = dict(priced.row) | {"oom": out_of_memory(priced)} | ({"closed_loop": refined} if refined else {})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from estimator.api.deployments import DEPLOYMENT, LONG_CONTEXT_PARAM, PRICER_PARAM, check_fits_model
+from estimator.api.deployments import DEPLOYMENT, LONG_CONTEXT_PARAM, PRICER_PARAM, check_fits_model, pricer_of
 from estimator.api.estimating import SEMANTICS_PARAM
 from estimator.api.flags import Command, Param
 from estimator.api.status import ExitStatus
@@ -98,6 +98,7 @@ def recommend(**arguments) -> RecommendResult:
 def recommend_with(args) -> RecommendResult:
     """recommend of bound arguments (the command line calls this with its parsed flags)."""
     check_fits_model(args.model_path, 1, args.isl + args.osl, args.allow_long_context)
+    pricer_of(args)
     task = RecommendTask(model=args.model_path, system=args.system, total_gpus=args.total_gpus, isl=args.isl, osl=args.osl, ttft=args.ttft,
                          tpot=args.tpot, backend=args.backend, decode_system=args.decode_system, prefix=args.prefix,
                          request_latency=args.request_latency, top_n=args.top_n, semantics=args.semantics, refined=args.refined_sla,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from estimator.api.deployments import LONG_CONTEXT_PARAM, check_fits_model
 from estimator.api.flags import Command, Param
 from estimator.closedloop import ENGINE, PRICINGS, Benchmark, ReplayOptions, Steady, refine_closed_loop_latency
 from estimator.closedloop.engine import OP_PRICERS
@@ -37,6 +38,7 @@ REFINE = Command(
             help="TRT-LLM agg: free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)",
             group=SCHEDULER,
         ),
+        LONG_CONTEXT_PARAM,
     ),
     example="python -m estimator refine sweep.csv refined.csv --protocol benchmark",
 )
@@ -76,7 +78,7 @@ def refine_with(frame: pd.DataFrame, args) -> RefineResult:
     options = replay_options(args)
     if not isinstance(frame, pd.DataFrame) or frame.empty:
         raise InvalidInputError("refine needs a DataFrame of at least one result row")
-    refined = refine_rows(frame, options)
+    refined = refine_rows(frame, options, args.allow_long_context)
     unpriced = int((refined["refine_reason"] != "").sum())
     summary = (f"refined {len(refined) - unpriced} of {len(refined)} rows ({options.pricing} pricing, {options.protocol.name} protocol)"
                + (f"; {unpriced} unpriceable, reasons in refine_reason" if unpriced else ""))  # fmt: skip
@@ -112,30 +114,49 @@ def _require_size(record: dict, key: str) -> None:
     require_positive(key, int(number))
 
 
-def row_reason(record: dict, engine: bool) -> str:
+def row_reason(record: dict, engine: bool, allow_long_context: bool = False) -> str:
     """Why a row cannot be refined, found before any replay ("" when nothing is wrong): a missing,
-    NaN or out-of-range isl or osl, a concurrency below 1 or out of range (absent: bs), and for
-    engine pricing, which builds the row's deployment, a missing or NaN tp per side (never a
-    silent tp 1) or a malformed model config."""
+    NaN or out-of-range isl, osl or pp, a concurrency below 1 or out of range (absent: bs), isl + osl
+    beyond the model's max_position_embeddings unless allow_long_context or a pp beyond its layers,
+    and for engine pricing, which builds the row's deployment, a missing or NaN tp per side (never a
+    silent tp 1) or a malformed model config (row pricing never reads the model: one whose config
+    does not resolve is not checked)."""
     sides = ("(p)", "(d)") if _present(record.get("(p)workers")) else ("",)
+    optional = [key for key in ("concurrency", *(side + "pp" for side in sides)) if _present(record.get(key))]
     try:
-        for key in ("isl", "osl", *(("concurrency",) if _present(record.get("concurrency")) else ())):
+        for key in ("isl", "osl", *optional):
             _require_size(record, key)
         if engine:
             for side in sides:
                 _require_size(record, side + "tp")
-            model_shape(str(record.get("model")))
+        model = str(record.get("model"))
+        if engine or _resolves(model):
+            for side in sides:
+                check_fits_model(model, _size(record, side + "pp"), _size(record, "isl") + _size(record, "osl"), allow_long_context)
     except EstimatorError as exc:
         return str(exc)
     return ""
 
 
-def refine_rows(rows: pd.DataFrame, options: ReplayOptions) -> pd.DataFrame:
+def _size(record: dict, key: str) -> int:
+    """A size _require_size accepted; 1 when the row leaves it empty."""
+    return int(float(record[key])) if _present(record.get(key)) else 1
+
+
+def _resolves(model: str) -> bool:
+    try:
+        model_shape(model)
+    except EstimatorError:
+        return False
+    return True
+
+
+def refine_rows(rows: pd.DataFrame, options: ReplayOptions, allow_long_context: bool = False) -> pd.DataFrame:
     """The refined rows, one bad row never costing the others: rows with a row_reason are not
     replayed, and if replaying the rest together fails, each is replayed alone and a failing one
     reports its error in refine_reason."""
     engine = options.pricing == ENGINE
-    reasons = pd.Series([row_reason(r, engine) for r in rows.to_dict("records")], index=rows.index, dtype=object)
+    reasons = pd.Series([row_reason(r, engine, allow_long_context) for r in rows.to_dict("records")], index=rows.index, dtype=object)
     good = rows[reasons == ""]
     try:
         refined = refine_closed_loop_latency(good, options, running_caps=True)

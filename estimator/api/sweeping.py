@@ -22,14 +22,17 @@ from estimator.api.deployments import (
     deployment,
     layout_label,
     nextn_accepted,
+    pricer_of,
 )
 from estimator.api.estimating import SEMANTICS_PARAM, WORKLOAD
 from estimator.api.flags import Command, Param
 from estimator.api.status import ExitStatus
 from estimator.closedloop import PRICINGS, ROW, ReplayOptions
-from estimator.deployment import Backend
+from estimator.deployment import Backend, Deployment
 from estimator.disagg.search import DEFAULT_DECODE_MAX_NUM_TOKENS, DEFAULT_PREFILL_MAX_NUM_TOKENS, DEFAULT_TOP_N, WorkerLimits
-from estimator.pricing import resolve_pricer
+from estimator.errors import InvalidInputError
+from estimator.models.quant import check_overrides
+from estimator.perf.versions import resolve_version
 from estimator.steps import Semantics
 from estimator.sweep import AggOptions, DisaggOptions, Sla, Workload, sweep_agg, sweep_disagg
 from estimator.sweep.agg import DEFAULT_TOP_K
@@ -50,6 +53,9 @@ TARGETS, SPACE, AGG, DISAGG, CLOSED_LOOP = "targets", "search space", "agg searc
 # Figures the closed-loop replay reprices in a refined sweep's best rows; their columns there are suffixed.
 REPRICED = ("ttft", "tpot", "request_latency", "request_rate", "seq/s", "seq/s/gpu", "tokens/s", "tokens/s/gpu", "tokens/s/user")
 CLOSED_LOOP_SUFFIX = "_closed_loop"
+MAX_WORKER_PAIRS = (
+    2**16
+)  # prefill x decode worker counts a disagg sweep rate-matches (its memoised int64 grids hold this many cells per GPU-count pair; default 32 x 32)
 TOTAL_GPUS_HELP = (
     "GPUs in total: a replica (an agg worker, or a disagg deployment) uses at most this many, and `replicas` "
     "counts the copies that fit, as aiconfigurator counts them"
@@ -144,7 +150,7 @@ class SweepReport:
     closed_loop: bool  # the rankings' figures are the closed-loop replay's (--refined-sla), columns suffixed _closed_loop
     rankings: tuple[Ranking, ...]  # one per target, in the targets' order
     status: ExitStatus  # FOUND, NOTHING_MEETS_TARGETS, or OUT_OF_MEMORY (nothing evaluated fits in GPU memory)
-    closest_miss: Mapping[str, object] | None  # when nothing meets a target: the table row nearest to one (miss factor, target)
+    closest_miss: Mapping[str, object] | None  # when nothing meets a target: the table row nearest to one (miss factor, target); None when the table is empty
     arguments: object = field(compare=False)  # the call's arguments, defaults filled in (SWEEP.arguments_type)
     tabulate: Callable[[], pd.DataFrame] = field(repr=False, compare=False)  # builds `table`
 
@@ -165,14 +171,20 @@ class SweepReport:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def to_json(self) -> dict:
-        """What `sweep --json` prints."""
+        """What `sweep --json` prints (NaN as None)."""
         return {
             "mode": self.mode,
             "closed_loop": self.closed_loop,
             "status": self.status.name.lower(),
-            "rankings": [{"target": dataclasses.asdict(r.target) | {"label": r.target.label}, "rows": r.frame.to_dict("records")} for r in self.rankings],
-            "closest_miss": None if self.closest_miss is None else dict(self.closest_miss),
-        }
+            "rankings": [{"target": dataclasses.asdict(r.target) | {"label": r.target.label}, "rows": [json_values(row) for row in r.frame.to_dict("records")]}
+                         for r in self.rankings],
+            "closest_miss": None if self.closest_miss is None else json_values(self.closest_miss),
+        }  # fmt: skip
+
+
+def json_values(row: Mapping) -> dict:
+    """A row as JSON values: a NaN (a figure the row lacks, e.g. an unreplayed row's ttft_refined) as None."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
 
 
 def sweep(**arguments) -> SweepReport:
@@ -186,7 +198,7 @@ def sweep(**arguments) -> SweepReport:
 def sweep_with(args, report: Report | None = None) -> SweepReport:
     """sweep of bound arguments (the command line calls this with its parsed flags and a progress
     callback, which receives each unit's rows as they are computed)."""
-    result = run_sweep(args, resolve_pricer(args.pricer, args.model_path), report)
+    result = run_sweep(args, pricer_of(args), report)
     if args.request_latency is not None:  # its derived pairs are one target, ranked together
         ranked, frames = targets(args), (result.best,)
     else:
@@ -202,6 +214,14 @@ def sweep_with(args, report: Report | None = None) -> SweepReport:
     return SweepReport(args.mode, args.refined_sla, rankings, status, miss, args, table)
 
 
+def check_stacks(base: Deployment, decode_system: str | None) -> None:
+    """The systems, backend version and quant modes every layout shares, checked once before the
+    search: a bad one is one error line, not a skipped-layout warning per layout first."""
+    check_overrides(base.quant)
+    for system in dict.fromkeys((base.system, decode_system or base.system)):
+        resolve_version(system, base.backend, base.version)
+
+
 def run_sweep(args, pricer: str, report: Report | None = None) -> SweepResult:
     """The internal sweep of the arguments, priced by `pricer` (resolved)."""
     semantics = Semantics.parse(args.semantics)
@@ -209,6 +229,7 @@ def run_sweep(args, pricer: str, report: Report | None = None) -> SweepResult:
     sla = Sla(args.ttft, args.tpot, args.request_latency)
     replay = ReplayOptions(pricing=args.replay_pricing, pricer=pricer) if args.refined_sla else None
     base = deployment(args)
+    check_stacks(base, args.decode_system)
     for pp in args.pp_list:
         check_fits_model(base.model, pp, args.isl + args.osl, args.allow_long_context)
     moe = MoeSizes(args.dp_list, args.moe_tp_list, args.moe_ep_list)
@@ -218,12 +239,23 @@ def run_sweep(args, pricer: str, report: Report | None = None) -> SweepResult:
         return sweep_agg(layouts, workload, sla, options, semantics, pricer, report, refined=replay)
     prefill = sweep_layouts(base, args.prefill_tp_list or args.tp_list, args.pp_list, args.total_gpus, moe)
     decode = sweep_layouts(deployment(args, args.decode_system), args.decode_tp_list or args.tp_list, args.pp_list, args.total_gpus, moe)
-    limits = WorkerLimits(
-        prefill_workers=tuple(range(1, args.max_prefill_workers + 1)), decode_workers=tuple(range(1, args.max_decode_workers + 1)),
-        total_gpus=frozenset(range(1, args.total_gpus + 1)), same_tp=base.backend is Backend.SGLANG,
-    )  # fmt: skip
-    options = DisaggOptions(args.prefill_max_num_tokens, args.decode_max_batch_size, limits, top_n=args.top_n, autoscale=args.autoscale)
+    options = DisaggOptions(args.prefill_max_num_tokens, args.decode_max_batch_size, worker_limits(args, prefill, decode, base.backend is Backend.SGLANG), top_n=args.top_n,
+                            autoscale=args.autoscale)  # fmt: skip
     return sweep_disagg(prefill, decode, workload, sla, options, semantics, pricer, report, refined=replay)
+
+
+def worker_limits(args, prefill: list[Deployment], decode: list[Deployment], same_tp: bool) -> WorkerLimits:
+    """The rate matching's worker counts, each at most --total-gpus (a worker holds a GPU at least),
+    and the deployment GPU counts it allows: 1 to --total-gpus, listed up to the most the counts
+    reach on these layouts (the same pairs are allowed as with every count listed; 2**31-1 workers
+    or GPUs were a tuple or set of that many ints, tens of GB); InvalidInputError beyond
+    MAX_WORKER_PAIRS (prefill x decode) counts."""
+    counts = [range(1, min(most, args.total_gpus) + 1) for most in (args.max_prefill_workers, args.max_decode_workers)]
+    if len(counts[0]) * len(counts[1]) > MAX_WORKER_PAIRS:
+        raise InvalidInputError(f"a disagg sweep rate-matches at most {MAX_WORKER_PAIRS} (2**16) prefill x decode worker counts, and "
+                                f"{len(counts[0])} x {len(counts[1])} were asked: lower --max-prefill-workers or --max-decode-workers")  # fmt: skip
+    reach = sum(len(n) * max((d.tp * d.pp * d.attention_dp for d in pool), default=1) for n, pool in zip(counts, (prefill, decode)))
+    return WorkerLimits(tuple(counts[0]), tuple(counts[1]), frozenset(range(1, min(args.total_gpus, reach) + 1)), same_tp=same_tp)
 
 
 def with_replicas(frame: pd.DataFrame, total_gpus: int) -> pd.DataFrame:

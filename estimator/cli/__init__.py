@@ -19,6 +19,7 @@ from estimator.cli import refine as refine_cmd
 from estimator.cli import report as report_cmd
 from estimator.cli import sweep as sweep_cmd
 from estimator.cli import systems as systems_cmd
+from estimator.cli.common import check_cache_dirs
 from estimator.errors import EstimatorError, is_interrupt
 
 COMMANDS = {
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        check_cache_dirs()
         return int(COMMANDS[args.command].run(args) or 0)
     except EstimatorError as exc:
         print(f"error: {exc}", file=sys.stderr)

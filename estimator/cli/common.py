@@ -1,4 +1,5 @@
-"""What the command modules share: flags from a Command's params, and the layout as printed."""
+"""What the command modules share: flags from a Command's params, the layout as printed, and the
+cache folders' check."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 
 from estimator.api.deployments import layout_label
 from estimator.api.flags import Command, add_to_parser
+from estimator.numba_cache import numba_cache_dir
+from estimator.perf.stack import table_cache_dir
 
 OUTPUT = "output"  # the --help group of a command's output flags
 
@@ -15,6 +18,16 @@ def register_command(p: argparse.ArgumentParser, command: Command) -> argparse._
     command-line-only flags (--json, --out, ...)."""
     add_to_parser(p, command.params)
     return p.add_argument_group(OUTPUT)
+
+
+def check_cache_dirs() -> None:
+    """UnsafeCacheDirError (exit 2) when others can write a cache folder, before any cached table or
+    kernel is read; a folder that cannot be created only costs the warm start."""
+    for folder in (numba_cache_dir, table_cache_dir):
+        try:
+            folder()
+        except OSError:
+            continue
 
 
 def printable(frame, columns: dict[str, str], count: int) -> str:

@@ -130,7 +130,9 @@ def render_closed_loop(row: dict, refined: dict) -> str:
 
 
 def run(ns: argparse.Namespace) -> int:
+    """Everything is computed before anything is printed: a bad input is its error line alone."""
     result = estimate_with(ESTIMATE.bind(ESTIMATE.given(ns)))
+    detail = render_time_detail(result.priced, price(result.arguments, "sol")) if ns.detail == "time" and not ns.json else None
     for line in result.warnings:
         print(line, file=sys.stderr)
     row, refined = result.row, result.row.get("closed_loop")
@@ -141,7 +143,7 @@ def run(ns: argparse.Namespace) -> int:
         if refined:
             print()
             print(render_closed_loop(row, refined))
-        if ns.detail == "time":
+        if detail:
             print()
-            print(render_time_detail(result.priced, price(result.arguments, "sol")))
+            print(detail)
     return ExitStatus.OUT_OF_MEMORY if ns.strict and result.oom else ExitStatus.FOUND

@@ -12,9 +12,10 @@ the agg scheduler (default: the row's ctx_tokens with chunking for row pricing, 
 engine defaults for engine pricing); with them and engine pricing, --kv-free-memory-fraction caps
 a TensorRT-LLM agg row's running requests at its KV-cache pool (natively modelled architectures;
 other agg rows report why in refine_reason; disagg rows replay without agg scheduler settings).
-A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, a malformed model
-config) is reported in its refine_reason and the others are refined. OUT is checked before any
-row is refined and must not be IN unless --overwrite-input; it is written atomically.
+A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, isl + osl beyond the
+model's max_position_embeddings without --allow-long-context, a malformed model config, a replay
+beyond what one holds) is reported in its refine_reason and the others are refined. OUT is checked
+before any row is refined and must not be IN unless --overwrite-input; it is written atomically.
 The Python API: estimator.refine(frame, **flags).
 """
 

@@ -9,7 +9,6 @@ new on the same rows, from an earlier per-point CSV of the same measurements.
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 from estimator.cli import import_runs
 from estimator.deployment import require_positive
 from estimator.errors import InvalidInputError
-from estimator.io import atomic_path, atomic_write_text
+from estimator.io import atomic_write_text
 from estimator.report import METHOD_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,23 +110,10 @@ def readable(load, path, what: str):
         raise InvalidInputError(f"cannot read {what} {path}: {exc}") from None
 
 
-def write_points_atomically(points, path: Path, record: dict) -> None:
-    """report.points.write_points through temporary files: the table, then its provenance sidecar,
-    each renamed over the old one."""
-    from estimator.report.points import provenance_path, write_points
-
-    with atomic_path(path) as tmp:
-        try:
-            write_points(points, tmp, record)
-            os.replace(provenance_path(tmp), provenance_path(path))
-        finally:
-            provenance_path(tmp).unlink(missing_ok=True)
-
-
 def run(args: argparse.Namespace) -> int:
     """Compute (or read) the per-point table, write it, render the report."""
     from estimator.report.page import render_report
-    from estimator.report.points import read_points
+    from estimator.report.points import read_points, write_points
 
     require_positive("workers", args.workers)
     if args.limit is not None:
@@ -141,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         points, record, bad = compute_points(args)
         methods = args.methods
-        write_points_atomically(points, Path(args.points), record)
+        write_points(points, Path(args.points), record)
         print(f"wrote {args.points}", file=sys.stderr)
     baseline = read_baseline(args.baseline, points, args.from_points or args.points) if args.baseline else None
     out = Path(args.out)

@@ -36,6 +36,8 @@ AGG_SHOWN = ("parallel", "replicas", "total_gpus", "bs", "ctx_tokens", "concurre
 DISAGG_SHOWN = ("(p)parallel", "(p)bs", "(p)workers", "(d)parallel", "(d)bs", "(d)workers", "replicas", "total_gpus", "concurrency", *FIGURES)
 UNITS = FIGURES | {"memory": "GiB"}
 BAR_WIDTH = 30
+NO_PAIR_FORMED = ("no configuration meets the targets: no prefill and decode worker pair passed the targets' gates "
+                  "(prefill workers by TTFT, decode workers by TPOT), so none is the closest miss")  # fmt: skip
 
 
 def register(p: argparse.ArgumentParser) -> None:
@@ -98,6 +100,8 @@ def render(report: SweepReport, count: int) -> str:
     blocks = [render_ranking(r, report.mode, report.closed_loop, count) for r in report.rankings]
     if report.status is ExitStatus.OUT_OF_MEMORY:
         blocks.append("no configuration meets the targets: no evaluated point fits in GPU memory")
+    elif report.status is ExitStatus.NOTHING_MEETS_TARGETS and report.closest_miss is None:
+        blocks.append(NO_PAIR_FORMED)
     elif report.status is ExitStatus.NOTHING_MEETS_TARGETS:
         miss = report.closest_miss
         blocks.append(f"no configuration meets the targets; {miss_line(miss)}\n" + printable(pd.DataFrame([miss]), shown_columns(report.mode, False), 1))

@@ -55,6 +55,7 @@ from estimator.closedloop.spec import (
     AF_TURNAROUND,
     AF_WAIT_RATIO,
     PREFILL_RECV_WEIGHT,
+    T_ADMIT,
     T_BOUND,
     T_CAP,
     T_CLIENTS,
@@ -994,7 +995,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
-    bound, requests = ints[T_BOUND], ints[T_REQUESTS]
+    bound, requests, admit = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
     prefill_floor_ms = floats[TF_PREFILL_FLOOR]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
@@ -1066,7 +1067,8 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             counting = cnt[DONE] >= warm
             for b in range(nb):
                 c = batch[b]
-                _first_token(ri, rf, c, end + handoff, ((t - rf[c, BORN]) + dur) + handoff, counting, cnt, sc, ttfts)
+                if not admit or ri[c, OSL] <= 1:  # out at the hand-off
+                    _first_token(ri, rf, c, end + handoff, ((t - rf[c, BORN]) + dur) + handoff, counting, cnt, sc, ttfts)
                 if ri[c, MADE] >= ri[c, OSL]:
                     _complete(ri, rf, c, end + handoff, warm, cnt, sc, tpots, lats, done_born, done_t)
                     t_next = end + handoff
@@ -1086,6 +1088,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             nj = 0  # the batch: the cohort, then the first eligible hand-offs up to decode_max
             while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
                 nj += 1
+            counting = cnt[DONE] >= warm
+            admitted = nj if cohort[j] else 0  # the iteration's hand-offs: their first tokens go out as it starts (oracle.tandem)
+            while not cohort[j] and admitted < rlen[j] and admitted < decode_max and rf[rq[j, admitted], VISIBLE] <= t:
+                admitted += 1
+            for x in range(admitted):
+                c = rq[j, x]
+                if ri[c, MADE] == 0:
+                    _first_token(ri, rf, c, t, t - rf[c, BORN], counting, cnt, sc, ttfts)
             # ---- the iteration's batch and its price ----
             nb = n_coh[j] + nj
             if nb == 0:
@@ -1104,7 +1114,6 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             end = t + dur
             previous_end = d_free[j]
             d_free[j] = end
-            counting = cnt[DONE] >= warm
             n_fin = 0
             # members emit, then the joiners (the eligible hand-offs) their first decode tokens
             members = n_coh[j]

@@ -308,7 +308,12 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     """The P/D tandem (closed-loop.md section 2): static round-robin routers, whole-prompt prefill
     batches, continuous-batching decode iterations, events in time order, prefill before decode.
     A hand-off joins its decode worker's list when its KV arrives (`arrive`): with engine-priced
-    prefill a later-launched short batch can land before an earlier long one."""
+    prefill a later-launched short batch can land before an earlier long one. Its first token
+    reaches the client when its decode worker admits it into an iteration (TRT-LLM's generation
+    server emits it as it schedules the transferred request, SGLang's decode server streams it
+    from the request it holds KV for: estimator/docs/evidence/disagg-first-token.md), so a full
+    decode batch holds it back (spec.first_token_on_admission; else at its hand-off, as the
+    reference's tandem); a request of one output token ends at its hand-off."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
@@ -351,7 +356,8 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             pq[i] = [r for r in pq[i] if not any(r is b for b in batch)]
             counting = run.counting  # decided at batch launch
             for r in batch:
-                run.first_token(r, end + spec.handoff_ms, ((t - r.born) + dur) + spec.handoff_ms, counting)
+                if not spec.first_token_on_admission or r.osl <= 1:  # out at the hand-off
+                    run.first_token(r, end + spec.handoff_ms, ((t - r.born) + dur) + spec.handoff_ms, counting)
                 if r.made >= r.osl:
                     complete(r, end + spec.handoff_ms)
                 else:
@@ -364,12 +370,15 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             batch = [r for r in runs[j] if r.visible <= t][: spec.decode_max_seqs]
             if not batch:
                 continue
+            counting = run.counting
+            for r in batch:  # the decode worker admits a hand-off: its first token goes out now, before the iteration runs
+                if r.made == 0:
+                    run.first_token(r, t, t - r.born, counting)
             dur = decode_pricer.pass_ms(PassShape((), (), len(batch), sum(r.isl + r.made for r in batch)))
             if not (0.0 <= dur < math.inf):
                 raise NoProgressError(NONFINITE_MESSAGE)
             end = t + dur
             d_free[j] = end
-            counting = run.counting
             for r in batch:
                 run.decode(r, end, spec.tokens_per_decode, counting)
                 if r.made >= r.osl:

@@ -20,6 +20,10 @@ from estimator.closedloop.lengths import benchmark_lengths
 from estimator.errors import InvalidInputError
 
 NO_DISPATCH_CAP = -1  # steady runs replace every completion
+# Requests one replay holds state for (RunPlan.requests): 2**22, about 4.2 million, 25 times the
+# largest measured run's (a steady replay at C = 16,384 holds 10 C); past it the per-request arrays
+# alone would take gigabytes.
+MAX_REPLAY_REQUESTS = 2**22
 
 
 @dataclass(frozen=True)
@@ -46,8 +50,8 @@ class Benchmark:
     name = "benchmark"
 
     def __post_init__(self) -> None:
-        if self.prompts_per_client < 1:
-            raise InvalidInputError(f"prompts_per_client must be >= 1, got {self.prompts_per_client}")
+        if not 1 <= self.prompts_per_client <= MAX_REPLAY_REQUESTS:
+            raise InvalidInputError(f"prompts_per_client must be within [1, {MAX_REPLAY_REQUESTS}] (2**22), got {self.prompts_per_client}")
         if not 0.0 < self.range_ratio <= 1.0:
             raise InvalidInputError(f"range_ratio must be within (0, 1], got {self.range_ratio}")
 
@@ -79,6 +83,14 @@ class RunPlan:
     osl: np.ndarray  # int64: output tokens of request i at osl[i % len(osl)] (>= 1)
 
 
+def held_requests(protocol: Protocol, clients: int) -> int:
+    """Requests a replay at concurrency `clients` holds state for: a benchmark's N, a steady run's
+    warm-up and window plus 2C in flight (spec.request_bound of its plan)."""
+    if isinstance(protocol, Benchmark):
+        return protocol.prompts_per_client * clients
+    return (protocol.warm_gens + protocol.win_gens + 2) * clients
+
+
 def run_plan(protocol: Protocol, clients: int, isl: int, osl: int, visual_tokens: int = 0) -> RunPlan:
     """The dispatch and counting plan of a protocol at concurrency `clients` and lengths L = (isl, osl);
     isl is the text prompt, and visual_tokens (>= 0) are added to every request's input."""
@@ -88,6 +100,10 @@ def run_plan(protocol: Protocol, clients: int, isl: int, osl: int, visual_tokens
         raise InvalidInputError(f"isl and osl must be >= 1, got {isl} and {osl}")
     if visual_tokens < 0:
         raise InvalidInputError(f"visual_tokens must be >= 0, got {visual_tokens}")
+    requests = held_requests(protocol, clients)
+    if requests > MAX_REPLAY_REQUESTS:
+        raise InvalidInputError(f"a closed-loop replay at concurrency {clients} holds {requests} requests, more than {MAX_REPLAY_REQUESTS} "
+                                "(2**22); lower the concurrency or the prompts per client")  # fmt: skip
     if isinstance(protocol, Steady):
         warm = protocol.warm_gens * clients
         fixed = np.array([isl + visual_tokens], dtype=np.int64), np.array([osl], dtype=np.int64)

@@ -38,7 +38,7 @@ from estimator.closedloop.cases import ENGINE, PRICINGS, AggCase, Case, ClosedLo
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.runs import AggRun, DisaggRun, Replayed, agg_engine_case, tandem_engine_case
 from estimator.closedloop.spec import AggSpec, TandemSpec
-from estimator.deployment import Deployment, QuantOverrides
+from estimator.deployment import MAX_SIZE, Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
 from estimator.settings import EngineSettings, reference_settings
 
@@ -93,11 +93,12 @@ def _number(row: Mapping, key: str, default=_ABSENT) -> float | None:
 
 
 def _integer(row: Mapping, key: str, default=_ABSENT, minimum: int = 1) -> int | None:
+    """A whole number in [minimum, MAX_SIZE]; None only when the column is absent and the default is None."""
     number = _number(row, key, default)
     if number is None:
         return None
-    if number != int(number) or number < minimum:
-        raise InvalidInputError(f"{key} must be an integer >= {minimum}, got {_value(row, key, default)!r}")
+    if number != int(number) or not minimum <= number <= MAX_SIZE:
+        raise InvalidInputError(f"{key} must be an integer in [{minimum}, {MAX_SIZE}], got {_value(row, key, default)!r}")
     return int(number)
 
 
@@ -182,14 +183,20 @@ def case_of(row: Mapping, options: ReplayOptions) -> Case:
 
 
 def figures(result: ClosedLoop, osl: int) -> dict:
-    """The refined figures in result-row terms (ms, requests/s)."""
+    """The refined figures in result-row terms (ms, requests/s); the inter-token latencies of a run
+    whose requests emit one token each have no sample and are None, never NaN."""
     s = result.stats
     return {
         "ttft": s.ttft_mean, "ttft_p50": s.ttft_p50, "ttft_p99": s.ttft_p99, "ttft_max": s.ttft_max,
         "tpot": s.tpot_mean, "tpot_p50": s.tpot_p50, "tpot_p99": s.tpot_p99,
-        "itl": s.itl_mean, "itl_p50": s.itl_p50, "itl_p99": s.itl_p99,
+        "itl": _sampled(s.itl_mean), "itl_p50": _sampled(s.itl_p50), "itl_p99": _sampled(s.itl_p99),
         "request_latency": s.ttft_mean + s.tpot_mean * max(osl - 1, 0), "seq/s": result.throughput_rps,
     }  # fmt: skip
+
+
+def _sampled(statistic: float) -> float | None:
+    """A statistic, None when it had no sample (NaN)."""
+    return None if math.isnan(statistic) else statistic
 
 
 def record(result: ClosedLoop | Replayed, osl: int, pricing: str, protocol: str, settings: EngineSettings | None) -> dict:

@@ -5,7 +5,9 @@ settings and the client protocol in, a typed result out.
 (its rows converted once at the edge, estimator.closedloop.rows), ``estimate --closed-loop`` and
 the refined-SLA sweeps call. Agg runs replay one attention-DP rank at C = ``batch_size`` with the
 engine's scheduler settings (``None``: the backend's documented defaults); disagg runs replay the
-whole P/D system at C = ``concurrency`` (the tandem reads no scheduler settings yet).
+whole P/D system at C = ``concurrency``: the tandem reads no scheduler settings yet, its prefill
+batches take the framework's eager floor (host.py) and a request's first token goes out when a
+decode worker admits it (TandemSpec.first_token_on_admission).
 """
 
 from __future__ import annotations
@@ -160,7 +162,8 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
     """The engine-priced replay case of a disagg run."""
     spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
                       decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
-                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None))  # fmt: skip
+                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
+                      first_token_on_admission=True)  # fmt: skip
     return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
                       PassModel(run.decode, pricer))  # fmt: skip
 

@@ -11,6 +11,12 @@ from estimator.closedloop.protocol import RunPlan
 from estimator.errors import EstimatorError, InvalidInputError
 from estimator.settings import EngineSettings
 
+# Request-passes one replay may simulate (each request's prefill chunks plus output tokens, summed
+# over the requests it holds): 2**32, about 20 minutes at the measured 0.2-0.3 us each (a steady
+# replay at C = 100,000 with osl 1,000 is 1e9 of them and ran 231 s on the shared 2 cores), 16 times
+# the largest measured run's.
+MAX_REPLAY_WORK = 2**32
+MAX_REPLAY_WORKERS = 2**16  # prefill or decode workers one tandem replay holds state for (a sweep's default cap is 32)
 PREFILL_RECV_WEIGHT = 1000  # SGLang SchedulerRecvSkipper: weight of a pass that is not decode-only (EngineSettings.recv_interval)
 
 
@@ -25,7 +31,7 @@ class NoProgressError(EstimatorError):
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
- T_REQUESTS, N_TANDEM_INTS) = range(12)  # fmt: skip
+ T_REQUESTS, T_ADMIT, N_TANDEM_INTS) = range(13)  # fmt: skip
 (TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
@@ -80,6 +86,7 @@ class AggSpec:
         _require_prefix(self.prefix, plan)
         budget = self.settings.step_token_budget
         largest = int(plan.isl.max()) - self.prefix
+        _require_work(plan, -(-largest // budget) + int(plan.osl.max()))
         if not self.settings.chunked_prefill and largest > budget:
             raise NoProgressError(f"stalled: a prompt of {largest} uncached tokens exceeds the token budget {budget} and chunked prefill is off")
         if self.decode_budget_tokens > budget:
@@ -106,10 +113,15 @@ class TandemSpec:
     handoff_ms: float = 0.0  # KV transfer: first token visible and decode eligible at prefill end + handoff, ms (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
     prefill_floor_ms: float = 0.0  # host launch time of a prefill worker's eager batch: it lasts at least this long, ms (>= 0)
+    first_token_on_admission: bool = (
+        False  # True: the first token reaches the client when a decode worker admits the request (engines); False: at its hand-off (closed-loop.md)
+    )
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
             _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("prefill_workers", "decode_workers"):
+            _require(getattr(self, name) <= MAX_REPLAY_WORKERS, f"{name} must be at most {MAX_REPLAY_WORKERS} (2**16), got {getattr(self, name)}")
         _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
         _require_progress(self.tokens_per_decode)
         for name in ("turnaround_ms", "handoff_ms", "encoder_ms", "prefill_floor_ms"):
@@ -119,9 +131,9 @@ class TandemSpec:
         """(ints, floats): the tandem's parameters by slot (T_*, TF_*)."""
         ints = np.zeros(N_TANDEM_INTS, dtype=np.int64)
         ints[[T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
-              T_REQUESTS]] = (
+              T_REQUESTS, T_ADMIT]] = (
             plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, self.prefill_workers, self.decode_workers,
-            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan),
+            self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan), self.first_token_on_admission,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
         floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (
@@ -131,11 +143,21 @@ class TandemSpec:
 
     def check(self, plan: RunPlan) -> None:
         _require_prefix(self.prefix, plan)
+        _require_work(plan, 1 + int(plan.osl.max()))
 
 
 def _require(ok: bool, message: str) -> None:
     if not ok:
         raise InvalidInputError(message)
+
+
+def _require_work(plan: RunPlan, passes: int) -> None:
+    """InvalidInputError when the plan's requests times the passes each takes part in (prefill
+    chunks and output tokens, at most) exceed MAX_REPLAY_WORK."""
+    requests = request_bound(plan)
+    _require(requests * passes <= MAX_REPLAY_WORK,
+             f"a closed-loop replay of {requests} requests x {passes} passes each ({requests * passes}) exceeds 2**32 request-passes; "
+             "lower the concurrency, osl or prompts per client, or raise the token budget")  # fmt: skip
 
 
 def _require_progress(k: float) -> None:

@@ -134,6 +134,13 @@ def is_natively_modelled(model: str) -> bool:
     return model_architecture(model) in _NATIVE_ARCHITECTURES
 
 
+def require_native(model: str) -> None:
+    """UnsupportedModelError (naming the native architectures) unless the model's first architecture
+    has a native op builder; UnknownModelError when no config is found."""
+    config_path, _ = _locate(model)
+    _architecture(model, _load_json(config_path))
+
+
 def model_architecture(model: str) -> str | None:
     """The first HF architecture a model's config lists, None when it lists none (UnknownModelError
     when no config is found)."""

@@ -111,6 +111,11 @@ def infer_quant(
     return QuantModes(**modes)
 
 
+def check_overrides(overrides: QuantOverrides) -> None:
+    """InvalidInputError naming the first user-set mode that is not a known mode of its kind."""
+    _explicit_modes(overrides)
+
+
 def _explicit_modes(overrides: QuantOverrides) -> dict[str, str]:
     """The user-set modes (empty strings count as unset), validated against the known names."""
     explicit = {}

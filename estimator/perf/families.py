@@ -6,6 +6,7 @@ first-row-wins on the full key, load-time SOL floors) and lays the rows out for 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -240,7 +241,14 @@ class MoeCurves:
 
     arrays: tuple  # (c_off, x, y): x in tokens, y in ms
     curves: dict  # full key -> curve id
-    distributions: dict  # (grid, quant) -> frozenset of the distributions collected for that quant
+
+    @functools.cached_property
+    def distributions(self) -> dict:
+        """(grid, quant) -> frozenset of the distributions collected for that quant."""
+        collected: dict = {}
+        for grid, quant, dist, *_ in self.curves:
+            collected.setdefault((grid, quant), set()).add(dist)
+        return {k: frozenset(v) for k, v in collected.items()}
 
     def curve(self, grid: str, quant: str, distribution: str, shape: tuple) -> int:
         """Curve id of a shape (topk, experts, hidden, inter, moe_tp, moe_ep); a distribution the quant
@@ -261,8 +269,4 @@ def build_moe(sources: list) -> MoeCurves:
     curves, cid = slice_ids_of([grid, quant, r["distribution"], *(r[c] for c in _MOE_SHAPE)])
     first = first_wins([cid, r["num_tokens"]])
     arrays = build_curves(cid[first], r["num_tokens"][first], r["latency"][first], len(curves))
-    int_keys = _int_keys(curves, tuple(range(3, 9)))
-    distributions: dict = {}
-    for g, q, dist, *_ in int_keys:
-        distributions.setdefault((g, q), set()).add(dist)
-    return MoeCurves(arrays=arrays, curves=int_keys, distributions={k: frozenset(v) for k, v in distributions.items()})
+    return MoeCurves(arrays=arrays, curves=_int_keys(curves, tuple(range(3, 9))))

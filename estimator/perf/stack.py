@@ -1,32 +1,33 @@
 """All perf tables of one (system, backend, version) stack, built once and cached on disk.
 
-The first load reads parquet and builds the arrays; the arrays are then saved under the cache
-directory keyed by a hash of every source file's bytes, so a warm load is one np.load.
+The first load reads parquet and builds the arrays; the arrays are then saved (estimator.perf.tablefile:
+plain numbers, nothing that runs) in a private folder under the cache root, keyed by a hash of every
+source file's bytes, so a warm load is two np.load calls. A file that fails to load is rebuilt and
+replaced.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
 
+from estimator.cachedirs import cache_root, private_dir
 from estimator.caching import memo
 from estimator.deployment import Backend
 from estimator.errors import PerfDataMissingError
+from estimator.io import atomic_path
 from estimator.kernels.packing import pack
 from estimator.perf import families as F
 from estimator.perf.paths import systems_root
 from estimator.perf.sources import nccl_source, oneccl_source, table_sources
 from estimator.perf.system_spec import QUANT_PROFILES, SystemSpec, load_system_spec
+from estimator.perf.tablefile import FORMAT, Uncacheable, read, write
 from estimator.perf.tables import Curves, Grid2, Grid3
 from estimator.perf.versions import resolve_version
-
-CACHE_FORMAT = 3  # bump when the built layout changes
 
 # (attribute, family dir, table stem)
 _TABLES = (
@@ -40,10 +41,10 @@ _TABLES = (
 )
 
 
-def cache_dir() -> Path:
-    """Where built tables live: $ESTIMATOR_CACHE_DIR, else ~/.cache/llm-serving-estimator."""
-    root = os.environ.get("ESTIMATOR_CACHE_DIR") or Path.home() / ".cache" / "llm-serving-estimator"
-    return Path(root) / "tables"
+def table_cache_dir() -> Path:
+    """Where built tables live: <cache root>/tables (estimator.cachedirs), created private;
+    UnsafeCacheDirError when others can write it or the root, OSError when it cannot be created."""
+    return private_dir(cache_root() / "tables", cache_root())
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def _sources(system: str, backend: str, version: str) -> dict[str, list]:
 
 
 def _fingerprint(sources: dict[str, list], spec_path: Path) -> str:
-    h = hashlib.sha256(f"format={CACHE_FORMAT}".encode())
+    h = hashlib.sha256(f"format={FORMAT}".encode())
     h.update(spec_path.read_bytes())
     for attr in sorted(sources):
         for src in sources[attr]:
@@ -165,40 +166,40 @@ def _build(system: str, backend: str, version: str, spec: SystemSpec, sources: d
 
 @memo()
 def load_stack(system: str, backend: str | Backend, version: str | None = None) -> StackTables:
-    """Tables of a stack (version: literal, slot alias or None for current), from the disk cache when warm."""
+    """Tables of a stack (version: literal, slot alias or None for current), from the disk cache when warm.
+    UnsafeCacheDirError when others can write the cache folder."""
     backend = Backend.parse(backend).value
     literal = resolve_version(system, backend, version)
     spec = load_system_spec(system)
     sources = _sources(system, backend, literal)
-    key = _fingerprint(sources, systems_root() / f"{system}.yaml")
-    path = cache_dir() / f"{system}__{backend}__{literal}__{key}.pkl"
-    built = _read_cache(path)
+    label = f"{system}/{backend}/{literal}"
+    path = _cache_path(system, backend, literal, sources)
+    built = read(path, label) if path else None
     if built is None:
         built = _build(system, backend, literal, spec, sources)
-        _write_cache(path, built)
+        if path:
+            _write_cache(path, label, built)
     return StackTables(system=system, backend=backend, version=literal, spec=spec, **built)
 
 
-def _read_cache(path: Path) -> dict | None:
-    if not path.exists():
-        return None
+def _cache_path(system: str, backend: str, literal: str, sources: dict[str, list]) -> Path | None:
+    """The stack's cache file, keyed by its sources; None when the cache folder cannot be created
+    (that only costs the warm start)."""
     try:
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError):
-        return None
-
-
-def _write_cache(path: Path, built: dict) -> None:
-    """Atomic write under a file lock, so concurrent workers never read a partial file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock"):
-            if path.exists():
-                return
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            with open(tmp, "wb") as f:
-                pickle.dump(built, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
+        folder = table_cache_dir()
     except OSError:
-        return  # a read-only cache dir only costs the warm start
+        return None
+    return folder / f"{system}__{backend}__{literal}__{_fingerprint(sources, systems_root() / f'{system}.yaml')}.tables"
+
+
+def _write_cache(path: Path, label: str, built: dict) -> None:
+    """Write (or replace a file that failed to load) atomically under a file lock, unless another
+    process has meanwhile written one that loads."""
+    try:
+        with FileLock(str(path) + ".lock"):
+            if read(path, label) is not None:
+                return
+            with atomic_path(path) as tmp:
+                write(tmp, label, built)
+    except (OSError, Uncacheable):
+        return  # a read-only cache folder or an uncacheable value only costs the warm start

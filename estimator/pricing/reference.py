@@ -9,12 +9,15 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import os
+from pathlib import Path
 
 import numpy as np
 
 from estimator.caching import memo
 from estimator.deployment import Deployment
-from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError
+from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError, UnknownModelError
+from estimator.models.config import model_architecture
 from estimator.pricing.base import OpPrice
 
 DATABASE_MODES = ("SILICON", "HYBRID")  # HYBRID: SILICON, and the reference's empirical transfer on a miss
@@ -23,6 +26,24 @@ DATABASE_MODES = ("SILICON", "HYBRID")  # HYBRID: SILICON, and the reference's e
 def _quiet_reference_logs() -> None:
     for name in ("aiconfigurator_core", "aiconfigurator"):
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def reference_model_path(model: str) -> str:
+    """The model as the reference is given it: an id it bundles, or a local folder (a config.json
+    path is given as its folder), never a name it would download (aiconfigurator-core fetches the
+    config of any other name from huggingface.co: a file path became a request for
+    https://huggingface.co/<path>/raw/main/config.json); UnknownModelError otherwise, InvalidInputError for a
+    local config that lists no architecture."""
+    from aiconfigurator_core.sdk.utils import DefaultHFModels
+
+    if model in DefaultHFModels:
+        return model
+    if os.path.isdir(model) or (os.path.isfile(model) and Path(model).name == "config.json"):
+        if model_architecture(model) is None:  # the reference reads its model family off architectures[0]
+            raise InvalidInputError(f"model {model!r}: its config lists no 'architectures', which the reference pricer needs")
+        return model if os.path.isdir(model) else str(Path(model).parent)
+    raise UnknownModelError(f"the reference pricer reads its bundled models and local folders, and {model!r} is neither: "
+                            "give the folder holding its config.json")  # fmt: skip
 
 
 def _op_name(op_spec: dict) -> str:
@@ -129,7 +150,7 @@ def reference_engine_spec(deployment: Deployment, literal_version: str, mode: st
     return json.loads(
         E.build_engine_spec_json(
             model,
-            model_path=deployment.model,
+            model_path=reference_model_path(deployment.model),
             system=deployment.system,
             backend=deployment.backend.value,
             backend_version=literal_version,
@@ -168,9 +189,10 @@ def reference_model(deployment: Deployment, literal_version: str):
         )
         apply_nextn(config, deployment.nextn)
         database = reference_database(deployment.system, backend, literal_version)
-        resolve_context_fmha_by_data(config, deployment.model, database, backend, is_context_role=True)
-        resolve_nvfp4_for_system(config, deployment.system, deployment.model, backend_name=backend)
-        return get_model(deployment.model, config, backend)
+        model = reference_model_path(deployment.model)
+        resolve_context_fmha_by_data(config, model, database, backend, is_context_role=True)
+        resolve_nvfp4_for_system(config, deployment.system, model, backend_name=backend)
+        return get_model(model, config, backend)
     except EstimatorError:
         raise
     except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
@@ -182,7 +204,11 @@ def is_moe_model(model: str) -> bool:
     """True when the reference models the architecture with routed experts (check_is_moe)."""
     from aiconfigurator_core.sdk.models.helpers import check_is_moe
 
-    return bool(check_is_moe(model))
+    path = reference_model_path(model)
+    try:
+        return bool(check_is_moe(path))
+    except Exception as exc:  # the reference raises bare ValueError/KeyError on a config it cannot read
+        raise _translate(exc) from exc
 
 
 def moe_parallelism(deployment: Deployment) -> tuple[int, int]:

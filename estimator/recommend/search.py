@@ -10,6 +10,7 @@ refined SLA) under the benchmark protocol, so the replay decides; the frontier s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from collections.abc import Mapping
@@ -133,7 +134,38 @@ class Recommendation:
 
 def recommend_task(task: RecommendTask) -> Recommendation:
     """Search every mode and backend of the task within its GPU budget; InvalidInputError when no
-    searched layout fits in memory within the budget."""
+    searched layout fits in memory within the budget. The sweeps' warnings are logged when a
+    recommendation is returned and dropped with an error, which is then the one line a caller sees."""
+    with _held_warnings():
+        return _search(task)
+
+
+@contextlib.contextmanager
+def _held_warnings(name: str = "estimator"):
+    """Records the `name` logger's tree logs inside the block, held back (not propagated) and handled
+    in order after it returns; dropped when it raises."""
+    logger, held = logging.getLogger(name), _Held()
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(held)
+    try:
+        yield
+    finally:
+        logger.removeHandler(held)
+        logger.propagate = propagate
+    for record in held.records:
+        logging.getLogger(record.name).handle(record)
+
+
+class _Held(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _search(task: RecommendTask) -> Recommendation:
     pricer = task.resolved_pricer
     notes = [NOT_SEARCHED[b] for b in task.backends if b in NOT_SEARCHED]
     modes = ["agg"] + (["disagg"] if task.total_gpus >= MIN_DISAGG_GPUS else [])

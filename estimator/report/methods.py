@@ -29,6 +29,7 @@ from types import MappingProxyType
 
 from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
+from estimator.closedloop.stats import LatencyStats
 from estimator.disagg import DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
@@ -51,6 +52,11 @@ PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "referenc
 KERNELS_THAT_RAN = ", kernels that ran"
 CHECKPOINT_GRANULARITY = ", checkpoint's scale granularity"
 MOE_TP_AS_EP = ", MoE TP as EP"  # appended when the experts' layout is priced by its EP equivalent
+# the engines document first-use work for shapes a batch-1 request does not reach, but publish no duration
+COLD_START_NOTE = (
+    "first wave measured cold: first-use kernel compiles and loads for new prefill shapes (TRT-LLM DeepGEMM on Hopper, SGLang "
+    "Triton fused_moe configs, FlashInfer kernels loaded on first use) are documented without a published duration, so none is replayed"
+)
 LAYOUT_NOTE = ("SILICON data lack the experts' MoE TP layout: priced as MoE EP over the same GPUs "
                "(the same expert weight bytes and FLOPs per GPU under balanced routing)")  # fmt: skip
 
@@ -292,15 +298,36 @@ def kv_cap_note(replayed: EngineSettings | None, m: Measurement) -> str:
     return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
 
 
+def replayed_statistic(stats: LatencyStats, m: Measurement) -> tuple[float, float]:
+    """(TTFT, TPOT) of a replay in the statistic the row's figures are (mean unless it states median or p99)."""
+    statistic = m.statistics.statistic if m.statistics is not None else None
+    if statistic == "median":
+        return float(stats.ttft_p50), float(stats.tpot_p50)
+    if statistic == "p99":
+        return float(stats.ttft_p99), float(stats.tpot_p99)
+    return float(stats.ttft_mean), float(stats.tpot_mean)
+
+
+def cold_start_note(m: Measurement) -> str:
+    """COLD_START_NOTE when the client sent fewer warm-up requests than the concurrency its measured pass
+    opens with ("" otherwise, or when the warm-up is not recorded)."""
+    warmups = m.protocol.num_warmups
+    if warmups is None or not m.concurrency or warmups >= m.concurrency:
+        return ""
+    return f"{COLD_START_NOTE} ({warmups} warm-up request{'s' * (warmups != 1)} before a first wave of {m.concurrency})"
+
+
 def _closed_loop_method(protocol: str) -> Method:
     def method(row: MappedRow) -> Prediction:
         replayed = replay(row, protocol)
-        ttft, tpot = float(replayed.stats.ttft_mean), float(replayed.stats.tpot_mean)
+        ttft, tpot = replayed_statistic(replayed.stats, row.measurement)
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
         priced, caveat = pricing(row)
         transfer = KV_TRANSFER_NOTE if replayed.settings is None else ""
-        return Prediction(ttft, tpot, priced, "; ".join(n for n in (caveat, kv_cap_note(replayed.settings, row.measurement), transfer) if n))
+        cold = cold_start_note(row.measurement) if protocol == "benchmark" else ""
+        notes = (caveat, kv_cap_note(replayed.settings, row.measurement), transfer, cold)
+        return Prediction(ttft, tpot, priced, "; ".join(n for n in notes if n))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
     return method

@@ -111,7 +111,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         facts.insert(
             3,
             f"{drafting} rows run TRT-LLM DeepSeek-R1 with MTP speculative decoding ({draft_values} draft tokens, from "
-            "the source's recipe: InferenceX's MTP keys alone ran their image): every method but legacy prices verify "
+            "the source's recipe: on B200 InferenceX's MTP keys alone ran their image, on H200 the run PR 392's merge started): every method but legacy prices verify "
             f"steps of drafts + 1 query tokens per request that commit TRT-LLM's published acceptance ({accepted}); "
             "legacy prices them without drafts, as the baseline.",
         )
@@ -120,6 +120,14 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         f"{mismatched} rows ran InferenceX's client on a transformers-5 image before its tokenizer repair reached HF repo ids "
         "(PR 937, PR 1381): the server computed about 5x the prompt tokens the client counted (35,921 for 7,140), so every "
         "method but legacy prices the prompt the server computed; their layout_note says so (measurements/tokenizers.py)."
+    )
+    replayed = points[points["method"] == "closed_loop"]
+    cold = replayed.loc[replayed["note"].fillna("").str.contains("first wave measured cold", regex=False), "id"].nunique()
+    facts.append(
+        f"{cold} rows were measured before InferenceX's client warmed up (PR 480, 2026-01-21: one test prompt, then the measured "
+        "pass opens with all C prompts at once): their first wave pays first-use kernel compiles and loads for shapes a batch-1 "
+        "request does not reach, which the engines document without a published duration, so none is replayed "
+        "(estimator/docs/evidence/cold-start.md); their closed_loop notes say so."
     )
     eager = rows[rows["backend"].isin(["sglang", "trtllm"])]
     facts.append(

@@ -4,12 +4,15 @@ the row's partition and provenance columns. Written to CSV; the report renders f
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 from pathlib import Path
 from types import MappingProxyType
 
 import pandas as pd
 
+from estimator.io import atomic_path
 from estimator.report.batch import PointResult
 from estimator.settings import POINT_FIELDS
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
@@ -118,19 +121,34 @@ def points_frame(rows: list[MappedRow], results: list[PointResult]) -> pd.DataFr
     return pd.DataFrame.from_records(records, columns=list(POINT_COLUMNS))
 
 
+POINTS_SHA256 = "points_sha256"  # provenance key: sha256 of the points file's bytes it was written with
+
+
 def write_points(points: pd.DataFrame, path: str | Path, provenance: dict) -> None:
-    """Write the table as CSV and the provenance beside it (`<name>.provenance.json`)."""
+    """Write the table as CSV and the provenance beside it (`<name>.provenance.json`) as a pair: both
+    to temporary files, the table renamed first and the provenance, holding the table's sha256, last,
+    so a reader that finds a table with another table's provenance refuses it (read_points)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    points.to_csv(path, index=False)
-    provenance_path(path).write_text(json.dumps(provenance, indent=2, sort_keys=True) + "\n")
+    data = points.to_csv(index=False).encode()
+    record = provenance | {POINTS_SHA256: hashlib.sha256(data).hexdigest()}
+    with atomic_path(provenance_path(path)) as sidecar, atomic_path(path) as table:  # renamed inner first
+        table.write_bytes(data)
+        sidecar.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
 
 
 def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The table and its provenance (empty when the sidecar is missing); a missing column raises
-    ValueError (one of ADDED_POINT_COLUMNS takes its default)."""
+    """The table and its provenance (empty when the sidecar is missing; without POINTS_SHA256); a
+    missing column, or a provenance recording another table's sha256, raises ValueError (one of
+    ADDED_POINT_COLUMNS takes its default)."""
     path = Path(path)
-    points = pd.read_csv(path, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str, "recipe_key": str, "recipe_commit": str},
+    data = path.read_bytes()
+    sidecar = provenance_path(path)
+    provenance = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+    recorded = provenance.pop(POINTS_SHA256, None)
+    if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
+        raise ValueError(f"its provenance {sidecar.name} was written with another points file (sha256 {recorded[:12]}...): "
+                         "an interrupted or concurrent write; rebuild the report")  # fmt: skip
+    points = pd.read_csv(io.BytesIO(data), dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str, "recipe_key": str, "recipe_commit": str},
                          keep_default_na=True)  # fmt: skip
     for column, default in ADDED_POINT_COLUMNS.items():
         if column not in points.columns:
@@ -143,8 +161,7 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
         points[column] = _numbers(points, column, positive=column in MEASURED_COLUMNS)
     for column in ("reason", "note", "model_note", "layout_note", "version_note", "replicate_group", "recipe_key", "recipe_commit"):
         points[column] = points[column].fillna("")
-    sidecar = provenance_path(path)
-    return points, (json.loads(sidecar.read_text()) if sidecar.is_file() else {})
+    return points, provenance
 
 
 MEASURED_COLUMNS = ("ttft_meas_ms", "tpot_meas_ms")  # every row's: positive numbers

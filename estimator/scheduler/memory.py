@@ -70,7 +70,7 @@ def memory_uses(
             activations = np.where(num_tokens > 0, scaled, activations * verify)
     if policy.activation_overhead > 0:
         activations = activations * (1.0 + policy.activation_overhead)
-    kvcache = batch * facts.kv_bytes_per_sequence(seq_tokens)
+    kvcache = batch * float(facts.kv_bytes_per_sequence(seq_tokens))  # a float: a config's KV bytes per sequence may pass int64
     others = facts.other_bytes * (1.0 + policy.others_overhead) if policy.others_overhead > 0 else facts.other_bytes
     weights, nccl = facts.weights_bytes, facts.nccl_bytes
     return MemoryUse(

@@ -223,18 +223,24 @@ def layout_name(d: Deployment) -> str:
 def _per_deployment(deployments: Sequence[Deployment], compute: Callable[[Deployment], list], tick: Callable[[list], None]) -> list:
     """Every deployment's rows; a deployment that cannot be priced (bad input, missing data, or a
     failure inside its search) is skipped with a warning naming it and the reason, and the first
-    error is raised when no deployment could be priced."""
-    rows, errors = [], []
+    error alone is raised when no deployment could be priced (the warnings wait for the first
+    priced deployment, so a fault every layout shares is one error, not a warning per layout first)."""
+    rows, errors, held, priced = [], [], [], False
     for deployment in deployments:
         try:
             chunk = compute(deployment)
+            priced = True
         except LAYOUT_ERRORS as exc:
             reason = str(exc) if isinstance(exc, EstimatorError) else f"{type(exc).__name__}: {exc}"
-            log.warning("sweep: skipping %s %s: %s", deployment.system, layout_name(deployment), reason)
+            held.append(f"{deployment.system} {layout_name(deployment)}: {reason}")
             errors.append(exc)
             chunk = []
+        if priced:
+            for skipped in held:
+                log.warning("sweep: skipping %s", skipped)
+            held.clear()
         rows += chunk
         tick(chunk)
-    if errors and len(errors) == len(deployments):
+    if errors and not priced:
         raise errors[0]
     return rows

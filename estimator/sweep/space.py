@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from estimator.deployment import Deployment, require_positive
+from estimator.models.config import is_natively_modelled
 
 DEFAULT_TP_SIZES = (1, 2, 4, 8)
 DEFAULT_PP_SIZES = (1,)
@@ -60,9 +61,10 @@ def moe_layouts(base: Deployment, tp_sizes: Sequence[int] = DEFAULT_TP_SIZES, pp
 
 def sweep_layouts(base: Deployment, tp_sizes: Sequence[int] = DEFAULT_TP_SIZES, pp_sizes: Sequence[int] = DEFAULT_PP_SIZES,
                   total_gpus: int = DEFAULT_TOTAL_GPUS, sizes: MoeSizes = MoeSizes()) -> list[Deployment]:  # fmt: skip
-    """The layouts of the base deployment's model: MoE layouts for MoE models, dense ones otherwise."""
+    """The layouts of the base deployment's model: MoE layouts for MoE models, dense ones otherwise
+    (a natively modelled architecture is dense without asking the reference)."""
     from estimator.pricing.reference import is_moe_model
 
-    if is_moe_model(base.model):
+    if not is_natively_modelled(base.model) and is_moe_model(base.model):
         return moe_layouts(base, tp_sizes, pp_sizes, total_gpus, sizes)
     return parallel_layouts(base, tp_sizes, pp_sizes, total_gpus)

@@ -56,6 +56,17 @@ TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
 # 1.2 upgrade on those keys alone ran this image (the non-MTP keys ran 1.2.0rc6.post2): a run on it is an MTP run.
 TRTLLM_DSR1_MTP_IMAGE = ("tensorrt-llm/release", "1.2.0rc6.post3")  # (repository, tag); registry prefixes vary ("nvcr.io/", "nvcr.io#")
 TRTLLM_DSR1_MTP_SYSTEM = "b200_sxm"
+# On H200 the MTP key ran the non-MTP key's image; its runs are those of the workflow run PR 392's merge started, which ran
+# only the keys of that PR's perf-changelog entry (the three -trt-mtp keys), on that day.
+TRTLLM_DSR1_H200_MTP_RUN = ("h200_sxm", ("tensorrt-llm/release", "1.1.0rc2.post2"), "2026-01-14")  # (system, image, measured day)
+TRTLLM_DSR1_H200_MTP_CITATION = (
+    "SemiAnalysisAI/InferenceX bf3456727 (PR 392, merged 2026-01-14T22:26:18Z; the sample's runs measured 22:26:21Z that day): "
+    "perf-changelog.yaml names config-keys dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp, dsr1-fp8-h200-trt-mtp; "
+    "nvidia-master.yaml dsr1-fp8-h200-trt-mtp (image release:1.1.0rc2.post2, spec-decoding: mtp); "
+    "benchmarks/dsr1_fp8_h200_trt_mtp_slurm.sh: MTP=3 (1 under DP_ATTENTION), MAX_BATCH_SIZE CONC (CONC/TP under attention DP), "
+    "MAX_NUM_TOKENS=$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )), kv_cache_config free_gpu_memory_fraction 0.75; "
+    "accepted drafts per step from " + DSR1_MTP_ACCEPTED_CITATION
+)
 TRTLLM_DSR1_MTP_DRAFTS = (3, 1)  # num_nextn_predict_layers without / with attention DP
 TRTLLM_DSR1_MTP_CITATION = (
     "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 0004cf5: dsr1-fp4-b200-trt-mtp and dsr1-fp8-b200-trt-mtp "
@@ -94,24 +105,27 @@ def trtllm_dsr1_free_memory(system: str, precision: str | None, isl: int, osl: i
 
 
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
-                  agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None) -> EngineSettings | None:  # fmt: skip
+                  agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None,
+                  measured: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
     None: unknown, no batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and
     gpt-oss recipes' attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for
     agg runs (the scripts read) their fp8 KV cache (the checkpoint's for gpt-oss on H200), and for the agg DeepSeek-R1 runs of the MTP
-    recipes' image (dsr1_mtp_drafts) their MTP drafts and token budget, and for the agg runs of the
+    recipes' image, or of the H200 MTP run (dsr1_mtp_drafts; `measured`: the run's UTC time), their MTP drafts and token budget, and for the agg runs of the
     recipes read their KV-cache memory fraction (`precision`: the row's, which picks the DeepSeek-R1
     recipe); None for other models."""
     wait_iters, wait_ratio, balance, nextn, free_memory = 0, 0.0, (0, 0), 0, None
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
-        if tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp)):  # tp is None for disagg runs
+        if tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp, measured)):  # tp is None for disagg runs
             # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP (held at 1 or more: no engine runs a batch of 0)
             max_batch = max(1, concurrency // tp) if attention_dp > 1 else concurrency
-            budget, citation = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_MTP_CITATION
-            free_memory = TRTLLM_DSR1_MTP_FREE_MEMORY
+            h200 = system == TRTLLM_DSR1_H200_MTP_RUN[0]
+            budget = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64
+            citation = TRTLLM_DSR1_H200_MTP_CITATION if h200 else TRTLLM_DSR1_MTP_CITATION
+            free_memory = (0.75, "") if h200 else TRTLLM_DSR1_MTP_FREE_MEMORY
         elif tp is not None:
             free_memory = trtllm_dsr1_free_memory(system, precision, isl, osl, concurrency, tp)
         if attention_dp > 1:
@@ -142,11 +156,21 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
                           nextn_accepted=DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
 
 
-def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int) -> int:
-    """MTP draft tokens of an InferenceX TRT-LLM DeepSeek-R1 run on the MTP recipes' image and system
-    (TRTLLM_DSR1_MTP_CITATION: 3, or 1 under attention DP); 0 for every other run."""
-    repository, _, tag = (image or "").rpartition(":")
-    on_mtp_image = repository.endswith(TRTLLM_DSR1_MTP_IMAGE[0]) and tag == TRTLLM_DSR1_MTP_IMAGE[1]
-    if model != "deepseek-ai/DeepSeek-R1" or system != TRTLLM_DSR1_MTP_SYSTEM or not on_mtp_image:
+def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int, measured: str | None = None) -> int:
+    """MTP draft tokens of an InferenceX TRT-LLM DeepSeek-R1 run of an MTP recipe: on B200 a run on the
+    MTP keys' image (TRTLLM_DSR1_MTP_CITATION), on H200 one of the run PR 392's merge started
+    (TRTLLM_DSR1_H200_MTP_CITATION): 3, or 1 under attention DP; 0 for every other run."""
+    if model != "deepseek-ai/DeepSeek-R1":
         return 0
-    return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
+    h200_system, h200_image, h200_day = TRTLLM_DSR1_H200_MTP_RUN
+    if system == TRTLLM_DSR1_MTP_SYSTEM and _on_image(image, TRTLLM_DSR1_MTP_IMAGE):
+        return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
+    if system == h200_system and _on_image(image, h200_image) and (measured or "").startswith(h200_day):
+        return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
+    return 0
+
+
+def _on_image(image: str | None, wanted: tuple[str, str]) -> bool:
+    """The image is `repository:tag` of wanted (registry prefixes vary: "nvcr.io/", "nvcr.io#")."""
+    repository, _, tag = (image or "").rpartition(":")
+    return repository.endswith(wanted[0]) and tag == wanted[1]

@@ -75,6 +75,7 @@ class MultinodeClient:
 
     client: str  # benchmark client and dataset
     warmup: str  # what runs before the measured pass (its results are discarded; the replay starts at the measured pass)
+    warmups_per_concurrency: int | None  # warm-up requests = this x C before the measured pass; None: not a multiple of C
     prompts_per_concurrency: int  # measured requests = this x C
     request_rate: float  # measured requests/s offered (inf: all at t = 0, C in flight)
     random_range_ratio: float  # lengths uniform on [r*L, L]
@@ -83,7 +84,7 @@ class MultinodeClient:
 
 
 SA_BENCH = MultinodeClient(
-    client="srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)", warmup="5 x C prompts at request rate 250",
+    client="srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)", warmup="5 x C prompts at request rate 250", warmups_per_concurrency=5,
     prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
     citation=("ishandhanani/srt-slurm src/srtctl/benchmarks/scripts/sa-bench/bench.sh @ 09211b641fc3: warm-up loop "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate 250; benchmark loop "
@@ -94,7 +95,7 @@ SA_BENCH = MultinodeClient(
 # slurm jobs, each with its own copy of the vLLM benchmark_serving.py client.
 DYNAMO_TRTLLM_SWEEP = MultinodeClient(
     client="dynamo trtllm performance_sweeps bench.sh (kedarpotdar-nv/bench_serving benchmark_serving.py, random dataset)",
-    warmup="once per job, 8 prompts at concurrency 1; the job's concurrencies then run back to back",
+    warmup="once per job, 8 prompts at concurrency 1; the job's concurrencies then run back to back", warmups_per_concurrency=None,
     prompts_per_concurrency=8, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
     citation=("ai-dynamo/dynamo components/backends/trtllm/performance_sweeps/scripts/bench.sh @ 0b6abc828 L170-L195: "
               "concurrency=$((concurrency * num_gen_servers)); num_prompts=$((concurrency * multi_round)) --random-range-ratio 0.8 "
@@ -103,7 +104,7 @@ DYNAMO_TRTLLM_SWEEP = MultinodeClient(
 )  # fmt: skip
 DYNAMO_SGLANG_SLURM = MultinodeClient(
     client="dynamo sglang slurm_jobs scripts/vllm/bench.sh (vLLM benchmark_serving.py, random dataset)",
-    warmup="a warm-up pass at request rate 250 (its size differs by branch)",
+    warmup="a warm-up pass at request rate 250 (its size differs by branch)", warmups_per_concurrency=None,
     prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
     citation=("ai-dynamo/dynamo components/backends/sglang/slurm_jobs/scripts/vllm/bench.sh @ e1c7a4a49 L65-L81: "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate ${chosen_req_rate} "

@@ -33,7 +33,7 @@ def multinode_protocol(client: MultinodeClient, concurrency: int) -> Protocol:
         client=client.client, num_prompts=client.prompts_per_concurrency * concurrency, request_rate=client.request_rate,
         random_range_ratio=client.random_range_ratio, ignore_eos=client.ignore_eos,
         client_citation=f"{client.citation}; warm-up ({client.warmup}) discarded",
-        num_warmups=None,  # the warm-up pass precedes this one; not recorded yet (it would relabel the replicate digests)
+        num_warmups=None if client.warmups_per_concurrency is None else client.warmups_per_concurrency * concurrency,
     )  # fmt: skip
 
 
