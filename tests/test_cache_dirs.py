@@ -14,6 +14,7 @@ import estimator.numba_cache as nc
 import estimator.perf.stack as S
 from estimator.cachedirs import private_dir
 from estimator.cli import main
+from estimator.closedloop import tablecache
 from estimator.errors import UnsafeCacheDirError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,7 +31,9 @@ def test_missing_folders_are_created_private(tmp_path, monkeypatch):
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     S.table_cache_dir()
     keyed = nc.numba_cache_dir()
-    created = [tmp_path / "a", tmp_path / "a" / "b", root, root / "tables", root / "numba", keyed]
+    with tablecache.enabled() as grids:
+        pass
+    created = [tmp_path / "a", tmp_path / "a" / "b", root, root / "tables", root / "numba", keyed, root / "tables" / "engine", grids]
     assert [mode(p) for p in created] == [0o700] * len(created)
 
 
@@ -93,3 +96,12 @@ def test_import_time_falls_back_to_a_private_temporary_folder(tmp_path, monkeypa
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(root))
     folder = nc._kernel_folder()
     assert root not in folder.parents and mode(folder) == 0o700
+
+
+def test_the_engine_grid_store_refuses_a_folder_others_can_write(tmp_path, monkeypatch):
+    monkeypatch.setenv("ESTIMATOR_CACHE_DIR", str(tmp_path / "cache"))
+    engine = S.table_cache_dir() / "engine"
+    engine.mkdir(mode=0o700)
+    engine.chmod(0o777)
+    with pytest.raises(UnsafeCacheDirError, match="engine"), tablecache.enabled():
+        pass

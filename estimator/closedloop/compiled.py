@@ -1089,10 +1089,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
                 nj += 1
             counting = cnt[DONE] >= warm
-            admitted = nj if cohort[j] else 0  # the iteration's hand-offs: their first tokens go out as it starts (oracle.tandem)
-            while not cohort[j] and admitted < rlen[j] and admitted < decode_max and rf[rq[j, admitted], VISIBLE] <= t:
-                admitted += 1
-            for x in range(admitted):
+            for x in range(nj):  # the iteration's hand-offs: their first tokens go out as it starts (oracle.tandem)
                 c = rq[j, x]
                 if ri[c, MADE] == 0:
                     _first_token(ri, rf, c, t, t - rf[c, BORN], counting, cnt, sc, ttfts)

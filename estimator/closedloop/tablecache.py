@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
+from estimator.cachedirs import cache_root, private_dir
 from estimator.io import atomic_path
-from estimator.perf.stack import cache_dir
+from estimator.perf.stack import table_cache_dir
 
 FORMAT = 1  # bump when the stored layout changes
 PACKAGE = Path(__file__).resolve().parents[1]  # the estimator package
@@ -44,11 +45,17 @@ _root: Path | None = None  # the open store, while an enabled() block runs
 
 
 @contextlib.contextmanager
-def enabled(root: Path | None = None) -> Iterator[Path]:
+def enabled(root: Path | None = None) -> Iterator[Path | None]:
     """Read and write grids under root/<inputs digest> (default: the perf tables cache dir's engine/)
-    inside the block; yields that directory."""
+    inside the block, its folders private (estimator.cachedirs: UnsafeCacheDirError when another
+    can write one); yields that directory, or None when it cannot be created (nothing is stored)."""
     global _root
-    before, _root = _root, (root or cache_dir() / "engine") / inputs_digest()
+    base = root or table_cache_dir() / "engine"
+    try:
+        opened = private_dir(base / inputs_digest(), root or cache_root())
+    except OSError:
+        opened = None  # a read-only cache only costs the warm start
+    before, _root = _root, opened
     try:
         yield _root
     finally:
