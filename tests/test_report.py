@@ -25,6 +25,7 @@ from estimator.cli import main
 from estimator.closedloop import AggRun, Benchmark, replay_run
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.report import KV_CAP_NOTE, METHOD_NAMES, analysis, methods, plots
+from estimator.report.ablation import ABLATED_METHODS
 from estimator.report.analysis import collate_reasons, reason_group
 from estimator.report.batch import NOT_PRICED, Predictor, Progress, predict, predict_all
 from estimator.report.comparison import Baseline, compare
@@ -129,8 +130,8 @@ def undocumented_row():
     return map_measurement(next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3-32B" and m.source == "aic-gap-analysis"))
 
 
-def test_registry_holds_the_four_methods_in_order():
-    assert tuple(methods.METHODS) == METHOD_NAMES
+def test_registry_holds_the_four_methods_in_order_then_the_ablated_ones():
+    assert tuple(methods.METHODS) == METHOD_NAMES + ABLATED_METHODS
 
 
 def test_legacy_and_uncached_predict_a_dense_row(dense_row):

@@ -47,11 +47,14 @@ def register(p: argparse.ArgumentParser) -> None:
     run_.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N measured rows")
     run_.add_argument("--methods", nargs="+", choices=METHOD_NAMES, default=list(METHOD_NAMES), help="methods to run (default: all)")
     run_.add_argument("--workers", type=int, default=2, help="worker processes (1: in process; default 2)")
+    run_.add_argument("--ablation", action="store_true",
+                      help="also replay closed_loop with each first-token mechanism off in turn (its table in the error sources; ~2x the build)")  # fmt: skip
 
 
 def compute_points(args: argparse.Namespace):
     """Load, map and predict; returns the per-point table, its provenance and the count of result files or runs not imported."""
     from estimator.report import provenance
+    from estimator.report.ablation import ABLATED_METHODS
     from estimator.report.batch import Predictor
     from estimator.report.points import points_frame
     from measurements.loaders import load_silicon_sample, silicon_sample_path
@@ -64,7 +67,7 @@ def compute_points(args: argparse.Namespace):
         measurements = readable(load_silicon_sample, data_paths[0], "measurement file")
     with Predictor(args.workers) as predictor:  # the workers warm their kernels while the rows are mapped
         rows = map_all(measurements[: args.limit] if args.limit is not None else measurements)
-        results = predictor.predict(rows, args.methods)
+        results = predictor.predict(rows, [*args.methods, *(ABLATED_METHODS if args.ablation else ())])
     command = shlex.join(["python", "-m", "estimator", "report", *(sys.argv[2:] if sys.argv[1:2] == ["report"] else [])])
     return points_frame(rows, results), provenance.collect(data_paths, len(rows), command, ROOT), bad
 
@@ -118,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
     require_positive("workers", args.workers)
     if args.limit is not None:
         require_positive("limit", args.limit)
+    if args.ablation and (args.from_points or "closed_loop" not in args.methods):
+        raise InvalidInputError("--ablation replays closed_loop's rows: it needs closed_loop among --methods and no --from-points")
     start = time.monotonic()
     bad = 0
     if args.from_points:

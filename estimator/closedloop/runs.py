@@ -12,9 +12,10 @@ decode worker admits it (TandemSpec.first_token_on_admission).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from estimator.closedloop.cases import AggCase, TandemCase, replay_case
+from estimator.closedloop.cases import AggCase, Case, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
 from estimator.closedloop.host import prefill_floor_ms
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
@@ -125,18 +126,20 @@ def _require_sizes(run: object, positive: tuple[str, ...], non_negative: tuple[s
 
 
 def replay_run(run: Run, settings: EngineSettings | None = None, protocol: Steady | Benchmark | str = "steady",
-               pricer: str = "native") -> Replayed:  # fmt: skip
-    """The engine-priced closed-loop replay of a run (memoized on every input). Raises
+               pricer: str = "native", adjust: Callable[[Case], Case] | None = None) -> Replayed:  # fmt: skip
+    """The engine-priced closed-loop replay of a run (memoized on every input); `adjust` maps the
+    replay case to the one replayed (the report's ablation switches a mechanism off). Raises
     InvalidInputError, NoProgressError, PerfDataMissingError."""
     protocol = parse_protocol(protocol)
     if isinstance(run, DisaggRun):
         if settings is not None:
             raise InvalidInputError("a disagg run's replay reads no engine settings yet (the P/D tandem); pass settings=None")
-        result = replay_case(tandem_engine_case(run, protocol, pricer))
-        return Replayed(result.stats, result.throughput_rps, None, protocol.name)
-    case = agg_engine_case(run, settings, protocol, pricer)
+        case = tandem_engine_case(run, protocol, pricer)
+    else:
+        case = agg_engine_case(run, settings, protocol, pricer)
+    case = adjust(case) if adjust is not None else case
     result = replay_case(case)
-    return Replayed(result.stats, result.throughput_rps, case.spec.settings, protocol.name)
+    return Replayed(result.stats, result.throughput_rps, case.spec.settings if isinstance(case, AggCase) else None, protocol.name)
 
 
 def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Protocol, pricer: str) -> AggCase:

@@ -17,6 +17,8 @@
   shape (EngineSettings.shape_compile_ms, measurements.builds). It replays the typed run of the
   priced inputs (replay_input, estimator.closedloop.replay_run) on the rows the uncached closed
   form covers, so both share coverage and reasons.
+* closed_loop-no-<key>: closed_loop with one replayed mechanism switched off (estimator.report.ablation;
+  report --ablation runs them).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from estimator.disagg import DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
 from estimator.report import KV_CAP_NOTE, METHOD_NAMES
+from estimator.report.ablation import MECHANISMS, PREFIX, Mechanism
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.settings import EngineSettings
 from estimator.steps import Semantics
@@ -277,14 +280,16 @@ def replay_input(row: MappedRow) -> AggRun | DisaggRun:
     return disagg_run(inputs.prefill, inputs.decode, disagg_point(inputs), row.measurement.concurrency)
 
 
-def replay(row: MappedRow, protocol: str) -> Replayed:
-    """The engine-priced replay of a row under a protocol (the rows the uncached estimate covers)."""
+def replay(row: MappedRow, protocol: str, off: Mechanism | None = None) -> Replayed:
+    """The engine-priced replay of a row under a protocol (the rows the uncached estimate covers),
+    with a mechanism switched off if given (estimator.report.ablation)."""
+    closed_form(row, Semantics.UNCACHED)  # a row the closed form cannot price is not replayed (same coverage and reason)
+    row = off.row(row) if off is not None else row
     run = replay_input(row)
     run_protocol = replay_protocol(row.measurement, protocol)
-    closed_form(row, Semantics.UNCACHED)  # a row the closed form cannot price is not replayed (same coverage and reason)
     settings = row.measurement.settings.replace(kv_free_memory_fraction=kv_fraction(row)) if isinstance(run, AggRun) else None
     try:
-        return replay_run(run, settings, run_protocol, _inputs(row).pricer)
+        return replay_run(run, settings, run_protocol, _inputs(row).pricer, off.case if off is not None else None)
     except PerfDataMissingError as exc:
         raise Uncovered(f"{SILICON_MISS}: {first_line(exc)}") from None
 
@@ -298,9 +303,10 @@ def kv_cap_note(replayed: EngineSettings | None, m: Measurement) -> str:
     return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
 
 
-def replayed_statistic(stats: LatencyStats, m: Measurement) -> tuple[float, float]:
-    """(TTFT, TPOT) of a replay in the statistic the row's figures are (mean unless it states median or p99)."""
-    statistic = m.statistics.statistic if m.statistics is not None else None
+def replayed_statistic(stats: LatencyStats, m: Measurement, stated: bool = True) -> tuple[float, float]:
+    """(TTFT, TPOT) of a replay in the statistic the row's figures are (mean unless it states median
+    or p99; the mean whatever it states when not `stated`)."""
+    statistic = m.statistics.statistic if m.statistics is not None and stated else None
     if statistic == "median":
         return float(stats.ttft_p50), float(stats.tpot_p50)
     if statistic == "p99":
@@ -317,10 +323,10 @@ def cold_start_note(m: Measurement) -> str:
     return f"{COLD_START_NOTE} ({warmups} warm-up request{'s' * (warmups != 1)} before a first wave of {m.concurrency})"
 
 
-def _closed_loop_method(protocol: str) -> Method:
+def _closed_loop_method(protocol: str, off: Mechanism | None = None) -> Method:
     def method(row: MappedRow) -> Prediction:
-        replayed = replay(row, protocol)
-        ttft, tpot = replayed_statistic(replayed.stats, row.measurement)
+        replayed = replay(row, protocol, off)
+        ttft, tpot = replayed_statistic(replayed.stats, row.measurement, off is None or off.stated_statistic)
         if not (math.isfinite(ttft) and math.isfinite(tpot)):
             raise Uncovered("closed-loop replay returned no finite figures")
         priced, caveat = pricing(row)
@@ -329,7 +335,7 @@ def _closed_loop_method(protocol: str) -> Method:
         notes = (caveat, kv_cap_note(replayed.settings, row.measurement), transfer, cold)
         return Prediction(ttft, tpot, priced, "; ".join(n for n in notes if n))
 
-    method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol."
+    method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol" + (f", without {off.label}." if off else ".")
     return method
 
 
@@ -344,6 +350,7 @@ METHODS: Mapping[str, Method] = MappingProxyType(
                 _closed_loop_method("benchmark"),
             ),
             strict=True,
-        )
+        ),
+        **{PREFIX + key: _closed_loop_method("benchmark", off) for key, off in MECHANISMS.items()},
     )
 )

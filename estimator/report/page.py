@@ -15,7 +15,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from estimator.report import analysis, comparison, metrics, narrative, plots
+from estimator.report import ablation, analysis, comparison, metrics, narrative, plots
 from estimator.report.pointdata import COLOUR_BY, point_data, to_script_json
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -60,6 +60,7 @@ def render_report(points: pd.DataFrame, provenance: dict, methods: list[str], ba
 
 def report_context(points: pd.DataFrame, provenance: dict, methods: list[str], baseline: comparison.Baseline | None = None) -> dict:
     """Everything the template shows, computed from the per-point table(s)."""
+    ablated = ablation.ablation_table(points)
     points = analysis.method_points(points, methods)
     headline = metrics.by_method(points, methods)
     shown = analysis.shown_methods(headline)
@@ -79,6 +80,7 @@ def report_context(points: pd.DataFrame, provenance: dict, methods: list[str], b
         "scatters": [(method, metric) for metric in metrics.METRICS for method in shown],
         "colour_by": COLOUR_BY,
         "closing": closing,
+        "ablation": ablated,
         "low_concurrency": analysis.LOW_CONCURRENCY,
         "residual_keys": analysis.RESIDUAL_KEYS,
         "mapping": analysis.mapping_decisions(points),

@@ -1,0 +1,111 @@
+"""Ablation of closed_loop: the replay with one first-token mechanism switched off in turn.
+
+Each mechanism is replayed because an engine does it (estimator/docs/engine-settings.md gives the
+citation); switching it off shows what it moves on the measured rows. A mechanism acts on a
+replay case (case), on the mapped row (row) or on the statistic reported (mean instead of the
+row's stated one); where it does not act on a row, the row keeps closed_loop's figures.
+
+| key | switched off | acts on |
+|---|---|---|
+| overlap | overlap scheduling: a pass's tokens out when it ends | agg passes |
+| eager_floor | the host floor of eager prefill passes (layers x per-layer eager cost) | agg and prefill-stage passes |
+| request_path | the fixed server-side cost on a request's first-token path | agg requests |
+| admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
+| tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
+| statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import pandas as pd
+
+from estimator.closedloop.cases import AggCase, Case, TandemCase
+from estimator.report import metrics
+from measurements.mapping import MappedRow
+from measurements.tokenizers import served_prompt
+
+PREFIX = "closed_loop-no-"  # an ablated method's name: PREFIX + the mechanism's key
+
+
+def _same(value):
+    return value
+
+
+def _agg_settings(**changes) -> Callable[[Case], Case]:
+    def off(case: Case) -> Case:
+        if not isinstance(case, AggCase):
+            return case
+        return dataclasses.replace(case, spec=dataclasses.replace(case.spec, settings=case.spec.settings.replace(**changes)))
+
+    return off
+
+
+def _no_floor(case: Case) -> Case:
+    return dataclasses.replace(case, spec=dataclasses.replace(case.spec, prefill_floor_ms=0.0))
+
+
+def _first_token_at_handoff(case: Case) -> Case:
+    if not isinstance(case, TandemCase):
+        return case
+    return dataclasses.replace(case, spec=dataclasses.replace(case.spec, first_token_on_admission=False))
+
+
+def _recorded_prompt(row: MappedRow) -> MappedRow:
+    """The row priced at the prompt the client recorded, where the server computed another."""
+    if row.inputs is None or served_prompt(row.measurement) is None:
+        return row
+    isl = row.measurement.isl
+    fallbacks = tuple(dataclasses.replace(f, inputs=dataclasses.replace(f.inputs, isl=isl)) for f in row.granularity_fallbacks)
+    checkpoint = None if row.checkpoint_inputs is None else dataclasses.replace(row.checkpoint_inputs, isl=isl)
+    return dataclasses.replace(row, inputs=dataclasses.replace(row.inputs, isl=isl), checkpoint_inputs=checkpoint, granularity_fallbacks=fallbacks)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One replayed mechanism and how the ablation switches it off."""
+
+    key: str  # short name, the ablated method's suffix
+    label: str  # what is switched off, as the report's table heads it
+    case: Callable[[Case], Case] = _same  # the replay case with the mechanism off (unchanged where it does not act)
+    row: Callable[[MappedRow], MappedRow] = _same  # the mapped row with the mechanism off
+    stated_statistic: bool = True  # False: the replay reports the mean whatever the row states
+
+
+MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
+    Mechanism("overlap", "overlap scheduling", case=_agg_settings(overlap_scheduler=False)),
+    Mechanism("eager_floor", "eager prefill floor", case=_no_floor),
+    Mechanism("request_path", "request path", case=_agg_settings(request_path_ms=0.0)),
+    Mechanism("admission", "first token at decode admission", case=_first_token_at_handoff),
+    Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
+    Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
+)})  # fmt: skip
+ABLATED_METHODS = tuple(PREFIX + key for key in MECHANISMS)  # the ablation's methods, in table order
+ABLATION_KEYS = ["backend", "mode"]  # the ablation table's partitions
+
+
+def ablation_table(points: pd.DataFrame) -> dict | None:
+    """closed_loop's TTFT and TPOT error per backend x mode (and over all rows) beside the same rows'
+    error with each mechanism off, on the rows closed_loop and every ablated method cover; None when
+    the points hold no ablated method (report --ablation computes them)."""
+    keys = [key for key in MECHANISMS if (points["method"] == PREFIX + key).any()]
+    if not keys:
+        return None
+    hit = points[points["covered"]]
+    full = hit[hit["method"] == "closed_loop"].set_index("id")
+    ablated = {key: hit[hit["method"] == PREFIX + key].set_index("id") for key in keys}
+    ids = full.index.intersection(functools.reduce(pd.Index.intersection, (a.index for a in ablated.values())))
+    full = full.loc[ids]
+    groups = [("all", ids), *((" / ".join(map(str, name)), group.index) for name, group in full.groupby(ABLATION_KEYS, sort=True))]
+    rows = [{"partition": name, "n": len(index), "closed_loop": _errors(full.loc[index]),
+             **{key: _errors(ablated[key].loc[index]) for key in keys}} for name, index in groups]  # fmt: skip
+    return {"mechanisms": [(key, MECHANISMS[key].label) for key in keys], "rows": rows}
+
+
+def _errors(points: pd.DataFrame) -> dict[str, metrics.ErrorStats]:
+    return {metric: metrics.error_stats(points[f"{metric}_pred_ms"], points[f"{metric}_meas_ms"]) for metric in metrics.METRICS}
