@@ -90,6 +90,7 @@ def bad_figures(pairs: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
 
 PYTHON_ERROR = re.compile(r"(^|: )[A-Z]\w*(Error|Exception): ")  # a reason or warning quoting a Python exception: a bug escaped as text
+ERROR_LINE = re.compile(r"^error: ", re.MULTILINE)  # the command line's error line (a warning's reason may quote "database error: ...")
 
 
 REPORTS_A_MISS = ("sweep", "recommend")  # the commands that exit 3 when no configuration meets the targets (estimator.api.status)
@@ -105,7 +106,7 @@ def assert_one_outcome(argv: list[str]) -> tuple[int, str]:
         return code, out
     allowed = {0} | ({3} if argv[0] in REPORTS_A_MISS else set()) | ({4} if "--strict" in argv else set())
     assert code in allowed, (argv, code, err)
-    assert "Traceback" not in err and "error: " not in err and not PYTHON_ERROR.search(err), (argv, err)
+    assert "Traceback" not in err and not ERROR_LINE.search(err) and not PYTHON_ERROR.search(err), (argv, err)
     assert not bad_figures(numbers(out)), (argv, out[-2000:], bad_figures(numbers(out)))
     return code, out
 
@@ -119,6 +120,8 @@ def test_the_checks_catch_what_they_are_for(monkeypatch):
     assert numbers("Meta-Llama-3.1-8B tp1pp1 64.2%") == []
     assert PYTHON_ERROR.search("sweep: skipping h200_sxm tp2: IndexError: index 0") and PYTHON_ERROR.search("OverflowError: int too large")
     assert not PYTHON_ERROR.search("unknown system 'h900_sxm'") and not PYTHON_ERROR.search("error: tp must be a positive integer")
+    assert ERROR_LINE.search("sweep: skipping gb200 tp2: no data\nerror: no layout fits") and ERROR_LINE.search("error: x")
+    assert not ERROR_LINE.search("sweep: skipping gb200 tp2 pp1: perf database error: MoE data missing for MoeKey {...}\n")
     price_ops = ["price-ops", *DEPLOY_OK, "--phase", "context", "--batch-size", "1", "--isl", "8"]
     assert assert_one_outcome(price_ops)[0] == 0
     monkeypatch.setattr("estimator.cli.price_ops.price_phase", lambda args: [OpPrice("op", -1.0, "silicon")])
