@@ -27,11 +27,13 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "eager_floor": set(ROWS),  # agg and prefill-stage passes
     "request_path": AGG,
     "admission": {"trtllm_disagg"},  # a disagg request's first token
+    "admission_lag": {"trtllm_disagg"},
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
-    "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "tokenizer": "mismatch",
+    "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
+    "tokenizer": "mismatch",
 }  # fmt: skip
 
 

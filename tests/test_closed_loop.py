@@ -992,3 +992,19 @@ def test_a_full_decode_batch_holds_the_first_token_back(impl):
     off = replay_tandem(plan, TandemSpec(1, 1, decode_max_seqs=1), prefill, decode, impl).stats
     assert off.ttft_mean == pytest.approx(100.0, rel=0.5) and on.ttft_mean > off.ttft_mean + 100.0
     assert on.ttft_max >= 31 * 10.0  # a whole decode of the other request
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_busy_decode_worker_admits_a_hand_off_one_iteration_after_seeing_it(impl):
+    """Two prompts at t = 0, one prefill worker (100 ms a prompt), decode iterations of 10 ms: the
+    first hand-off (100 ms) finds the decode worker idle and is admitted at once; the second (200 ms)
+    lands on an iteration boundary of the busy worker, which admits it there without the lag and at
+    the next boundary (210 ms) with it (TRT-LLM's transfer-completion check, SGLang <= 0.5.9's
+    prebuilt batch)."""
+    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0), 2, 512, 32)
+    prefill, decode = flat_pricer(100.0, 0.0), flat_pricer(0.0, 10.0)
+    spec = TandemSpec(1, 1, decode_max_seqs=8, first_token_on_admission=True)
+    off = replay_tandem(plan, spec, prefill, decode, impl).stats
+    on = replay_tandem(plan, dataclasses.replace(spec, admission_lag=True), prefill, decode, impl).stats
+    assert (off.ttft_mean, off.ttft_max) == (pytest.approx(150.0), pytest.approx(200.0))
+    assert (on.ttft_mean, on.ttft_max) == (pytest.approx(155.0), pytest.approx(210.0))

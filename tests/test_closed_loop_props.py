@@ -91,6 +91,7 @@ def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.samp
         prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(tokens_per_decode), turnaround_ms=draw(turnaround),
         handoff_ms=draw(st.sampled_from([0.0, 2.5])), encoder_ms=draw(st.sampled_from([0.0, 3.25])),
         prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])), first_token_on_admission=draw(st.booleans()),
+        admission_lag=draw(st.booleans()),
     )  # fmt: skip
     return plan, spec, draw(prices), draw(prices)
 

@@ -61,6 +61,7 @@ from estimator.closedloop.spec import (
     T_CLIENTS,
     T_DECODE_MAX,
     T_DECODE_WORKERS,
+    T_LAG,
     T_PREFILL_BATCH,
     T_PREFILL_WORKERS,
     T_PREFIX,
@@ -945,13 +946,14 @@ def _stretch_runs(epoch, members, next_done):
 
 
 @njit(**LEAF)
-def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, counting, it, bound,
+def _workers_stretch(t_fixed, d_free, d_last, lag, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, counting, it, bound,
                      kind, params, data, hdr, fixed_n, fixed_i, fixed_f, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Decode-only events of the cohort workers (members[j] > 0), in time order (ties by worker
     index, as the full loop serves them), while each launches before t_fixed (the next event of
     anything else), no member completes and no hand-off joins: the full loop's float operations
-    without its bookkeeping (the caller made room for _stretch_runs gap runs). Updates d_free,
-    epoch, kv and ring (_cohort_decode) in place; returns (it, status). Engine prices come from
+    without its bookkeeping (the caller made room for _stretch_runs gap runs); under lag a hand-off
+    joins once an iteration start (d_last) has seen it. Updates d_free, d_last, epoch, kv and ring
+    (_cohort_decode) in place; returns (it, status). Engine prices come from
     what a worker's cohort size fixes (decode_fixed), kept per worker across calls: fixed_n[w] the
     size they are for (0: none), fixed_i[w] (own requests, attention-row cell, KV cell),
     fixed_f[w] (other ops' price, row weight)."""
@@ -963,9 +965,10 @@ def _workers_stretch(t_fixed, d_free, epoch, kv, ring, base, members, next_done,
         if j < 0:
             break
         t = d_free[j]
-        if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= t):
+        if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= (d_last[j] if lag else t)):
             break
         it += 1
+        d_last[j] = t
         if kind == AFFINE:
             dur = affine_ms(params, np.int64(0), starts, takes, members[j], kv[j])
         else:
@@ -995,7 +998,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
-    bound, requests, admit = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0
+    bound, requests, admit, lag = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0, ints[T_LAG] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
     prefill_floor_ms = floats[TF_PREFILL_FLOOR]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
@@ -1009,6 +1012,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     rmin = np.full(n_decode, np.inf)  # earliest visible in rq (-inf while the worker has a cohort)
     p_free = np.zeros(n_prefill)
     d_free = np.zeros(n_decode)
+    d_last = np.zeros(n_decode)  # each decode worker's latest iteration start (oracle.tandem last_start)
     hk = np.empty((n_decode, clients), dtype=np.int64)
     hj = np.empty((n_decode, clients), dtype=np.int64)
     hc = np.empty((n_decode, clients), dtype=np.int64)
@@ -1085,8 +1089,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         for j in range(n_decode):
             if rlen[j] + n_coh[j] == 0 or d_free[j] > t:
                 continue
+            seen = d_last[j] if lag and n_coh[j] > 0 else t  # a busy worker admits a hand-off one iteration after seeing it
             nj = 0  # the batch: the cohort, then the first eligible hand-offs up to decode_max
-            while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= t:
+            while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= seen:
                 nj += 1
             counting = cnt[DONE] >= warm
             for x in range(nj):  # the iteration's hand-offs: their first tokens go out as it starts (oracle.tandem)
@@ -1097,6 +1102,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             nb = n_coh[j] + nj
             if nb == 0:
                 continue
+            d_last[j] = t
             kv_sum = kv_coh[j]
             for x in range(nj):
                 kv_sum += ri[rq[j, x], ISL] + ri[rq[j, x], MADE]
@@ -1175,6 +1181,8 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         it, status = _workers_stretch(
             t_fixed,
             d_free,
+            d_last,
+            lag,
             epoch,
             kv_coh,
             ring,

@@ -319,6 +319,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     pq: list[list[Request]] = [[] for _ in range(p)]
     runs: list[list[Request]] = [[] for _ in range(d)]
     p_free, d_free = [0.0] * p, [0.0] * d
+    last_start = [0.0] * d  # each decode worker's latest iteration start, ms
     routed = {"prefill": 0, "decode": 0}
 
     def dispatch(born: float, visible: float) -> None:
@@ -367,9 +368,14 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
         for j in range(d):
             if not runs[j] or d_free[j] > t:
                 continue
-            batch = [r for r in runs[j] if r.visible <= t][: spec.decode_max_seqs]
+            busy = any(r.admitted_at is not None for r in runs[j])  # members of its previous iteration, run back to back
+            seen = last_start[j] if spec.admission_lag and busy else t  # a hand-off seen at one iteration's start joins the next
+            batch = [r for r in runs[j] if r.visible <= seen][: spec.decode_max_seqs]
             if not batch:
                 continue
+            last_start[j] = t
+            for r in batch:
+                r.admitted_at = t if r.admitted_at is None else r.admitted_at
             counting = run.counting
             for r in batch:  # the decode worker admits a hand-off: its first token goes out now, before the iteration runs
                 if r.made == 0:

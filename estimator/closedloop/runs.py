@@ -7,7 +7,8 @@ the refined-SLA sweeps call. Agg runs replay one attention-DP rank at C = ``batc
 engine's scheduler settings (``None``: the backend's documented defaults); disagg runs replay the
 whole P/D system at C = ``concurrency``: the tandem reads no scheduler settings yet, its prefill
 batches take the framework's eager floor (host.py) and a request's first token goes out when a
-decode worker admits it (TandemSpec.first_token_on_admission).
+decode worker admits it (TandemSpec.first_token_on_admission), a busy TRT-LLM or SGLang worker one
+iteration after seeing it (ADMISSION_LAG).
 """
 
 from __future__ import annotations
@@ -161,12 +162,22 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(deployment, pricer))
 
 
+# Decode servers that admit a transferred request one iteration after the iteration start that sees it
+# (estimator/docs/evidence/disagg-first-token.md Q3): TensorRT-LLM's generation executor schedules a
+# request once _check_disagg_gen_transfer_status, at the start of the next iteration, finds its transfer
+# complete, and emits its first token then (_handle_first_token_response); SGLang's decode loop through
+# 0.5.9 runs the transferred requests as a prebuilt batch and, under overlap, streams their first tokens
+# after the next iteration is launched (0.5.10 streams them at once: PR 19568; every SGLang disagg run
+# the sample holds is 0.5.8.x, and the tandem reads no engine version yet). vLLM: not read.
+ADMISSION_LAG = frozenset({Backend.TRTLLM, Backend.SGLANG})
+
+
 def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> TandemCase:
     """The engine-priced replay case of a disagg run."""
     spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
                       decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
                       encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
-                      first_token_on_admission=True)  # fmt: skip
+                      first_token_on_admission=True, admission_lag=run.decode.backend in ADMISSION_LAG)  # fmt: skip
     return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
                       PassModel(run.decode, pricer))  # fmt: skip
 

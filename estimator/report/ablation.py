@@ -11,6 +11,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | eager_floor | the host floor of eager prefill passes (layers x per-layer eager cost) | agg and prefill-stage passes |
 | request_path | the fixed server-side cost on a request's first-token path | agg requests |
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
+| admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
@@ -56,6 +57,12 @@ def _first_token_at_handoff(case: Case) -> Case:
     return dataclasses.replace(case, spec=dataclasses.replace(case.spec, first_token_on_admission=False))
 
 
+def _no_admission_lag(case: Case) -> Case:
+    if not isinstance(case, TandemCase):
+        return case
+    return dataclasses.replace(case, spec=dataclasses.replace(case.spec, admission_lag=False))
+
+
 def _recorded_prompt(row: MappedRow) -> MappedRow:
     """The row priced at the prompt the client recorded, where the server computed another."""
     if row.inputs is None or served_prompt(row.measurement) is None:
@@ -82,6 +89,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("eager_floor", "eager prefill floor", case=_no_floor),
     Mechanism("request_path", "request path", case=_agg_settings(request_path_ms=0.0)),
     Mechanism("admission", "first token at decode admission", case=_first_token_at_handoff),
+    Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_no_admission_lag),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
