@@ -51,16 +51,13 @@ def _no_floor(case: Case) -> Case:
     return dataclasses.replace(case, spec=dataclasses.replace(case.spec, prefill_floor_ms=0.0))
 
 
-def _first_token_at_handoff(case: Case) -> Case:
-    if not isinstance(case, TandemCase):
-        return case
-    return dataclasses.replace(case, spec=dataclasses.replace(case.spec, first_token_on_admission=False))
+def _tandem_spec(**changes) -> Callable[[Case], Case]:
+    def off(case: Case) -> Case:
+        if not isinstance(case, TandemCase):
+            return case
+        return dataclasses.replace(case, spec=dataclasses.replace(case.spec, **changes))
 
-
-def _no_admission_lag(case: Case) -> Case:
-    if not isinstance(case, TandemCase):
-        return case
-    return dataclasses.replace(case, spec=dataclasses.replace(case.spec, admission_lag=False))
+    return off
 
 
 def _recorded_prompt(row: MappedRow) -> MappedRow:
@@ -88,8 +85,8 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("overlap", "overlap scheduling", case=_agg_settings(overlap_scheduler=False)),
     Mechanism("eager_floor", "eager prefill floor", case=_no_floor),
     Mechanism("request_path", "request path", case=_agg_settings(request_path_ms=0.0)),
-    Mechanism("admission", "first token at decode admission", case=_first_token_at_handoff),
-    Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_no_admission_lag),
+    Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
+    Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
