@@ -946,3 +946,19 @@ def test_closed_loop_reports_the_statistic_the_row_measured(statistic, expected)
     m = load_silicon_sample()[0]
     kept = None if statistic is None else Statistics(statistic, *([None] * 6))
     assert replayed_statistic(stats, dc.replace(m, statistics=kept)) == expected
+
+
+def test_ablated_methods_render_their_table_in_the_error_sources_and_nowhere_else(fixture_points):
+    """closed_loop and one ablated replay on the same two rows: the closing section gains the ablation
+    table (a row per partition and metric, the mechanism's column); the headline keeps its methods."""
+    covered = fixture_points[fixture_points["method"] == "uncached"]
+    replayed = covered.assign(method="closed_loop")
+    ablated = covered.assign(method="closed_loop-no-overlap", ttft_pred_ms=covered["ttft_pred_ms"] * 0.5)
+    points = pd.concat([fixture_points[fixture_points["method"] != "closed_loop"], replayed, ablated], ignore_index=True)
+    html = render_report(points, PROVENANCE, list(METHOD_NAMES))
+    closing = [t for t in outline(html).tables if t["section"] == "closing"]
+    assert "Ablation: closed_loop with each first-token mechanism switched off in turn" in html
+    assert "<th>no overlap scheduling</th>" in html and any(t["rows"] == 1 + 2 * (1 + 3) for t in closing)  # head; per metric: its row, all, 2 partitions
+    headline = next(t for t in outline(html).tables if t["section"] == "headline")
+    assert headline["rows"] == 2 + len(METHOD_NAMES) + 2 and "closed_loop-no-overlap" not in html.split('id="closing"')[0]
+    assert "Ablation" not in render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
