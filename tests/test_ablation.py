@@ -83,9 +83,9 @@ def test_the_table_compares_the_rows_every_replay_covers():
     assert table["mechanisms"] == [("overlap", MECHANISMS["overlap"].label)]
     everything, sglang, vllm = table["rows"]
     assert (everything["partition"], everything["n"]) == ("all", 2)  # c: the ablated replay did not cover it
-    assert everything["closed_loop"]["ttft"].mape == pytest.approx(0.15) and everything["overlap"]["ttft"].mape == pytest.approx(0.4)
-    assert (sglang["partition"], sglang["overlap"]["ttft"].bias) == ("sglang / agg", pytest.approx(0.5))
-    assert (vllm["partition"], vllm["closed_loop"]["ttft"].bias) == ("vllm / agg", pytest.approx(-0.1))
+    assert everything["closed_loop"].ttft.mape == pytest.approx(0.15) and everything["overlap"].ttft.mape == pytest.approx(0.4)
+    assert (sglang["partition"], sglang["overlap"].ttft.bias) == ("sglang / agg", pytest.approx(0.5))
+    assert (vllm["partition"], vllm["closed_loop"].ttft.bias) == ("vllm / agg", pytest.approx(-0.1))
 
 
 def test_no_ablated_method_no_table():

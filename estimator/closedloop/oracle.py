@@ -374,10 +374,9 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             if not batch:
                 continue
             last_start[j] = t
-            for r in batch:
-                r.admitted_at = t if r.admitted_at is None else r.admitted_at
             counting = run.counting
             for r in batch:  # the decode worker admits a hand-off: its first token goes out now, before the iteration runs
+                r.admitted_at = t if r.admitted_at is None else r.admitted_at
                 if r.made == 0:
                     run.first_token(r, t, t - r.born, counting)
             dur = decode_pricer.pass_ms(PassShape((), (), len(batch), sum(r.isl + r.made for r in batch)))

@@ -107,10 +107,6 @@ def ablation_table(points: pd.DataFrame) -> dict | None:
     ids = full.index.intersection(functools.reduce(pd.Index.intersection, (a.index for a in ablated.values())))
     full = full.loc[ids]
     groups = [("all", ids), *((" / ".join(map(str, name)), group.index) for name, group in full.groupby(ABLATION_KEYS, sort=True))]
-    rows = [{"partition": name, "n": len(index), "closed_loop": _errors(full.loc[index]),
-             **{key: _errors(ablated[key].loc[index]) for key in keys}} for name, index in groups]  # fmt: skip
+    rows = [{"partition": name, "n": len(index), "closed_loop": metrics.group_stats(full.loc[index]),
+             **{key: metrics.group_stats(ablated[key].loc[index]) for key in keys}} for name, index in groups]  # fmt: skip
     return {"mechanisms": [(key, MECHANISMS[key].label) for key in keys], "rows": rows}
-
-
-def _errors(points: pd.DataFrame) -> dict[str, metrics.ErrorStats]:
-    return {metric: metrics.error_stats(points[f"{metric}_pred_ms"], points[f"{metric}_meas_ms"]) for metric in metrics.METRICS}
