@@ -23,7 +23,7 @@ from estimator.report import METHOD_NAMES
 ROOT = Path(__file__).resolve().parents[2]
 
 
-EXAMPLE = "python -m estimator report --limit 200 --out /tmp/accuracy.html --points /tmp/accuracy_points.csv"
+EXAMPLE = "python -m estimator report --limit 200 --ablation --out /tmp/accuracy.html --points /tmp/accuracy_points.csv"
 
 
 def register(p: argparse.ArgumentParser) -> None:
