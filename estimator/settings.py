@@ -214,8 +214,9 @@ def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:
 
 
 def reference_settings(ctx_tokens: int) -> EngineSettings:
-    """The reference wiring (closed-loop.md section 1): the row's ctx_tokens as the budget, chunking on, no sequence cap."""
-    return EngineSettings(int(ctx_tokens), True, None)
+    """The reference wiring (closed-loop.md section 1): the row's ctx_tokens as the budget, chunking on, no sequence cap,
+    passes returned as they end (no overlap scheduling)."""
+    return EngineSettings(int(ctx_tokens), True, None, overlap_scheduler=False)
 
 
 def kv_running_cap(pool_bytes: float, kv_bytes_per_sequence: Callable[[int], float], mean_isl: float, mean_osl: float) -> int | None:

@@ -36,6 +36,7 @@ from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, l
 from estimator.closedloop.host import HOST_POINTS, eager_cost, prefill_floor_ms
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
+from estimator.closedloop.protocol import RunPlan
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of
@@ -75,7 +76,7 @@ def matches(value: float, reference: str) -> bool:
 
 def agg(clients, isl, osl, impl="numba", budget=8192, chunked=True, **facts):
     pricer = SPEC_CALLABLES if impl == "python" else SPEC_AFFINE
-    return replay_agg(run_plan(Steady(), clients, isl, osl), AggSpec(EngineSettings(budget, chunked), **facts), pricer, impl)
+    return replay_agg(run_plan(Steady(), clients, isl, osl), AggSpec(EngineSettings(budget, chunked, overlap_scheduler=False), **facts), pricer, impl)
 
 
 def tandem(clients, isl, osl, prefill_ms, decode_ms, impl="numba", **spec):
@@ -638,6 +639,26 @@ def test_overlap_scheduling_returns_a_pass_s_first_tokens_after_the_next_pass_is
     assert on.stats.ttft_mean == off.stats.ttft_mean + 40.0 / 2
     assert on.stats.tpot_mean < off.stats.tpot_mean
     assert on.stats == replay_agg(plan, AggSpec(EngineSettings(600, False), prefill_floor_ms=40.0), pricer, "python" if impl == "numba" else "numba").stats
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_overlap_scheduling_takes_a_completed_client_s_next_request_in_the_pass_after_the_next(impl):
+    """Under overlap scheduling the engine launches pass n+1 before it returns pass n's tokens, so a
+    client whose request completes in pass n sends its next one after pass n+1 was formed. Two
+    clients (osl 2 and 6), flat prices (a prefill pass 10 ms, a decode pass 5 ms, no host floor so
+    no first-token delay): the first client's next request waits out the other client's decode pass
+    (TTFT 15 ms, not 10); an engine with nothing else to run takes it at once (C = 1: unchanged)."""
+    pricer = flat_pricer(10.0, 5.0)
+
+    def run(overlap, clients=2, osl=(2, 6, 2)):
+        plan = RunPlan(clients, 0, 3, 3, np.array([8, 8, 8]), np.array(osl))
+        return replay_agg(plan, AggSpec(EngineSettings(600, False, mixed_batches=False, overlap_scheduler=overlap)), pricer, impl).stats
+
+    on, off = run(True), run(False)
+    assert (off.ttft_max, on.ttft_max) == (10.0, 15.0)
+    assert on.ttft_mean == pytest.approx(off.ttft_mean + 5.0 / 3, rel=1e-12)
+    alone_on, alone_off = run(True, 1, (2, 2, 2)), run(False, 1, (2, 2, 2))
+    assert alone_on.ttft_max == pytest.approx(alone_off.ttft_max, rel=1e-12) == 10.0
 
 
 def test_the_prefill_floor_holds_only_passes_that_prefill():

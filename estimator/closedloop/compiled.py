@@ -524,6 +524,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     hj = np.empty((1, clients), dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty((1, clients), dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
+    n_held_out = np.int64(0)  # overlap: the last entries of wq, next requests of the clients the last pass completed (oracle's held_out)
     can_cohort = k == 1.0
     cohort = can_cohort  # decoders are a cohort (else: per request)
     since_recv = recv_interval  # weighted passes since the last intake of requests
@@ -552,11 +553,12 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
         it += 1
         if since_recv >= recv_interval:
             since_recv = 0
-            while n_wait > 0 and rf[wq[head], VISIBLE] <= t:
+            while n_wait > n_held_out and rf[wq[head], VISIBLE] <= t:
                 order[n_act] = wq[head]
                 n_act += 1
                 head = (head + 1) % clients
                 n_wait -= 1
+        n_held_out = np.int64(0)  # past this pass's intake
         if cohort and (n_coh * decode_budget > budget or (not mixed and n_act > 0)):  # a decoder would starve or pause: walk per request
             n_act = _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t)
             cohort = False
@@ -670,8 +672,11 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround + path):
                 wq[(head + n_wait) % clients] = c
                 n_wait += 1
+                if overlap and rf[c, VISIBLE] <= t:
+                    n_held_out += 1
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0, 0] > epoch + 1 and cnt[DONE] < stop:
             next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
+            first_due = rf[wq[head], VISIBLE] if n_wait > n_held_out else np.inf  # the first pass's intake holds them out
             it_before = it
             passes = hk[0, 0] - epoch - 1
             if cnt[DONE] >= warm and _short(run_v, cnt, passes):
@@ -684,6 +689,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
                 bound,
                 passes,
                 n_coh,
+                first_due,
                 next_due,
                 since_recv,
                 recv_interval,
@@ -701,8 +707,9 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             )
             if adp_timeout > 0:  # each decode-only pass counted, the count restarting at the timeout
                 adp_count = (adp_count + (it - it_before)) % adp_timeout
-            if it > it_before:  # decode-only passes launched after the held pass: its tokens went out
+            if it > it_before:  # decode-only passes launched after the held pass: its tokens went out, its completions' next requests past an intake
                 n_held = np.int64(0)
+                n_held_out = np.int64(0)
             if status == NONFINITE:
                 break
     if status == LIMIT and cnt[DONE] >= stop:
@@ -723,11 +730,12 @@ def _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, delay):
 
 
 @njit(**LEAF)
-def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv, recv_interval, counting, encoder_ms, kind,
-                    params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
+def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, first_due, next_due, since_recv, recv_interval, counting, encoder_ms,
+                    kind, params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
     whose intake of requests (every recv_interval weighted passes, see agg_calendar) would find one
-    visible (next_due <= the pass's start). The same float operations as the full pass loop,
+    visible (first_due for the first pass, which the requests held out under overlap skip, next_due
+    for the others, <= the pass's start). The same float operations as the full pass loop,
     without its bookkeeping (engine prices from what the fixed cohort size fixes, decode_fixed;
     the caller made room for `passes` gap runs). Returns (t, epoch, kv, it, since_recv, status)."""
     status = LIMIT
@@ -735,11 +743,11 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, next_due, since_recv
     flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
     own, other, i, wi = decode_fixed(params, data, hdr, n_coh) if kind != AFFINE else (np.int64(0), 0.0, np.int64(0), 0.0)
     cell = np.int64(-1)
-    for _ in range(passes):
+    for p in range(passes):
         if it >= bound:
             break
         if since_recv >= recv_interval:  # this pass's intake
-            if next_due <= t:
+            if (first_due if p == 0 else next_due) <= t:
                 break
             since_recv = 0
         it += 1

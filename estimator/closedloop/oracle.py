@@ -8,8 +8,9 @@ TTFT path, TTFT accumulates pass durations (stats.py) and osl == 1 decodes nothi
 the engine's max_num_seqs (admission stops at that many running requests, FIFO), decode
 requests that take several budget tokens (speculative queries), a run plan's dispatch cap
 (benchmark protocol), SGLang's intake interval (new requests are taken in only every
-recv_interval weighted passes, settings.py), and a pass price that must be finite (else
-NoProgressError). The tandem's window closes at its last completion; the reference closed it at
+recv_interval weighted passes, settings.py), overlap scheduling (a pass's first tokens go out
+once the next pass is launched, and a completed client's next request is held out of the intake
+that forms the next pass), and a pass price that must be finite (else NoProgressError). The tandem's window closes at its last completion; the reference closed it at
 the launch of the last decode iteration, one decode step early.
 """
 
@@ -216,6 +217,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
+    held_out: list[Request] = []  # overlap: next requests of the clients the last pass completed, visible at once
     path = spec.settings.request_path_ms  # a request reaches the engine this long after its dispatch (settings.py)
     for _ in range(plan.clients):
         waiting.append(run.new_request(0.0, path))
@@ -226,6 +228,8 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             since_recv = 0
             while waiting and waiting[0].visible <= t:
                 active.append(waiting.popleft())
+        waiting.extend(held_out)  # past this pass's intake: the engine formed it before it returned their completions
+        held_out.clear()
         # ---- form one pass: walk active in order, spending the token budget ----
         hold = False
         if settings.batch_waiting or (balance.timeout > 0 and active):  # TRT-LLM batch waiting / attention-DP balance: decide on the pass as it would be formed
@@ -289,7 +293,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             if r.made >= r.osl:
                 replacement = run.new_request(t, t + spec.turnaround_ms + path)
                 if replacement is not None:
-                    waiting.append(replacement)
+                    (held_out if spec.settings.overlap_scheduler and replacement.visible <= t else waiting).append(replacement)
     if run.done >= plan.stop:
         return run.result()
     raise NoProgressError(LIMIT_MESSAGE)
