@@ -36,8 +36,8 @@ from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, l
 from estimator.closedloop.host import HOST_POINTS, eager_cost, prefill_floor_ms
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
-from estimator.closedloop.protocol import RunPlan
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
+from estimator.closedloop.protocol import RunPlan
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of
 from estimator.closedloop.runs import kv_capped
