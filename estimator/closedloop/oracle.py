@@ -10,8 +10,9 @@ requests that take several budget tokens (speculative queries), a run plan's dis
 (benchmark protocol), SGLang's intake interval (new requests are taken in only every
 recv_interval weighted passes, settings.py), overlap scheduling (a pass's first tokens go out
 once the next pass is launched, and a completed client's next request is held out of the intake
-that forms the next pass), and a pass price that must be finite (else NoProgressError). The tandem's window closes at its last completion; the reference closed it at
-the launch of the last decode iteration, one decode step early.
+that forms the next pass), and a pass price that must be finite (else NoProgressError). The
+tandem's window closes at its last completion; the reference closed it at the launch of the last
+decode iteration, one decode step early.
 """
 
 from __future__ import annotations
