@@ -24,6 +24,21 @@ class Backend(str, enum.Enum):
             raise UnknownBackendError(f"unknown backend {value!r} (known: {known})") from None
 
 
+class Role(str, enum.Enum):
+    """What a worker serves: both phases (agg), or one stage of a disaggregated deployment."""
+
+    AGG = "agg"
+    PREFILL = "prefill"  # context only: one batch of prompts, first token only
+    DECODE = "decode"  # generation only
+
+    @property
+    def large_ep_phases(self) -> tuple[str, ...]:
+        """The phases whose cross-node MoE all-to-all the estimate CLI resolves for this worker
+        (aiconfigurator 0.12.0 cli/api.py): none for agg (_run_agg_estimate keeps the fused graph),
+        context for a prefill worker and generation for a decode worker (_run_disagg_estimate L1959-1978)."""
+        return {Role.AGG: (), Role.PREFILL: ("context",), Role.DECODE: ("generation",)}[self]
+
+
 @dataclass(frozen=True)
 class QuantOverrides:
     """User overrides of the inferred quant modes; None keeps the inferred mode."""
@@ -50,9 +65,14 @@ class Deployment:
     moe_ep: int | None = None  # MoE expert parallel size (MoE models only)
     nextn: int = 0  # speculative (MTP) draft depth, >= 0
     quant: QuantOverrides = QuantOverrides()
+    role: Role = Role.AGG  # what the worker serves; prices a cross-node MoE all-to-all per Role.large_ep_phases
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "backend", Backend.parse(self.backend))
+        try:
+            object.__setattr__(self, "role", Role(self.role))
+        except ValueError:
+            raise InvalidInputError(f"unknown worker role {self.role!r} (known: {', '.join(r.value for r in Role)})") from None
         for field in ("tp", "pp", "attention_dp"):
             require_positive(field, getattr(self, field))
         for field in ("moe_tp", "moe_ep"):

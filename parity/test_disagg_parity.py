@@ -16,6 +16,7 @@ from estimator.disagg import DISAGG_COLUMNS, DisaggPoint, run_disagg
 from estimator.disagg.combine import ADDED_COLUMNS
 from estimator.errors import EstimatorError
 from estimator.perf.versions import resolve_version
+from estimator.pricing import reference
 from estimator.pricing.reference import _quiet_reference_logs, reference_database
 from parity.agg_cases import MODELS
 from parity.compare import compare_records, explain, failures
@@ -90,6 +91,9 @@ MEMORY_CASES = [
                                                           decode_free_gpu_memory_fraction=0.2)),
     DisaggCase(_QWEN["sglang"], _QWEN["sglang"], DisaggPoint(2048, 256, 2, 1, 32, 2, prefill_free_gpu_memory_fraction=0.05)),
 ]  # fmt: skip
+# expert parallelism wider than a node (gb200: 4 GPUs a node): each role's all-to-all resolved, the WideEP op graph priced
+_WIDE_EP = Deployment("deepseek-ai/DeepSeek-V3", "gb200", "sglang", tp=1, attention_dp=16, moe_tp=1, moe_ep=16)
+WIDE_EP_CASE = DisaggCase(_WIDE_EP, dataclasses.replace(_WIDE_EP, attention_dp=32, moe_ep=32), DisaggPoint(2048, 256, 2, 1, 64, 1))
 CI_CASES = [VERIFIED, *ci_cases(), *MEMORY_CASES]
 FULL_CASES = [c for c in full_cases() if c.id not in {k.id for k in CI_CASES}]
 
@@ -99,14 +103,19 @@ def reference_config(deployment: Deployment, context_role: bool):
     """The estimate CLI's ModelConfig for one disagg role (api._run_disagg_estimate)."""
     _quiet_reference_logs()
     from aiconfigurator.cli.api import _apply_nextn, _build_model_config, _resolve_moe_parallelism
-    from aiconfigurator.sdk.models import resolve_context_fmha_by_data, resolve_nvfp4_for_system
+    from aiconfigurator.sdk.models import check_is_moe, resolve_context_fmha_by_data, resolve_nvfp4_for_system
+    from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
 
     d, q = deployment, deployment.quant
     moe_tp, moe_ep = _resolve_moe_parallelism(d.tp, d.attention_dp, d.moe_tp, d.moe_ep, model_path=d.model)
     config = _build_model_config(d.tp, d.pp, d.attention_dp, moe_tp, moe_ep, q.gemm, q.kvcache, q.fmha, q.moe, q.comm,
                                  forward_model=None, enable_encoder_dp=True, attention_backend=None)  # fmt: skip
     _apply_nextn(config, d.nextn)
-    if context_role:
+    if check_is_moe(d.model):  # each role's cross-node MoE all-to-all (L1959-1978)
+        resolve_model_config_moe_comm(config, model_path=d.model, backend_name=d.backend.value, database=_database(d),
+                                      required_phases=("context",) if context_role else ("generation",),
+                                      fmha_quant_mode_explicit=q.fmha is not None, kvcache_quant_mode_explicit=q.kvcache is not None)  # fmt: skip
+    if context_role and config.moe_comm_backend is None:  # a resolved large-EP tuple keeps its attention labels
         resolve_context_fmha_by_data(config, d.model, _database(d), d.backend.value, is_context_role=True)
     resolve_nvfp4_for_system(config, d.system, d.model, backend_name=d.backend.value)
     return config
@@ -174,6 +183,18 @@ def test_legacy_disagg_row_equals_reference(case):
 @pytest.mark.reference
 def test_legacy_disagg_row_equals_reference_with_reference_pricer():
     _assert_parity(CI_CASES[1], "reference")
+
+
+@pytest.mark.reference
+def test_legacy_disagg_row_equals_reference_on_expert_parallelism_wider_than_a_node():
+    _assert_parity(WIDE_EP_CASE, "reference")
+
+
+@pytest.mark.reference
+def test_wide_ep_parity_fails_on_the_fused_moe_graph(monkeypatch, fresh_caches):
+    monkeypatch.setattr(reference, "with_large_ep_moe", lambda config, *_: config)  # the fused graph, as before the resolution
+    failing = {d.metric for d in failures(_diffs(WIDE_EP_CASE, "reference"))}
+    assert {"ttft", "tpot"} <= failing
 
 
 @pytest.mark.full

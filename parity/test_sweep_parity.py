@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from estimator.deployment import Backend, Deployment
-from estimator.disagg import Calibration, Role
+from estimator.disagg import DISAGG_ROLES, Calibration, Role
 from estimator.disagg.search import WorkerLimits, decode_batch_sizes, prefill_batch_sizes, worker_candidates
 from estimator.scheduler import STATIC_COLUMNS, StaticPoint
 from estimator.steps import Semantics
@@ -203,7 +203,7 @@ def candidate_diffs(task: SweepTask) -> list[MetricDiff]:
         loose = Sla(LOOSE, (LOOSE,))
         ours = our_sweep(task, loose, top_k=0).best
         return compare_frames(f"{task.id} candidates", reference_sweep(task, loose, top_k=0), ours, ours.columns)
-    return [d for role in Role for d in compare_frames(f"{task.id} {role.value} workers", reference_workers(task, role),
+    return [d for role in DISAGG_ROLES for d in compare_frames(f"{task.id} {role.value} workers", reference_workers(task, role),
                                                        our_workers(task, role), STATIC_COLUMNS)]  # fmt: skip
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from estimator.cli import main
 from estimator.deployment import Deployment
-from estimator.disagg import Calibration, DisaggPoint, Role, disagg_row, round_row, run_disagg, worker_row
+from estimator.disagg import DISAGG_ROLES, Calibration, DisaggPoint, Role, disagg_row, round_row, run_disagg, worker_row
 from estimator.disagg.ranking import merge_ranked, quicksort_desc
 from estimator.disagg.search import (
     DECODE_BATCH_SCHEDULE,
@@ -55,7 +55,7 @@ def test_verified_legacy_row():
     assert (r["num_total_gpus"], r["concurrency"], r["(p)workers"], r["(d)workers"]) == (6, 16, 2, 1)
 
 
-@pytest.mark.parametrize("role", list(Role))
+@pytest.mark.parametrize("role", DISAGG_ROLES)
 def test_worker_candidates_are_the_fitting_batches_priced_together(role):
     point, batches = StaticPoint(8192, 1024, 1), decode_batch_sizes(512)
     candidates = worker_candidates(QWEN, batches, point, role, LEGACY, Calibration())

@@ -13,6 +13,7 @@ iteration after seeing it (ADMISSION_LAG).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from estimator.closedloop.host import prefill_floor_ms
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.closedloop.stats import LatencyStats
-from estimator.deployment import Backend, Deployment
+from estimator.deployment import Backend, Deployment, Role
 from estimator.disagg.single import DisaggPoint
 from estimator.errors import InvalidInputError
 from estimator.models.config import is_natively_modelled
@@ -86,6 +87,8 @@ class DisaggRun:
     def __post_init__(self) -> None:
         _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch"),
                        ("prefix", "visual_tokens"))  # fmt: skip
+        for side, role in (("prefill", Role.PREFILL), ("decode", Role.DECODE)):  # each prices its role's MoE all-to-all
+            object.__setattr__(self, side, dataclasses.replace(getattr(self, side), role=role))
 
     @property
     def tokens_per_decode(self) -> float:

@@ -19,7 +19,7 @@ from estimator.caching import memo
 from estimator.deployment import Deployment, require_positive
 from estimator.disagg.combine import disagg_row
 from estimator.disagg.ranking import quicksort_desc
-from estimator.disagg.workers import Calibration, Role, WorkerRow, round_decimals, worker_rows
+from estimator.disagg.workers import STATIC_MODES, Calibration, Role, WorkerRow, round_decimals, worker_rows
 from estimator.errors import InvalidInputError, PerfDataMissingError
 from estimator.pricing import AUTO
 from estimator.scheduler import StaticPoint
@@ -80,7 +80,7 @@ def fitting_batches(deployment: Deployment, batches: Iterable[int], point: Stati
     """The batches before the first one whose worker does not fit in memory (OOM or KV-OOM)."""
     batches = list(batches)
     fitting = []
-    for b, memory in zip(batches, static_memories(deployment_facts(deployment), deployment, point, batches, role.mode)):
+    for b, memory in zip(batches, static_memories(deployment_facts(deployment), deployment, point, batches, STATIC_MODES[role])):
         if memory.oom or memory.kv_oom:
             break
         fitting.append(b)

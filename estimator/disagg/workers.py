@@ -10,12 +10,11 @@ reference's summary DataFrames do; uncached mode never rounds.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from estimator.deployment import Deployment
+from estimator.deployment import Deployment, Role
 from estimator.errors import InvalidInputError
 from estimator.pricing import AUTO
 from estimator.scheduler import StaticMode, StaticPoint
@@ -28,15 +27,8 @@ from estimator.steps import Semantics, StepCost
 LEGACY_DECIMALS = 3  # the reference rounds every summary DataFrame to 3 decimals
 
 
-class Role(str, enum.Enum):
-    """What a disagg worker runs."""
-
-    PREFILL = "prefill"  # static_ctx: one batch of prompts, first token only
-    DECODE = "decode"  # static_gen: one batch decoding osl-1 tokens
-
-    @property
-    def mode(self) -> StaticMode:
-        return StaticMode.CONTEXT if self is Role.PREFILL else StaticMode.GENERATION
+STATIC_MODES = {Role.PREFILL: StaticMode.CONTEXT, Role.DECODE: StaticMode.GENERATION}  # the static phase a disagg worker runs
+DISAGG_ROLES = tuple(STATIC_MODES)  # the workers of a disagg deployment, prefill first
 
 
 @dataclass(frozen=True)
@@ -122,18 +114,19 @@ def worker_rows(
     """worker_row at every batch size, the role's phase priced for all of them in one call (a
     perf-data miss at any batch raises PerfDataMissingError)."""
     legacy = Semantics.parse(semantics) is Semantics.LEGACY
+    deployment = dataclasses.replace(deployment, role=role)  # prices the role's cross-node MoE all-to-all
     progress = decode_tokens_per_iteration(deployment.nextn, point.nextn_accepted)
     facts = deployment_facts(deployment)
     rows = []
-    for b, raw in zip(batches, run_static_batches(deployment, dataclasses.replace(point, nextn_accepted=0.0), batches, role.mode, pricer)):
+    for b, raw in zip(batches, run_static_batches(deployment, dataclasses.replace(point, nextn_accepted=0.0), batches, STATIC_MODES[role], pricer)):
         at_batch = dataclasses.replace(point, batch_size=b)
         phase = raw.context if role is Role.PREFILL else raw.generation
         ms = corrected_ms(phase, calibration.correction(role))
         context_ms, generation_ms = (ms, 0.0) if role is Role.PREFILL else (0.0, ms)
-        row = static_row(facts, deployment, at_batch, role.mode, context_ms, generation_ms, raw.memory)
+        row = static_row(facts, deployment, at_batch, STATIC_MODES[role], context_ms, generation_ms, raw.memory)
         row = round_row(row) if legacy else row
         if role is Role.DECODE and progress > 1.0:
-            row = project_speculative(row, progress, role.mode)
+            row = project_speculative(row, progress, STATIC_MODES[role])
             row = round_row(row) if legacy else row
         rows.append(WorkerRow(deployment, role, row, phase, raw.memory, progress if role is Role.DECODE else 1.0))
     return rows

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from estimator.caching import memo
-from estimator.deployment import Deployment
+from estimator.deployment import Deployment, Role
 from estimator.errors import InvalidInputError
 from estimator.models import PhaseOps, QuantModes, build_dense_ops, infer_quant, resolve_model_config
 from estimator.models.config import is_natively_modelled
 from estimator.perf.lanes import resolve_lane_order
 from estimator.perf.stack import StackTables, load_stack
+from estimator.perf.system_spec import load_system_spec
 from estimator.perf.versions import resolve_version
 from estimator.pricing.base import OpPrice, Pricer
 
@@ -60,19 +62,26 @@ def native_model(deployment: Deployment) -> NativeModel:
     return NativeModel(deployment, version, tables, quant, ops)
 
 
-@memo()
 def make_pricer(kind: str, deployment: Deployment) -> Pricer:
-    """A pricer of the given kind (one of PRICERS) bound to a deployment (cached per deployment)."""
+    """A pricer of the given kind (one of PRICERS) bound to a deployment (cached per deployment; a
+    worker whose GPUs fit in one node shares its agg twin's pricer: its role changes no price)."""
+    if deployment.role is not Role.AGG and deployment.tp * deployment.attention_dp <= load_system_spec(deployment.system).num_gpus_per_node:
+        deployment = dataclasses.replace(deployment, role=Role.AGG)
+    return _bound_pricer(kind, deployment)
+
+
+@memo()
+def _bound_pricer(kind: str, deployment: Deployment) -> Pricer:
     if kind == "native":
         from estimator.pricing.native import NativePricer
 
         model = native_model(deployment)
         return NativePricer(model.tables, model.ops.context, model.ops.generation)
     if kind in ("reference", "hybrid"):
-        from estimator.pricing.reference import ReferencePricer
+        from estimator.pricing.reference import ReferencePricer, wide_ep_stand_in
 
         version = resolve_version(deployment.system, deployment.backend.value, deployment.version)
-        return ReferencePricer(deployment, version, "HYBRID" if kind == "hybrid" else "SILICON")
+        return ReferencePricer(wide_ep_stand_in(deployment, version), version, "HYBRID" if kind == "hybrid" else "SILICON")
     raise InvalidInputError(f"unknown pricer {kind!r} (known: {', '.join(PRICERS)})")
 
 

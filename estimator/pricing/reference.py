@@ -7,6 +7,7 @@ Imports of aiconfigurator_core happen lazily so the native path never pays for t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 import os
@@ -67,11 +68,20 @@ class ReferencePricer:
 
     def __init__(self, deployment: Deployment, literal_version: str, mode: str = "SILICON"):
         _quiet_reference_logs()
+        try:
+            self._bind(deployment, literal_version, mode, large_ep=True)
+        except PerfDataMissingError:
+            if not takes_large_ep(deployment, literal_version):
+                raise
+            self._bind(deployment, literal_version, mode, large_ep=False)  # no data on the resolved graph: the fused one
+
+    def _bind(self, deployment: Deployment, literal_version: str, mode: str, large_ep: bool) -> None:
+        """Build the engine for the deployment's model (large_ep: see reference_model) and probe it."""
         import aiconfigurator_core
         from aiconfigurator_core.sdk.engine import EngineHandle
 
         try:
-            self.spec = reference_engine_spec(deployment, literal_version, mode)
+            self.spec = reference_engine_spec(deployment, literal_version, mode, large_ep)
             spec_bytes = bytes(aiconfigurator_core.engine_spec_bincode_from_json(json.dumps(self.spec)))
             self.handle = EngineHandle(spec_bytes)
         except EstimatorError:
@@ -142,11 +152,11 @@ class ReferencePricer:
         return [OpPrice(name, float(lat), src) for name, lat, _energy, src in rows]
 
 
-def reference_engine_spec(deployment: Deployment, literal_version: str, mode: str = "SILICON") -> dict:
+def reference_engine_spec(deployment: Deployment, literal_version: str, mode: str = "SILICON", large_ep: bool = True) -> dict:
     """The reference's EngineSpec (op lists included) for a deployment, built as its compile_engine does."""
     from aiconfigurator_core.sdk import engine as E
 
-    model = reference_model(deployment, literal_version)
+    model = reference_model(deployment, literal_version, large_ep)
     return json.loads(
         E.build_engine_spec_json(
             model,
@@ -162,41 +172,142 @@ def reference_engine_spec(deployment: Deployment, literal_version: str, mode: st
     )
 
 
-@memo(256)
-def reference_model(deployment: Deployment, literal_version: str):
-    """The reference's model object for a deployment, as the estimate CLI builds it: the parallel and
-    quant config, MTP, the data-driven fmha downgrade and the nvfp4 remap (reference errors translated)."""
-    _quiet_reference_logs()
+def _base_config(deployment: Deployment):
+    """The reference's ModelConfig of a deployment before any data-driven resolution: parallel sizes,
+    quant overrides and MTP (cli/api.py _build_model_config, _apply_nextn)."""
     from aiconfigurator_core.sdk.config_builders import apply_nextn, build_model_config
+
+    q = deployment.quant
+    moe_tp, moe_ep = moe_parallelism(deployment)
+    config = build_model_config(
+        tp_size=deployment.tp,
+        pp_size=deployment.pp,
+        attention_dp_size=deployment.attention_dp,
+        moe_tp_size=moe_tp,
+        moe_ep_size=moe_ep,
+        gemm_quant_mode=q.gemm,
+        kvcache_quant_mode=q.kvcache,
+        fmha_quant_mode=q.fmha,
+        moe_quant_mode=q.moe,
+        comm_quant_mode=q.comm,
+        forward_model=None,
+        attention_backend=None,
+    )
+    apply_nextn(config, deployment.nextn)
+    return config
+
+
+def takes_large_ep(deployment: Deployment, literal_version: str) -> bool:
+    """Whether the deployment's MoE takes a resolved cross-node all-to-all (with_large_ep_moe)."""
+    return reference_model(deployment, literal_version).config.moe_comm_backend is not None
+
+
+@memo(256)
+def reference_model(deployment: Deployment, literal_version: str, large_ep: bool = True):
+    """The reference's model object for a deployment, as the estimate CLI builds it: the parallel and
+    quant config, MTP, the cross-node MoE all-to-all of the worker's role (large_ep, with_large_ep_moe),
+    the data-driven fmha downgrade and the nvfp4 remap (reference errors translated)."""
+    _quiet_reference_logs()
     from aiconfigurator_core.sdk.models import get_model, resolve_context_fmha_by_data, resolve_nvfp4_for_system
 
-    q, backend = deployment.quant, deployment.backend.value
+    backend = deployment.backend.value
     try:
-        moe_tp, moe_ep = moe_parallelism(deployment)
-        config = build_model_config(
-            tp_size=deployment.tp,
-            pp_size=deployment.pp,
-            attention_dp_size=deployment.attention_dp,
-            moe_tp_size=moe_tp,
-            moe_ep_size=moe_ep,
-            gemm_quant_mode=q.gemm,
-            kvcache_quant_mode=q.kvcache,
-            fmha_quant_mode=q.fmha,
-            moe_quant_mode=q.moe,
-            comm_quant_mode=q.comm,
-            forward_model=None,
-            attention_backend=None,
-        )
-        apply_nextn(config, deployment.nextn)
+        config = _base_config(deployment)
         database = reference_database(deployment.system, backend, literal_version)
         model = reference_model_path(deployment.model)
-        resolve_context_fmha_by_data(config, model, database, backend, is_context_role=True)
+        if large_ep:
+            config = with_large_ep_moe(config, deployment, model, database)
+        if config.moe_comm_backend is None:  # a resolved large-EP tuple owns its attention labels (as the CLI keeps them)
+            resolve_context_fmha_by_data(config, model, database, backend, is_context_role=True)
         resolve_nvfp4_for_system(config, deployment.system, model, backend_name=backend)
         return get_model(model, config, backend)
     except EstimatorError:
         raise
     except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
         raise _translate(exc) from exc
+
+
+def with_large_ep_moe(config, deployment: Deployment, model_path: str, database):
+    """The model config with the MoE all-to-all the estimate CLI resolves for the worker's role, or
+    config itself where the CLI keeps the fused MoE graph or refuses the layout.
+
+    aiconfigurator 0.12.0's disagg estimate (cli/api.py L1959-1978) resolves the context phase for a
+    prefill worker and the generation phase for a decode worker (Role.large_ep_phases; its agg
+    estimate resolves none) through sdk.moe_comm_resolver.resolve_model_config_moe_comm: an
+    expert-parallel layout wider than a node takes the DeepEP / wide-EP all-to-all its tables cover,
+    and the WideEP op graph."""
+    try:
+        return _resolved(config, deployment, model_path, database) or config
+    except _Refused:
+        return config
+
+
+@memo()
+def wide_ep_stand_in(deployment: Deployment, literal_version: str) -> Deployment:
+    """The deployment whose ops price this one: itself, or, for a pure attention-DP worker (tp 1,
+    attention DP = EP) whose cross-node layout the CLI refuses for want of expert-compute data at its
+    width, the same worker at the next power-of-two width the CLI resolves. Tokens per rank are the
+    same, so each rank's token-expert pairs are unchanged (tokens x topk over the ranks) and its
+    experts fewer (estimator/docs/engine-settings.md, "cross-node expert parallelism"). The worker's
+    memory and KV facts stay its own (reference_model of the deployment)."""
+    if not deployment.role.large_ep_phases or deployment.tp != 1 or not is_moe_model(deployment.model):
+        return deployment
+    moe_tp, moe_ep = moe_parallelism(deployment)
+    if moe_tp != 1 or moe_ep != deployment.attention_dp or _resolves(deployment, literal_version) is not False:
+        return deployment
+    wider = moe_ep * 2
+    while wider <= routed_experts(reference_model_path(deployment.model)):
+        candidate = dataclasses.replace(deployment, attention_dp=wider, moe_ep=wider)
+        if _resolves(candidate, literal_version):
+            return candidate
+        wider *= 2
+    return deployment
+
+
+def _resolves(deployment: Deployment, literal_version: str) -> bool | None:
+    """True when the CLI resolves the worker's cross-node all-to-all, None when it keeps the fused
+    graph, False when it refuses the layout (reference errors translated)."""
+    try:
+        database = reference_database(deployment.system, deployment.backend.value, literal_version)
+        return _resolved(_base_config(deployment), deployment, reference_model_path(deployment.model), database) is not None or None
+    except _Refused:
+        return False
+    except EstimatorError:
+        raise
+    except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
+        raise _translate(exc) from exc
+
+
+class _Refused(Exception):
+    """The estimate CLI refuses a cross-node expert-parallel layout (no coverage, MoE TP across nodes)."""
+
+
+def _resolved(config, deployment: Deployment, model_path: str, database):
+    """A copy of config with the role's cross-node all-to-all resolved, or None where the CLI keeps
+    the fused graph (an agg worker, a dense model, EP 1, an intra-node layout); _Refused where it refuses."""
+    from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
+    from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
+
+    if not deployment.role.large_ep_phases:
+        return None
+    q, resolved = deployment.quant, copy.deepcopy(config)
+    try:
+        backends = resolve_model_config_moe_comm(resolved, model_path=model_path, backend_name=deployment.backend.value,
+                                                 database=database, required_phases=deployment.role.large_ep_phases,
+                                                 fmha_quant_mode_explicit=q.fmha is not None,
+                                                 kvcache_quant_mode_explicit=q.kvcache is not None)  # fmt: skip
+    except (PerfDataNotAvailableError, ValueError) as exc:
+        raise _Refused from exc
+    return None if backends is None else resolved
+
+
+@memo()
+def routed_experts(model_path: str) -> int:
+    """The routed experts of a reference MoE model: the widest EP a layout can have."""
+    from aiconfigurator.sdk.models import _get_model_info
+    from aiconfigurator.sdk.models.blocks.moe import MoEBlockShape
+
+    return int(MoEBlockShape.from_model_info(_get_model_info(model_path)).num_experts)
 
 
 @memo()

@@ -1,0 +1,85 @@
+"""Expert parallelism wider than a node: the MoE all-to-all a worker's role resolves (a disaggregated
+prefill worker its context phase, a decode worker its generation phase; agg none, as the estimate
+CLI), the next covered width where the tables skip the layout's own, and the fused graph where the
+resolved one has no data. Parity with the CLI's disagg estimate: parity/test_disagg_parity.py."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from estimator.closedloop.runs import disagg_run
+from estimator.deployment import Deployment, Role
+from estimator.disagg import DisaggPoint
+from estimator.errors import InvalidInputError
+from estimator.perf.versions import resolve_version
+from estimator.pricing import make_pricer, reference
+from estimator.scheduler.facts import deployment_facts
+
+pytestmark = pytest.mark.reference
+
+
+def dep(ep: int, system: str = "gb200", backend: str = "sglang", role: Role = Role.AGG) -> Deployment:
+    """DeepSeek-V3 with attention DP = EP = ep (tp 1): gb200/gb300 hold 4 GPUs a node, b200 8."""
+    return Deployment("deepseek-ai/DeepSeek-V3", system, backend, tp=1, attention_dp=ep, moe_tp=1, moe_ep=ep, role=role)
+
+
+def context_ms(deployment: Deployment, tokens: int = 1024) -> dict[str, float]:
+    return {p.name: p.latency_ms for p in make_pricer("reference", deployment).context_ops(1, tokens)}
+
+
+def takes_large_ep(deployment: Deployment) -> bool:
+    return reference.takes_large_ep(deployment, resolve_version(deployment.system, deployment.backend.value, deployment.version))
+
+
+def test_a_prefill_worker_wider_than_a_node_prices_the_wide_ep_graph_and_an_agg_worker_the_fused_one():
+    wide, fused = make_pricer("reference", dep(16, role=Role.PREFILL)), make_pricer("reference", dep(16))
+    assert "context_moe_dispatch" in wide.context_names and "context_moe_dispatch" not in fused.context_names
+    assert takes_large_ep(dep(16, role=Role.PREFILL)) and not takes_large_ep(dep(16))
+
+
+def test_a_decode_worker_resolves_its_generation_phase_only():
+    decode = make_pricer("reference", dep(32, role=Role.DECODE))
+    assert "generation_moe_dispatch" in decode.generation_names
+    assert "context_moe_dispatch" not in decode.context_names  # the context phase keeps the fused graph
+
+
+def test_a_worker_within_one_node_shares_the_agg_pricer():
+    assert make_pricer("reference", dep(8, "b200_sxm", role=Role.PREFILL)) is make_pricer("reference", dep(8, "b200_sxm"))
+
+
+def test_a_width_the_compute_table_skips_is_priced_at_the_next_covered_width_with_the_same_tokens_per_rank():
+    """SGLang's gb200 wide-EP context MoE table holds EP 2, 4, 16, ... and no 8, so the CLI refuses a
+    DEP8 prefill worker; it is priced as the DEP16 one at the same tokens per rank, not on the fused graph."""
+    from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
+    from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
+
+    dep8 = dep(8, role=Role.PREFILL)
+    with pytest.raises(PerfDataNotAvailableError, match="moe_ep=8"):
+        resolve_model_config_moe_comm(reference._base_config(dep8), model_path=dep8.model, backend_name="sglang", required_phases=("context",),
+                                      database=reference.reference_database("gb200", "sglang", "0.5.14"))  # fmt: skip
+    assert context_ms(dep8) == context_ms(dep(16, role=Role.PREFILL))
+    assert sum(context_ms(dep8).values()) < sum(context_ms(dep(8)).values())  # the fused DEP8 graph: 193 vs 142 ms
+    ours, own = deployment_facts(dep8), deployment_facts(dep(8))  # its memory is its own: 8 ranks, the fused config
+    assert dataclasses.replace(ours, kv_bytes_per_sequence=None) == dataclasses.replace(own, kv_bytes_per_sequence=None)
+    assert ours.kv_bytes_per_sequence(4096) == own.kv_bytes_per_sequence(4096)
+
+
+def test_a_resolved_graph_without_data_falls_back_to_the_fused_graph():
+    """TRT-LLM's gb200 decode tables have no wide-EP generation data for DeepSeek-V3 at this width."""
+    decode = dep(16, backend="trtllm", role=Role.DECODE)
+    assert takes_large_ep(decode)
+    ours, agg = make_pricer("reference", decode), make_pricer("reference", dep(16, backend="trtllm"))
+    assert ours.generation_names == agg.generation_names
+    assert [p.latency_ms for p in ours.generation_ops(8, 2048)] == [p.latency_ms for p in agg.generation_ops(8, 2048)]
+
+
+def test_the_replay_prices_each_disagg_worker_for_its_role():
+    run = disagg_run(dep(8), dep(32), DisaggPoint(1024, 256, 1, 1, 16, 1), concurrency=8)
+    assert (run.prefill.role, run.decode.role) == (Role.PREFILL, Role.DECODE)
+
+
+def test_an_unknown_role_is_refused():
+    with pytest.raises(InvalidInputError, match="unknown worker role 'router'"):
+        dataclasses.replace(dep(8), role="router")
