@@ -1,7 +1,8 @@
 """Expert parallelism wider than a node: the MoE all-to-all a worker's role resolves (a disaggregated
 prefill worker its context phase, a decode worker its generation phase; agg none, as the estimate
-CLI), the next covered width where the tables skip the layout's own, and the fused graph where the
-resolved one has no data. Parity with the CLI's disagg estimate: parity/test_disagg_parity.py."""
+CLI), the next covered width where the tables skip the layout's own, the fused graph for the other
+phase and where the resolved one has no data, and TensorRT-LLM's NVLink all-to-all within a rack.
+Parity with the CLI's disagg estimate: parity/test_disagg_parity.py."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def test_a_prefill_worker_wider_than_a_node_prices_the_wide_ep_graph_and_an_agg_
 
 def test_a_decode_worker_resolves_its_generation_phase_only():
     decode = make_pricer("reference", dep(32, role=Role.DECODE))
-    assert "generation_moe_dispatch" in decode.generation_names
+    assert decode.large_ep_phases == ("generation",) and "generation_moe_dispatch" in decode.generation_names
     assert "context_moe_dispatch" not in decode.context_names  # the context phase keeps the fused graph
 
 
@@ -66,13 +67,35 @@ def test_a_width_the_compute_table_skips_is_priced_at_the_next_covered_width_wit
     assert ours.kv_bytes_per_sequence(4096) == own.kv_bytes_per_sequence(4096)
 
 
-def test_a_resolved_graph_without_data_falls_back_to_the_fused_graph():
-    """TRT-LLM's gb200 decode tables have no wide-EP generation data for DeepSeek-V3 at this width."""
+def test_a_worker_prices_its_own_phase_on_the_resolved_graph_and_the_other_on_the_fused_one():
+    """The CLI prices a decode worker's generation phase only; its context phase (no data on the
+    resolved graph here: TRT-LLM h100 wide-EP context attention) keeps the fused graph."""
+    decode, agg = make_pricer("reference", dep(16, "h100_sxm", "trtllm", Role.DECODE)), make_pricer("reference", dep(16, "h100_sxm", "trtllm"))
+    assert decode.large_ep_phases == ("generation",)
+    assert [p.latency_ms for p in decode.generation_ops(8, 2048)] != [p.latency_ms for p in agg.generation_ops(8, 2048)]
+    assert [p.latency_ms for p in decode.context_ops(2, 1024)] == [p.latency_ms for p in agg.context_ops(2, 1024)]
+
+
+def test_a_resolved_graph_without_data_for_the_worker_s_own_phase_falls_back_to_the_fused_graph():
+    prefill = dep(16, "h100_sxm", "trtllm", Role.PREFILL)
+    assert takes_large_ep(prefill)
+    ours, agg = make_pricer("reference", prefill), make_pricer("reference", dep(16, "h100_sxm", "trtllm"))
+    assert ours.large_ep_phases == ()
+    assert [p.latency_ms for p in ours.context_ops(2, 1024)] == [p.latency_ms for p in agg.context_ops(2, 1024)]
+
+
+def test_tensorrt_llm_within_an_nvlink_rack_keeps_the_fused_graph_where_the_cli_resolves_deepep():
+    """TensorRT-LLM takes its NVLink all-to-all on gb200/gb300 (the fused graph's TrtllmAlltoall
+    dispatch); the CLI would resolve DeepEP low-latency for the decode worker."""
+    from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
+
     decode = dep(16, backend="trtllm", role=Role.DECODE)
-    assert takes_large_ep(decode)
-    ours, agg = make_pricer("reference", decode), make_pricer("reference", dep(16, backend="trtllm"))
-    assert ours.generation_names == agg.generation_names
-    assert [p.latency_ms for p in ours.generation_ops(8, 2048)] == [p.latency_ms for p in agg.generation_ops(8, 2048)]
+    version = resolve_version("gb200", "trtllm", None)
+    cli = resolve_model_config_moe_comm(reference._base_config(decode), model_path=decode.model, backend_name="trtllm",
+                                        required_phases=("generation",), database=reference.reference_database("gb200", "trtllm", version))  # fmt: skip
+    assert cli == {"generation": "trtllm_deepep_ll"}
+    assert reference.trtllm_nvlink_all_to_all(decode) and not takes_large_ep(decode)
+    assert make_pricer("reference", decode).generation_names == make_pricer("reference", dep(16, backend="trtllm")).generation_names
 
 
 def test_the_replay_prices_each_disagg_worker_for_its_role():

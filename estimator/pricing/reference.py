@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from estimator.caching import memo
-from estimator.deployment import Deployment
+from estimator.deployment import Backend, Deployment
 from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError, UnknownModelError
 from estimator.models.config import model_architecture
+from estimator.perf.system_spec import load_system_spec
 from estimator.pricing.base import OpPrice
 
 DATABASE_MODES = ("SILICON", "HYBRID")  # HYBRID: SILICON, and the reference's empirical transfer on a miss
@@ -62,47 +63,47 @@ def _translate(exc: Exception) -> EstimatorError:
 
 
 class ReferencePricer:
-    """Prices through aiconfigurator_core.sdk.engine.EngineHandle (see estimator.pricing.base.Pricer)."""
+    """Prices through aiconfigurator_core.sdk.engine.EngineHandle (see estimator.pricing.base.Pricer).
+
+    A disaggregated worker whose MoE takes a resolved cross-node all-to-all (takes_large_ep) prices
+    the phase its role runs on that graph and the other phase on the fused graph, as the CLI prices
+    only the role's own phase; where the resolved graph has no data, both take the fused graph."""
 
     kind = "reference"
 
     def __init__(self, deployment: Deployment, literal_version: str, mode: str = "SILICON"):
         _quiet_reference_logs()
+        self.spec, self.handle = _engine(deployment, literal_version, mode, large_ep=True)
+        fused = _engine(deployment, literal_version, mode, large_ep=False) if takes_large_ep(deployment, literal_version) else None
+        self.large_ep_phases = deployment.role.large_ep_phases if fused is not None else ()  # phases on the resolved graph
+        own = {phase: (self.spec, self.handle) for phase in PHASES}
         try:
-            self._bind(deployment, literal_version, mode, large_ep=True)
+            self._bind({p: own[p] if p in self.large_ep_phases else fused or own[p] for p in PHASES})
         except PerfDataMissingError:
-            if not takes_large_ep(deployment, literal_version):
+            if fused is None:
                 raise
-            self._bind(deployment, literal_version, mode, large_ep=False)  # no data on the resolved graph: the fused one
+            self.large_ep_phases = ()
+            self._bind(dict.fromkeys(PHASES, fused))  # no data on the resolved graph: the fused one
 
-    def _bind(self, deployment: Deployment, literal_version: str, mode: str, large_ep: bool) -> None:
-        """Build the engine for the deployment's model (large_ep: see reference_model) and probe it."""
-        import aiconfigurator_core
-        from aiconfigurator_core.sdk.engine import EngineHandle
-
-        try:
-            self.spec = reference_engine_spec(deployment, literal_version, mode, large_ep)
-            spec_bytes = bytes(aiconfigurator_core.engine_spec_bincode_from_json(json.dumps(self.spec)))
-            self.handle = EngineHandle(spec_bytes)
-        except EstimatorError:
-            raise
-        except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
-            raise _translate(exc) from exc
+    def _bind(self, engines: dict[str, tuple[dict, object]]) -> None:
+        """Price each phase with its (spec, handle) and probe."""
+        self._engines = {phase: handle for phase, (_, handle) in engines.items()}
+        self._spec_ops = {phase: spec[f"{phase}_ops"] for phase, (spec, _) in engines.items()}
         # spec ops to evaluate; an op may answer for several spec entries (e.g. per-window attention),
         # so the priced rows are counted from a probe
-        self._context_ids = list(range(len(self.spec["context_ops"])))
-        self._generation_ids = list(range(len(self.spec["generation_ops"])))
+        self._context_ids = list(range(len(self._spec_ops["context"])))
+        self._generation_ids = list(range(len(self._spec_ops["generation"])))
         self._probe()
 
     def restricted(self, context_names: frozenset[str], generation_names: frozenset[str]) -> ReferencePricer:
-        """A view pricing only the named ops (same engine), e.g. attention alone for large grids (cached)."""
+        """A view pricing only the named ops (same engines), e.g. attention alone for large grids (cached)."""
         views = self.__dict__.setdefault("_views", {})
         key = (frozenset(context_names), frozenset(generation_names))
         if key not in views:
             view = copy.copy(self)
             view._views = {}
-            view._context_ids = [i for i in self._context_ids if _op_name(self.spec["context_ops"][i]) in key[0]]
-            view._generation_ids = [i for i in self._generation_ids if _op_name(self.spec["generation_ops"][i]) in key[1]]
+            view._context_ids = [i for i in self._context_ids if _op_name(self._spec_ops["context"][i]) in key[0]]
+            view._generation_ids = [i for i in self._generation_ids if _op_name(self._spec_ops["generation"][i]) in key[1]]
             view._probe()
             views[key] = view
         return views[key]
@@ -119,7 +120,7 @@ class ReferencePricer:
 
     def context_many(self, shapes, scale: float = 1.0):
         """Per-op latencies (ms) at each (batch, s, prefix) row: float64[n, n_context]."""
-        evaluate, ids, scale = self.handle._engine.evaluate_context_ops, self._context_ids, float(scale)
+        evaluate, ids, scale = self._engines["context"]._engine.evaluate_context_ops, self._context_ids, float(scale)
         rows = np.asarray(shapes, dtype=np.float64)[:, :3].astype(np.int64).tolist()
         try:
             out = [[op[1] for op in evaluate(ids, b, s, p, scale, None)] for b, s, p in rows]
@@ -129,7 +130,7 @@ class ReferencePricer:
 
     def generation_many(self, shapes, scale: float = 1.0):
         """Per-op latencies (ms) at each (batch, s) row: float64[n, n_generation]."""
-        evaluate, ids, scale = self.handle._engine.evaluate_generation_ops, self._generation_ids, float(scale)
+        evaluate, ids, scale = self._engines["generation"]._engine.evaluate_generation_ops, self._generation_ids, float(scale)
         rows = np.asarray(shapes, dtype=np.float64)[:, :2].astype(np.int64).tolist()
         try:
             out = [[op[1] for op in evaluate(ids, b, s, scale, 0, None)] for b, s in rows]
@@ -139,17 +140,38 @@ class ReferencePricer:
 
     def context_ops(self, batch_size: int, s: int, prefix: int = 0, scale: float = 1.0) -> list[OpPrice]:
         try:
-            rows = self.handle.evaluate_context_ops(self._context_ids, batch_size=batch_size, s=s, prefix=prefix, seq_imbalance_correction_scale=scale)
+            rows = self._engines["context"].evaluate_context_ops(
+                self._context_ids, batch_size=batch_size, s=s, prefix=prefix, seq_imbalance_correction_scale=scale
+            )
         except Exception as exc:
             raise _translate(exc) from exc
         return [OpPrice(name, float(lat), src) for name, lat, _energy, src in rows]
 
     def generation_ops(self, batch_size: int, s: int, scale: float = 1.0) -> list[OpPrice]:
         try:
-            rows = self.handle.evaluate_generation_ops(self._generation_ids, batch_size=batch_size, s=s, gen_seq_imbalance_correction_scale=scale)
+            rows = self._engines["generation"].evaluate_generation_ops(
+                self._generation_ids, batch_size=batch_size, s=s, gen_seq_imbalance_correction_scale=scale
+            )
         except Exception as exc:
             raise _translate(exc) from exc
         return [OpPrice(name, float(lat), src) for name, lat, _energy, src in rows]
+
+
+PHASES = ("context", "generation")
+
+
+def _engine(deployment: Deployment, literal_version: str, mode: str, large_ep: bool) -> tuple[dict, object]:
+    """The reference's EngineSpec of the deployment's model (large_ep: see reference_model) and its EngineHandle."""
+    import aiconfigurator_core
+    from aiconfigurator_core.sdk.engine import EngineHandle
+
+    try:
+        spec = reference_engine_spec(deployment, literal_version, mode, large_ep)
+        return spec, EngineHandle(bytes(aiconfigurator_core.engine_spec_bincode_from_json(json.dumps(spec))))
+    except EstimatorError:
+        raise
+    except Exception as exc:  # the reference raises bare ValueError/KeyError/AssertionError
+        raise _translate(exc) from exc
 
 
 def reference_engine_spec(deployment: Deployment, literal_version: str, mode: str = "SILICON", large_ep: bool = True) -> dict:
@@ -282,13 +304,26 @@ class _Refused(Exception):
     """The estimate CLI refuses a cross-node expert-parallel layout (no coverage, MoE TP across nodes)."""
 
 
+def trtllm_nvlink_all_to_all(deployment: Deployment) -> bool:
+    """Whether a TensorRT-LLM worker's MoE all-to-all runs over NVLink across nodes: its GPUs fit the
+    system's multi-node NVLink domain (gb200/gb300: a 72-GPU rack). TensorRT-LLM then takes its NVLink
+    all-to-all (CommunicationFactory.create_strategy: NVLinkOneSided, then NVLinkTwoSided, before
+    NcclEP and DeepEP; earlier releases' select_alltoall_method_type: MNNVL first), which the fused graph's
+    TrtllmAlltoall dispatch prices, not the DeepEP all-to-all the CLI resolves for it."""
+    if deployment.backend is not Backend.TRTLLM:
+        return False
+    rack = load_system_spec(deployment.system).num_gpus_per_rack
+    return rack is not None and deployment.tp * deployment.attention_dp <= rack
+
+
 def _resolved(config, deployment: Deployment, model_path: str, database):
     """A copy of config with the role's cross-node all-to-all resolved, or None where the CLI keeps
-    the fused graph (an agg worker, a dense model, EP 1, an intra-node layout); _Refused where it refuses."""
+    the fused graph (an agg worker, a dense model, EP 1, an intra-node layout) or TensorRT-LLM runs
+    its NVLink all-to-all; _Refused where the CLI refuses the layout."""
     from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
     from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
 
-    if not deployment.role.large_ep_phases:
+    if not deployment.role.large_ep_phases or trtllm_nvlink_all_to_all(deployment):
         return None
     q, resolved = deployment.quant, copy.deepcopy(config)
     try:
