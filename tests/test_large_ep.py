@@ -15,7 +15,7 @@ from estimator.deployment import Deployment, Role
 from estimator.disagg import DisaggPoint
 from estimator.errors import InvalidInputError
 from estimator.perf.versions import resolve_version
-from estimator.pricing import make_pricer, reference
+from estimator.pricing import large_ep_note, make_pricer, reference
 from estimator.scheduler.facts import deployment_facts
 
 pytestmark = pytest.mark.reference
@@ -106,3 +106,11 @@ def test_the_replay_prices_each_disagg_worker_for_its_role():
 def test_an_unknown_role_is_refused():
     with pytest.raises(InvalidInputError, match="unknown worker role 'router'"):
         dataclasses.replace(dep(8), role="router")
+
+
+def test_a_row_s_note_names_how_each_worker_s_all_to_all_is_priced():
+    assert large_ep_note(dep(8, role=Role.PREFILL)) == "prefill worker: wide-EP all-to-all at EP 16 (the tables skip EP 8; same tokens per rank)"
+    assert large_ep_note(dep(32, role=Role.DECODE)) == "decode worker: wide-EP all-to-all"
+    assert "NVLink all-to-all" in large_ep_note(dep(16, backend="trtllm", role=Role.DECODE))
+    assert "no data for its phase" in large_ep_note(dep(16, "h100_sxm", "trtllm", Role.PREFILL))
+    assert large_ep_note(dep(16)) == large_ep_note(dep(8, "b200_sxm", role=Role.PREFILL)) == ""  # agg; within one node

@@ -32,9 +32,11 @@ from types import MappingProxyType
 from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
 from estimator.closedloop.stats import LatencyStats
+from estimator.deployment import Role
 from estimator.disagg import DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
+from estimator.pricing import large_ep_note
 from estimator.report import KV_CAP_NOTE, METHOD_NAMES
 from estimator.report.ablation import MECHANISMS, PREFIX, Mechanism
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
@@ -177,7 +179,15 @@ def pricing(row: MappedRow) -> tuple[str, str]:
         caveats = [HYBRID_NOTE]
     if choice.via_ep:
         label, caveats = label + MOE_TP_AS_EP, [*caveats, LAYOUT_NOTE]
-    return label, "; ".join(caveats)
+    return label, "; ".join([*caveats, *_large_ep_notes(choice.inputs)])
+
+
+def _large_ep_notes(inputs: AggInputs | DisaggInputs) -> list[str]:
+    """How each disaggregated worker's cross-node MoE all-to-all is priced (pricing.reference.large_ep_note)."""
+    if not isinstance(inputs, DisaggInputs) or inputs.pricer == "native":
+        return []
+    workers = ((inputs.prefill, Role.PREFILL), (inputs.decode, Role.DECODE))
+    return [n for n in (large_ep_note(dataclasses.replace(d, role=role)) for d, role in workers) if n]
 
 
 def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = None):
