@@ -304,10 +304,10 @@ class _Refused(Exception):
     """The estimate CLI refuses a cross-node expert-parallel layout (no coverage, MoE TP across nodes)."""
 
 
-def large_ep_note(deployment: Deployment, literal_version: str) -> str:
-    """How a disaggregated worker's cross-node MoE all-to-all is priced, for a row's note: the graph
-    its role's phase takes and any departure from the estimate CLI ("" for an agg worker, a dense
-    model or a worker within one node)."""
+def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "reference") -> str:
+    """How a disaggregated worker's cross-node MoE all-to-all is priced by the `kind` pricer
+    (reference | hybrid), for a row's note: the graph its role's phase takes and any departure from
+    the estimate CLI ("" for an agg worker, a dense model or a worker within one node)."""
     role, spec = deployment.role, load_system_spec(deployment.system)
     if not role.large_ep_phases or deployment.tp * deployment.attention_dp <= spec.num_gpus_per_node or not is_moe_model(deployment.model):
         return ""
@@ -318,7 +318,7 @@ def large_ep_note(deployment: Deployment, literal_version: str) -> str:
     stand_in = wide_ep_stand_in(deployment, literal_version)
     if not takes_large_ep(stand_in, literal_version):
         return ""  # the CLI refuses the layout and no covered width stands in: the fused graph, as before
-    if not make_pricer("reference", deployment).large_ep_phases:
+    if not make_pricer(kind, deployment).large_ep_phases:
         return f"{role.value} worker: the wide-EP graph has no data for its phase, priced on the fused graph"
     width = f" at EP {stand_in.moe_ep} (the tables skip EP {deployment.moe_ep}; same tokens per rank)" if stand_in != deployment else ""
     return f"{role.value} worker: wide-EP all-to-all{width}"
