@@ -84,18 +84,20 @@ def test_a_resolved_graph_without_data_for_the_worker_s_own_phase_falls_back_to_
     assert [p.latency_ms for p in ours.context_ops(2, 1024)] == [p.latency_ms for p in agg.context_ops(2, 1024)]
 
 
-def test_tensorrt_llm_within_an_nvlink_rack_keeps_the_fused_graph_where_the_cli_resolves_deepep():
+@pytest.mark.parametrize(("backend", "cli_backend"), [("trtllm", "trtllm_deepep_ll"), ("vllm", "deepep_ll")])
+def test_a_framework_running_its_own_all_to_all_keeps_the_fused_graph_where_the_cli_resolves_deepep(backend, cli_backend):
     """TensorRT-LLM takes its NVLink all-to-all on gb200/gb300 (the fused graph's TrtllmAlltoall
-    dispatch); the CLI would resolve DeepEP low-latency for the decode worker."""
+    dispatch); vLLM its --all2all-backend (default allgather_reducescatter). The CLI would resolve
+    DeepEP low-latency for either decode worker."""
     from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
 
-    decode = dep(16, backend="trtllm", role=Role.DECODE)
-    version = resolve_version("gb200", "trtllm", None)
-    cli = resolve_model_config_moe_comm(reference._base_config(decode), model_path=decode.model, backend_name="trtllm",
-                                        required_phases=("generation",), database=reference.reference_database("gb200", "trtllm", version))  # fmt: skip
-    assert cli == {"generation": "trtllm_deepep_ll"}
-    assert reference.trtllm_nvlink_all_to_all(decode) and not takes_large_ep(decode)
-    assert make_pricer("reference", decode).generation_names == make_pricer("reference", dep(16, backend="trtllm")).generation_names
+    decode = dep(16, backend=backend, role=Role.DECODE)
+    version = resolve_version("gb200", backend, None)
+    cli = resolve_model_config_moe_comm(reference._base_config(decode), model_path=decode.model, backend_name=backend,
+                                        required_phases=("generation",), database=reference.reference_database("gb200", backend, version))  # fmt: skip
+    assert cli == {"generation": cli_backend}
+    assert reference.own_all_to_all(decode) and not takes_large_ep(decode)
+    assert make_pricer("reference", decode).generation_names == make_pricer("reference", dep(16, backend=backend)).generation_names
 
 
 def test_the_replay_prices_each_disagg_worker_for_its_role():

@@ -311,8 +311,9 @@ def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "ref
     role, spec = deployment.role, load_system_spec(deployment.system)
     if not role.large_ep_phases or deployment.tp * deployment.attention_dp <= spec.num_gpus_per_node or not is_moe_model(deployment.model):
         return ""
-    if trtllm_nvlink_all_to_all(deployment):
-        return f"{role.value} worker: TensorRT-LLM's NVLink all-to-all within the rack (the fused graph; the CLI would price DeepEP)"
+    own = own_all_to_all(deployment)
+    if own:
+        return f"{role.value} worker: {own} (the fused graph; the CLI would price DeepEP)"
     from estimator.pricing import make_pricer
 
     stand_in = wide_ep_stand_in(deployment, literal_version)
@@ -324,26 +325,34 @@ def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "ref
     return f"{role.value} worker: wide-EP all-to-all{width}"
 
 
-def trtllm_nvlink_all_to_all(deployment: Deployment) -> bool:
-    """Whether a TensorRT-LLM worker's MoE all-to-all runs over NVLink across nodes: its GPUs fit the
-    system's multi-node NVLink domain (gb200/gb300: a 72-GPU rack). TensorRT-LLM then takes its NVLink
-    all-to-all (CommunicationFactory.create_strategy: NVLinkOneSided, then NVLinkTwoSided, before
-    NcclEP and DeepEP; earlier releases' select_alltoall_method_type: MNNVL first), which the fused graph's
-    TrtllmAlltoall dispatch prices, not the DeepEP all-to-all the CLI resolves for it."""
-    if deployment.backend is not Backend.TRTLLM:
-        return False
+def own_all_to_all(deployment: Deployment) -> str:
+    """The framework's own all-to-all where it is not the DeepEP one the CLI resolves, for the note
+    ("" where the CLI's resolution stands: SGLang, whose wide-EP recipes set --moe-a2a-backend
+    deepep, and TensorRT-LLM outside a multi-node NVLink domain). Such a worker keeps the fused graph.
+
+    * vLLM takes --all2all-backend, default allgather_reducescatter (vllm/config/parallel.py
+      ParallelConfig.all2all_backend); srt-slurm's GB200 Kimi-K2.5 recipes set
+      flashinfer_nvlink_one_sided.
+    * TensorRT-LLM within a multi-node NVLink domain (gb200/gb300: a 72-GPU rack) takes its NVLink
+      all-to-all (CommunicationFactory.create_strategy: NVLinkOneSided, then NVLinkTwoSided, before
+      NcclEP and DeepEP; earlier releases' select_alltoall_method_type: MNNVL first), which the fused
+      graph's TrtllmAlltoall dispatch prices."""
+    if deployment.backend is Backend.VLLM:
+        return "vLLM's --all2all-backend, not DeepEP"
     rack = load_system_spec(deployment.system).num_gpus_per_rack
-    return rack is not None and deployment.tp * deployment.attention_dp <= rack
+    if deployment.backend is Backend.TRTLLM and rack is not None and deployment.tp * deployment.attention_dp <= rack:
+        return "TensorRT-LLM's NVLink all-to-all within the rack"
+    return ""
 
 
 def _resolved(config, deployment: Deployment, model_path: str, database):
     """A copy of config with the role's cross-node all-to-all resolved, or None where the CLI keeps
-    the fused graph (an agg worker, a dense model, EP 1, an intra-node layout) or TensorRT-LLM runs
-    its NVLink all-to-all; _Refused where the CLI refuses the layout."""
+    the fused graph (an agg worker, a dense model, EP 1, an intra-node layout) or the framework runs
+    its own all-to-all (own_all_to_all); _Refused where the CLI refuses the layout."""
     from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
     from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
 
-    if not deployment.role.large_ep_phases or trtllm_nvlink_all_to_all(deployment):
+    if not deployment.role.large_ep_phases or own_all_to_all(deployment):
         return None
     q, resolved = deployment.quant, copy.deepcopy(config)
     try:
