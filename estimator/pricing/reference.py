@@ -258,6 +258,8 @@ def with_large_ep_moe(config, deployment: Deployment, model_path: str, database)
     estimate resolves none) through sdk.moe_comm_resolver.resolve_model_config_moe_comm: an
     expert-parallel layout wider than a node takes the DeepEP / wide-EP all-to-all its tables cover,
     and the WideEP op graph."""
+    if own_all_to_all(deployment):
+        return config
     try:
         return _resolved(config, deployment, model_path, database) or config
     except _Refused:
@@ -272,7 +274,7 @@ def wide_ep_stand_in(deployment: Deployment, literal_version: str) -> Deployment
     same, so each rank's token-expert pairs are unchanged (tokens x topk over the ranks) and its
     experts fewer (estimator/docs/engine-settings.md, "cross-node expert parallelism"). The worker's
     memory and KV facts stay its own (reference_model of the deployment)."""
-    if not deployment.role.large_ep_phases or deployment.tp != 1 or not is_moe_model(deployment.model):
+    if not deployment.role.large_ep_phases or deployment.tp != 1 or not is_moe_model(deployment.model) or own_all_to_all(deployment):
         return deployment
     moe_tp, moe_ep = moe_parallelism(deployment)
     if moe_tp != 1 or moe_ep != deployment.attention_dp or _resolves(deployment, literal_version) is not False:
@@ -291,7 +293,8 @@ def _resolves(deployment: Deployment, literal_version: str) -> bool | None:
     graph, False when it refuses the layout (reference errors translated)."""
     try:
         database = reference_database(deployment.system, deployment.backend.value, literal_version)
-        return _resolved(_base_config(deployment), deployment, reference_model_path(deployment.model), database) is not None or None
+        resolved = _resolved(_base_config(deployment), deployment, reference_model_path(deployment.model), database)
+        return True if resolved is not None else None
     except _Refused:
         return False
     except EstimatorError:
@@ -313,7 +316,8 @@ def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "ref
         return ""
     own = own_all_to_all(deployment)
     if own:
-        return f"{role.value} worker: {own} (the fused graph; the CLI would price DeepEP)"
+        cli = "; the CLI would price DeepEP" if _resolves(deployment, literal_version) else ""
+        return f"{role.value} worker: {own} (the fused graph{cli})"
     from estimator.pricing import make_pricer
 
     stand_in = wide_ep_stand_in(deployment, literal_version)
@@ -328,7 +332,8 @@ def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "ref
 def own_all_to_all(deployment: Deployment) -> str:
     """The framework's own all-to-all where it is not the DeepEP one the CLI resolves, for the note
     ("" where the CLI's resolution stands: SGLang, whose wide-EP recipes set --moe-a2a-backend
-    deepep, and TensorRT-LLM outside a multi-node NVLink domain). Such a worker keeps the fused graph.
+    deepep, and TensorRT-LLM outside a multi-node NVLink domain). Such a worker keeps the fused graph
+    (with_large_ep_moe, wide_ep_stand_in).
 
     * vLLM takes --all2all-backend, default allgather_reducescatter (vllm/config/parallel.py
       ParallelConfig.all2all_backend); srt-slurm's GB200 Kimi-K2.5 recipes set
@@ -346,13 +351,13 @@ def own_all_to_all(deployment: Deployment) -> str:
 
 
 def _resolved(config, deployment: Deployment, model_path: str, database):
-    """A copy of config with the role's cross-node all-to-all resolved, or None where the CLI keeps
-    the fused graph (an agg worker, a dense model, EP 1, an intra-node layout) or the framework runs
-    its own all-to-all (own_all_to_all); _Refused where the CLI refuses the layout."""
+    """A copy of config with the role's cross-node all-to-all resolved as the CLI resolves it, or None
+    where the CLI keeps the fused graph (an agg worker, a dense model, EP 1, an intra-node layout);
+    _Refused where it refuses the layout."""
     from aiconfigurator.sdk.moe_comm_resolver import resolve_model_config_moe_comm
     from aiconfigurator_core.sdk.errors import PerfDataNotAvailableError
 
-    if not deployment.role.large_ep_phases or own_all_to_all(deployment):
+    if not deployment.role.large_ep_phases:
         return None
     q, resolved = deployment.quant, copy.deepcopy(config)
     try:
