@@ -68,20 +68,21 @@ def test_a_width_the_compute_table_skips_is_priced_at_the_next_covered_width_wit
 
 
 def test_a_worker_prices_its_own_phase_on_the_resolved_graph_and_the_other_on_the_fused_one():
-    """The CLI prices a decode worker's generation phase only; its context phase (no data on the
-    resolved graph here: TRT-LLM h100 wide-EP context attention) keeps the fused graph."""
-    decode, agg = make_pricer("reference", dep(16, "h100_sxm", "trtllm", Role.DECODE)), make_pricer("reference", dep(16, "h100_sxm", "trtllm"))
+    """The CLI prices a decode worker's generation phase only; its context phase keeps the fused graph."""
+    decode, agg = make_pricer("reference", dep(32, role=Role.DECODE)), make_pricer("reference", dep(32))
     assert decode.large_ep_phases == ("generation",)
     assert [p.latency_ms for p in decode.generation_ops(8, 2048)] != [p.latency_ms for p in agg.generation_ops(8, 2048)]
     assert [p.latency_ms for p in decode.context_ops(2, 1024)] == [p.latency_ms for p in agg.context_ops(2, 1024)]
 
 
-def test_a_resolved_graph_without_data_for_the_worker_s_own_phase_falls_back_to_the_fused_graph():
-    prefill = dep(16, "h100_sxm", "trtllm", Role.PREFILL)
-    assert takes_large_ep(prefill)
-    ours, agg = make_pricer("reference", prefill), make_pricer("reference", dep(16, "h100_sxm", "trtllm"))
-    assert ours.large_ep_phases == ()
-    assert [p.latency_ms for p in ours.context_ops(2, 1024)] == [p.latency_ms for p in agg.context_ops(2, 1024)]
+def test_an_all_to_all_priced_from_one_node_s_data_across_infiniband_is_not_taken():
+    """TensorRT-LLM h100 DEP16: the CLI resolves DeepEP low-latency from its one-node (EP 4) table; the
+    two nodes are joined by InfiniBand (no NVLink rack tier), so the worker keeps the fused graph."""
+    decode = dep(16, "h100_sxm", "trtllm", Role.DECODE)
+    version = resolve_version("h100_sxm", "trtllm", None)
+    assert reference._resolves(decode, version) and not takes_large_ep(decode)
+    ours, agg = make_pricer("reference", decode), make_pricer("reference", dep(16, "h100_sxm", "trtllm"))
+    assert [p.latency_ms for p in ours.generation_ops(8, 2048)] == [p.latency_ms for p in agg.generation_ops(8, 2048)]
 
 
 @pytest.mark.parametrize(("backend", "cli_backend"), [("trtllm", "trtllm_deepep_ll"), ("vllm", "deepep_ll")])
@@ -114,5 +115,5 @@ def test_a_row_s_note_names_how_each_worker_s_all_to_all_is_priced():
     assert large_ep_note(dep(8, role=Role.PREFILL)) == "prefill worker: wide-EP all-to-all at EP 16 (the tables skip EP 8; same tokens per rank)"
     assert large_ep_note(dep(32, role=Role.DECODE)) == "decode worker: wide-EP all-to-all"
     assert "NVLink all-to-all" in large_ep_note(dep(16, backend="trtllm", role=Role.DECODE))
-    assert "no data for its phase" in large_ep_note(dep(16, "h100_sxm", "trtllm", Role.PREFILL))
+    assert "cover one node" in large_ep_note(dep(16, "h100_sxm", "trtllm", Role.DECODE))
     assert large_ep_note(dep(16)) == large_ep_note(dep(8, "b200_sxm", role=Role.PREFILL)) == ""  # agg; within one node

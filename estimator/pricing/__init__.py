@@ -85,12 +85,11 @@ def _bound_pricer(kind: str, deployment: Deployment) -> Pricer:
     raise InvalidInputError(f"unknown pricer {kind!r} (known: {', '.join(PRICERS)})")
 
 
-def large_ep_note(deployment: Deployment, kind: str = "reference") -> str:
-    """How a disaggregated worker's cross-node MoE all-to-all is priced by the `kind` pricer
-    (reference | hybrid), for a note ("" when there is none to name)."""
+def large_ep_note(deployment: Deployment) -> str:
+    """How a disaggregated worker's cross-node MoE all-to-all is priced, for a note ("" when there is none to name)."""
     from estimator.pricing.reference import large_ep_note as note
 
-    return note(deployment, resolve_version(deployment.system, deployment.backend.value, deployment.version), kind)
+    return note(deployment, resolve_version(deployment.system, deployment.backend.value, deployment.version))
 
 
 __all__ = ["AUTO", "PRICERS", "NativeModel", "OpPrice", "Pricer", "large_ep_note", "make_pricer", "native_model", "resolve_pricer"]

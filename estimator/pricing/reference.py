@@ -67,7 +67,7 @@ class ReferencePricer:
 
     A disaggregated worker whose MoE takes a resolved cross-node all-to-all (takes_large_ep) prices
     the phase its role runs on that graph and the other phase on the fused graph, as the CLI prices
-    only the role's own phase; where the resolved graph has no data, both take the fused graph."""
+    only the role's own phase."""
 
     kind = "reference"
 
@@ -77,13 +77,7 @@ class ReferencePricer:
         fused = _engine(deployment, literal_version, mode, large_ep=False) if takes_large_ep(deployment, literal_version) else None
         self.large_ep_phases = deployment.role.large_ep_phases if fused is not None else ()  # phases on the resolved graph
         own = {phase: (self.spec, self.handle) for phase in PHASES}
-        try:
-            self._bind({p: own[p] if p in self.large_ep_phases else fused or own[p] for p in PHASES})
-        except PerfDataMissingError:
-            if fused is None:
-                raise
-            self.large_ep_phases = ()
-            self._bind(dict.fromkeys(PHASES, fused))  # no data on the resolved graph: the fused one
+        self._bind({p: own[p] if p in self.large_ep_phases else fused or own[p] for p in PHASES})
 
     def _bind(self, engines: dict[str, tuple[dict, object]]) -> None:
         """Price each phase with its (spec, handle) and probe."""
@@ -261,9 +255,31 @@ def with_large_ep_moe(config, deployment: Deployment, model_path: str, database)
     if own_all_to_all(deployment):
         return config
     try:
-        return _resolved(config, deployment, model_path, database) or config
+        resolved = _resolved(config, deployment, model_path, database)
     except _Refused:
         return config
+    return config if resolved is None or one_node_data_across_infiniband(resolved, deployment, model_path, database) else resolved
+
+
+def one_node_data_across_infiniband(resolved, deployment: Deployment, model_path: str, database) -> bool:
+    """Whether the CLI prices the resolved all-to-all of an EP group spanning nodes that no NVLink
+    domain joins (no rack tier: h100, h200, b200, b300) with one node's measurement: its tables lack
+    the group's own (EP, nodes) coordinate and a2a_covers_parallel takes the physical full-node row
+    (moe_comm_resolver, which the query engine marks estimated). An InfiniBand all-to-all priced by
+    NVLink data is not taken; the worker keeps the fused graph."""
+    from aiconfigurator.sdk.models import _get_model_info
+    from aiconfigurator.sdk.models.blocks.moe import MoEBlockShape
+
+    spec = load_system_spec(deployment.system)
+    if spec.num_gpus_per_rack is not None:
+        return False
+    shape, ep = MoEBlockShape.from_model_info(_get_model_info(model_path)), int(resolved.moe_ep_size)
+    nodes = -(-ep // spec.num_gpus_per_node)
+    for phase, comm_backend in resolved.moe_comm_backend.items():
+        coverage = database.moe_a2a_coverage(shape.hidden_size, shape.topk, shape.num_experts, resolved.moe_quant_mode, phase)
+        if (ep, nodes) not in coverage.get(comm_backend, set()):
+            return True
+    return False
 
 
 @memo()
@@ -307,10 +323,10 @@ class _Refused(Exception):
     """The estimate CLI refuses a cross-node expert-parallel layout (no coverage, MoE TP across nodes)."""
 
 
-def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "reference") -> str:
-    """How a disaggregated worker's cross-node MoE all-to-all is priced by the `kind` pricer
-    (reference | hybrid), for a row's note: the graph its role's phase takes and any departure from
-    the estimate CLI ("" for an agg worker, a dense model or a worker within one node)."""
+def large_ep_note(deployment: Deployment, literal_version: str) -> str:
+    """How a disaggregated worker's cross-node MoE all-to-all is priced, for a row's note: the graph
+    its role's phase takes and any departure from the estimate CLI ("" for an agg worker, a dense
+    model or a worker within one node)."""
     role, spec = deployment.role, load_system_spec(deployment.system)
     if not role.large_ep_phases or deployment.tp * deployment.attention_dp <= spec.num_gpus_per_node or not is_moe_model(deployment.model):
         return ""
@@ -318,13 +334,11 @@ def large_ep_note(deployment: Deployment, literal_version: str, kind: str = "ref
     if own:
         cli = "; the CLI would price DeepEP" if _resolves(deployment, literal_version) else ""
         return f"{role.value} worker: {own} (the fused graph{cli})"
-    from estimator.pricing import make_pricer
-
     stand_in = wide_ep_stand_in(deployment, literal_version)
     if not takes_large_ep(stand_in, literal_version):
+        if _resolves(stand_in, literal_version):  # one_node_data_across_infiniband
+            return f"{role.value} worker: the CLI's all-to-all data cover one node, not this InfiniBand-joined group (the fused graph)"
         return ""  # the CLI refuses the layout and no covered width stands in: the fused graph, as before
-    if not make_pricer(kind, deployment).large_ep_phases:
-        return f"{role.value} worker: the wide-EP graph has no data for its phase, priced on the fused graph"
     width = f" at EP {stand_in.moe_ep} (the tables skip EP {deployment.moe_ep}; same tokens per rank)" if stand_in != deployment else ""
     return f"{role.value} worker: wide-EP all-to-all{width}"
 

@@ -187,7 +187,7 @@ def _large_ep_notes(inputs: AggInputs | DisaggInputs) -> list[str]:
     if not isinstance(inputs, DisaggInputs) or inputs.pricer == "native":
         return []
     workers = ((inputs.prefill, Role.PREFILL), (inputs.decode, Role.DECODE))
-    return [n for n in (large_ep_note(dataclasses.replace(d, role=role), inputs.pricer) for d, role in workers) if n]
+    return [n for n in (large_ep_note(dataclasses.replace(d, role=role)) for d, role in workers) if n]
 
 
 def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = None):
