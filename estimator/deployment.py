@@ -30,13 +30,16 @@ class Role(str, enum.Enum):
     AGG = "agg"
     PREFILL = "prefill"  # context only: one batch of prompts, first token only
     DECODE = "decode"  # generation only
+    STATIC = "static"  # one static batch, the estimate command's static and static_gen modes
 
     @property
     def large_ep_phases(self) -> tuple[str, ...]:
         """The phases whose cross-node MoE all-to-all the estimate CLI resolves for this worker
         (aiconfigurator 0.12.0 cli/api.py): none for agg (_run_agg_estimate keeps the fused graph),
-        context for a prefill worker and generation for a decode worker (_run_disagg_estimate L1959-1978)."""
-        return {Role.AGG: (), Role.PREFILL: ("context",), Role.DECODE: ("generation",)}[self]
+        context for a prefill worker and generation for a decode worker (_run_disagg_estimate
+        L1959-1978), both for a static batch (_run_static_estimate L1760-1771; its static_ctx mode
+        resolves the context phase, as a prefill worker)."""
+        return {Role.AGG: (), Role.PREFILL: ("context",), Role.DECODE: ("generation",), Role.STATIC: ("context", "generation")}[self]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from estimator.api.deployments import (
     with_sizes,
 )
 from estimator.api.flags import Command, Param
-from estimator.deployment import Deployment
+from estimator.deployment import Deployment, Role
 from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
 from estimator.scheduler import AggPoint, StaticMode, StaticPoint, run_agg, run_static
@@ -147,7 +147,7 @@ def price(args, pricer: str):
         isl=args.isl, osl=args.osl, batch_size=args.batch_size, prefix=args.prefix, nextn_accepted=nextn_accepted(args),
         stride=args.stride, free_gpu_memory_fraction=args.free_gpu_memory_fraction, max_seq_len=args.max_seq_len,
     )  # fmt: skip
-    return run_static(shared, point, args.estimate_mode, pricer)
+    return run_static(dataclasses.replace(shared, role=STATIC_ROLES[args.estimate_mode]), point, args.estimate_mode, pricer)
 
 
 def agg_point(args) -> AggPoint:
@@ -155,6 +155,9 @@ def agg_point(args) -> AggPoint:
         isl=args.isl, osl=args.osl, batch_size=args.batch_size, ctx_tokens=args.ctx_tokens, prefix=args.prefix,
         nextn_accepted=nextn_accepted(args), free_gpu_memory_fraction=args.free_gpu_memory_fraction, max_seq_len=args.max_seq_len,
     )  # fmt: skip
+
+
+STATIC_ROLES = {"static": Role.STATIC, "static_ctx": Role.PREFILL, "static_gen": Role.STATIC}  # the CLI's phases resolved per static mode
 
 
 def role_deployment(args, role: str) -> Deployment:
