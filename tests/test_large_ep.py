@@ -117,3 +117,16 @@ def test_a_row_s_note_names_how_each_worker_s_all_to_all_is_priced():
     assert "NVLink all-to-all" in large_ep_note(dep(16, backend="trtllm", role=Role.DECODE))
     assert "cover one node" in large_ep_note(dep(16, "h100_sxm", "trtllm", Role.DECODE))
     assert large_ep_note(dep(16)) == large_ep_note(dep(8, "b200_sxm", role=Role.PREFILL)) == ""  # agg; within one node
+
+
+def test_the_estimate_command_names_each_worker_s_all_to_all_on_stderr():
+    from estimator.api import estimate
+
+    result = estimate(model_path="deepseek-ai/DeepSeek-V3", system="gb200", backend="sglang", estimate_mode="disagg", isl=1024, osl=64,
+                      prefill_tp_size=1, prefill_attention_dp_size=8, prefill_moe_tp_size=1, prefill_moe_ep_size=8, prefill_batch_size=1,
+                      prefill_num_workers=1, decode_tp_size=1, decode_attention_dp_size=32, decode_moe_tp_size=1, decode_moe_ep_size=32,
+                      decode_batch_size=8, decode_num_workers=1)  # fmt: skip
+    assert result.warnings == (
+        "note: prefill worker: wide-EP all-to-all at EP 16 (the tables skip EP 8; same tokens per rank)",
+        "note: decode worker: wide-EP all-to-all",
+    )

@@ -24,6 +24,7 @@ from estimator.api.flags import Command, Param
 from estimator.deployment import Deployment, Role
 from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
+from estimator.pricing import large_ep_note
 from estimator.scheduler import AggPoint, StaticMode, StaticPoint, run_agg, run_static
 from estimator.steps import DEFAULT_STRIDE, Semantics
 
@@ -128,7 +129,7 @@ def estimate_with(args) -> EstimateResult:
     priced = price(args, pricer)
     refined = closed_loop_figures(args, pricer) if args.closed_loop else None
     row = dict(priced.row) | {"oom": out_of_memory(priced)} | ({"closed_loop": refined} if refined else {})
-    return EstimateResult(row, tuple(warnings(priced, args.batch_size)), args, priced)
+    return EstimateResult(row, tuple(warnings(priced, args.batch_size, pricer)), args, priced)
 
 
 def price(args, pricer: str):
@@ -187,11 +188,15 @@ def out_of_memory(result) -> bool:
     return result.oom if isinstance(result, DisaggResult) else result.memory.oom or result.memory.kv_oom
 
 
-def warnings(result, batch_size: int) -> list[str]:
-    """The out-of-memory warnings of a result, one line each."""
+def warnings(result, batch_size: int, pricer: str) -> list[str]:
+    """The out-of-memory warnings of a result, then, under the reference pricer, how each disagg
+    worker's cross-node MoE all-to-all is priced where there is one to name, one line each."""
     if isinstance(result, DisaggResult):
-        return [f"warning: OOM: the {w.role.value} worker ({w.row['memory']:.2f} GiB per GPU, batch {w.row['bs']}) does not fit"
-                for w in (result.prefill, result.decode) if not w.fits]  # fmt: skip
+        workers = (result.prefill, result.decode)
+        oom = [f"warning: OOM: the {w.role.value} worker ({w.row['memory']:.2f} GiB per GPU, batch {w.row['bs']}) does not fit"
+               for w in workers if not w.fits]  # fmt: skip
+        notes = (large_ep_note(w.deployment) for w in workers) if pricer in ("reference", "hybrid") else ()
+        return oom + [f"note: {n}" for n in notes if n]
     if result.memory.oom:
         return [f"warning: OOM: {result.row['memory']:.2f} GiB per GPU does not fit in GPU memory"]
     if result.memory.kv_oom:
