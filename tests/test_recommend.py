@@ -17,7 +17,7 @@ from estimator.cli import main
 from estimator.deployment import Backend, Deployment
 from estimator.recommend import RecommendTask, recommend_task
 from estimator.recommend import engine_names as names
-from estimator.recommend.launch import check_config, check_launch_dir, check_script
+from estimator.recommend.launch import check_config, check_launch_dir, check_script, engine_files, workers
 from estimator.recommend.output import best_configs, save
 from estimator.recommend.picking import CLUSTER, REPLICAS, Constraint, best_under, pareto_front, verdict, with_budget
 from estimator.recommend.space import replica_limits, worker_layouts
@@ -216,3 +216,31 @@ def test_launch_dir_names_match(saved):
     rec, folder, _ = saved
     assert sorted(best_configs(rec)["launch_dir"]) == sorted(str(p.parent.relative_to(folder)) for p in folder.rglob("bench.sh"))
     assert Path(folder / "best_configs.csv").read_text().splitlines()[0].startswith("mode,rank,backend")
+
+
+def _wide_ep_row(backend: str) -> dict:
+    """A DeepSeek-V3 gb200 disagg replica: a DEP16 prefill worker and a DEP32 decode worker (4 and 8 nodes)."""
+    worker = {"backend": backend, "system": "gb200", "version": None, "tp": 1, "pp": 1, "moe_tp": 1, "workers": 1, "kvcache": "fp8"}
+    return {"model": "deepseek-ai/DeepSeek-V3", **{f"(p){k}": v for k, v in (worker | {"dp": 16, "moe_ep": 16, "bs": 1}).items()},
+            **{f"(d){k}": v for k, v in (worker | {"dp": 32, "moe_ep": 32, "bs": 16}).items()}}  # fmt: skip
+
+
+@pytest.mark.reference
+def test_a_multi_node_sglang_worker_s_script_runs_on_each_node_with_the_deepep_mode_the_estimate_priced(tmp_path):
+    row = _wide_ep_row("sglang")
+    files = {f.name: f.text for f in engine_files(Backend.SGLANG, row["model"], workers(row, row["model"], 1024, True), 2048, True)}
+    prefill, decode = files["launch_prefill.sh"], files["launch_decode.sh"]
+    assert "--moe-a2a-backend deepep \\\n  --deepep-mode normal" in prefill and "--deepep-mode low_latency" in decode
+    assert "--nnodes 4" in prefill and "--nnodes 8" in decode and '--node-rank "$NODE_RANK"' in decode
+    assert ': "${NODE_RANK:?set NODE_RANK on each node}"' in decode and "on 8 nodes: run this on each node" in decode
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert check_launch_dir(tmp_path) == []
+
+
+@pytest.mark.reference
+def test_a_multi_node_worker_of_another_engine_says_it_needs_that_engine_s_launcher():
+    row = _wide_ep_row("vllm")
+    files = {f.name: f.text for f in engine_files(Backend.VLLM, row["model"], workers(row, row["model"], 1024, True), 2048, True)}
+    assert "on 8 nodes: run it under vllm's multi-node launcher (not generated)" in files["launch_decode.sh"]
+    assert "deepep" not in files["launch_decode.sh"]  # vLLM's own all-to-all, as the estimate prices it

@@ -85,6 +85,15 @@ def _bound_pricer(kind: str, deployment: Deployment) -> Pricer:
     raise InvalidInputError(f"unknown pricer {kind!r} (known: {', '.join(PRICERS)})")
 
 
+def prices_wide_ep(deployment: Deployment) -> bool:
+    """Whether the reference pricer prices the deployment's MoE on a resolved cross-node all-to-all
+    (its role's phases; a stand-in width where the tables skip its own)."""
+    from estimator.pricing.reference import takes_large_ep, wide_ep_stand_in
+
+    version = resolve_version(deployment.system, deployment.backend.value, deployment.version)
+    return takes_large_ep(wide_ep_stand_in(deployment, version), version)
+
+
 def large_ep_note(deployment: Deployment) -> str:
     """How a disaggregated worker's cross-node MoE all-to-all is priced, for a note ("" when there is none to name)."""
     from estimator.pricing.reference import large_ep_note as note
@@ -92,4 +101,4 @@ def large_ep_note(deployment: Deployment) -> str:
     return note(deployment, resolve_version(deployment.system, deployment.backend.value, deployment.version))
 
 
-__all__ = ["AUTO", "PRICERS", "NativeModel", "OpPrice", "Pricer", "large_ep_note", "make_pricer", "native_model", "resolve_pricer"]
+__all__ = ["AUTO", "PRICERS", "NativeModel", "OpPrice", "Pricer", "large_ep_note", "make_pricer", "native_model", "prices_wide_ep", "resolve_pricer"]

@@ -5,7 +5,10 @@ Per configuration (one replica: an agg worker, or a disagg replica of prefill an
 * the engine's config for each worker role: TensorRT-LLM ``engine.yaml`` (``trtllm-serve
   --extra_llm_api_options``), vLLM ``vllm serve`` and SGLang ``python -m sglang.launch_server`` arguments in
   ``launch.sh`` (disagg: ``launch_prefill.sh`` / ``launch_decode.sh``): tp, ep, attention DP, max batch, token
-  budget, chunked prefill, KV-cache memory fraction and dtype, CUDA-graph batch sizes;
+  budget, chunked prefill, KV-cache memory fraction and dtype, CUDA-graph batch sizes; an SGLang worker
+  priced on the DeepEP all-to-all runs it (``--moe-a2a-backend deepep``, its role's ``--deepep-mode``), and
+  one spanning nodes runs the script on each (``--nnodes``, ``--node-rank "$NODE_RANK"``, ``--dist-init-addr
+  "$DIST_INIT_ADDR"``); another engine's multi-node worker says it needs that engine's launcher;
 * ``bench.sh``: the benchmark client at the replica's concurrency C under the protocol the closed-loop
   replay models (``search.REPLAY_PROTOCOL``: 10 x C prompts, request rate inf, input and output lengths uniform
   on [0.8 L, L], no warm-up, ignore-eos), saving a result file ``python -m estimator import`` reads;
@@ -27,13 +30,19 @@ from pathlib import Path
 import yaml
 
 from estimator.closedloop import Benchmark
-from estimator.deployment import Backend, Deployment
+from estimator.deployment import Backend, Deployment, Role
+from estimator.perf.system_spec import load_system_spec
+from estimator.pricing import prices_wide_ep
 from estimator.recommend import engine_names as names
 from estimator.recommend.summary import is_disagg
 from estimator.scheduler import POLICIES
 from estimator.scheduler.facts import deployment_facts
 
 DEFAULT_PORT = {Backend.TRTLLM: 8000, Backend.VLLM: 8000, Backend.SGLANG: 30000}
+# SGLang's DeepEP mode per worker role, as srt-slurm's wide-EP recipes run it (recipes/gb200-fp8/1k1k/max-tpt.yaml:
+# normal on the prefill workers, low_latency on the decode workers) and the estimate prices it (deepep_ht / deepep_ll)
+DEEPEP_MODES = {"prefill": "normal", "decode": "low_latency"}
+NODE_ENV = ("NODE_RANK", "DIST_INIT_ADDR")  # what a multi-node SGLang worker's script reads on each node
 PREAMBLE = "set -euo pipefail"  # every script's first command
 STATISTIC = "mean"  # the statistic the imported rows' ttft_ms / tpot_ms hold
 
@@ -52,6 +61,8 @@ class Worker:
     token_budget: int  # tokens per engine step (>= batch)
     kv_fraction: float  # the engine's KV memory fraction the estimate assumed (0, 1]
     kv_fp8: bool  # an FP8 KV cache
+    nodes: int = 1  # nodes the worker's GPUs span (>= 1)
+    deepep_mode: str = ""  # SGLang --deepep-mode of the DeepEP all-to-all the estimate priced ("" for the fused MoE graph)
 
 
 @dataclass(frozen=True)
@@ -69,11 +80,14 @@ def workers(row: Mapping, model: str, isl: int, moe: bool) -> list[Worker]:
         backend, system, version = Backend.parse(row[f"{p}backend"]), row[f"{p}system"], row[f"{p}version"]
         tp, pp, dp = int(row[f"{p}tp"]), int(row[f"{p}pp"]), int(row[f"{p}dp"])
         moe_tp, moe_ep = int(row[f"{p}moe_tp"] or 1), int(row[f"{p}moe_ep"] or 1)
-        facts = deployment_facts(Deployment(model, system, backend, version, tp, pp, dp, moe_tp if moe else None, moe_ep if moe else None))
+        deployment = Deployment(model, system, backend, version, tp, pp, dp, moe_tp if moe else None, moe_ep if moe else None, role=Role(role))
+        facts = deployment_facts(deployment)
         fraction = POLICIES[backend].default_kv_fraction(facts.version, facts.capacity_bytes, tp, pp, dp, static=role != "agg")
         batch = int(row[f"{p}bs"])
         budget = int(row["ctx_tokens"]) if role == "agg" else (isl * batch if role == "prefill" else batch)
-        out.append(Worker(role, tp, pp, dp, moe_tp, moe_ep, batch, max(budget, batch), round(fraction, 4), "fp8" in str(row[f"{p}kvcache"])))
+        nodes = -(-tp * pp * dp // load_system_spec(system).num_gpus_per_node)
+        deepep = DEEPEP_MODES[role] if backend is Backend.SGLANG and moe and prices_wide_ep(deployment) else ""
+        out.append(Worker(role, tp, pp, dp, moe_tp, moe_ep, batch, max(budget, batch), round(fraction, 4), "fp8" in str(row[f"{p}kvcache"]), nodes, deepep))
     return out
 
 
@@ -123,9 +137,18 @@ def sglang_args(w: Worker, max_seq_len: int, moe: bool, disagg: bool) -> list[st
     args += ["--max-running-requests", str(w.batch * w.dp), "--chunked-prefill-size", str(w.token_budget),
              "--mem-fraction-static", str(w.kv_fraction), "--kv-cache-dtype", "fp8_e4m3" if w.kv_fp8 else "auto",
              "--context-length", str(max_seq_len), "--cuda-graph-bs", *map(str, cuda_graph_sizes(w.batch))]  # fmt: skip
+    if w.deepep_mode:
+        args += ["--moe-a2a-backend", "deepep", "--deepep-mode", w.deepep_mode]
+    if w.nodes > 1:
+        args += ["--nnodes", str(w.nodes), "--node-rank", '"$NODE_RANK"', "--dist-init-addr", '"$DIST_INIT_ADDR"']
     if disagg:
         args += ["--disaggregation-mode", w.role]
     return args
+
+
+def _word(word: str) -> str:
+    """A shell word: an environment reference ("$NAME", NODE_ENV) as is, anything else quoted."""
+    return word if word in {f'"${name}"' for name in NODE_ENV} else shlex.quote(word)
 
 
 def _script(comment: str, command: Sequence[str]) -> str:
@@ -135,8 +158,9 @@ def _script(comment: str, command: Sequence[str]) -> str:
         if word.startswith("--"):
             groups.append([])
         groups[-1].append(word)
-    body = " \\\n  ".join(shlex.join(g) for g in groups if g)
-    return f"#!/usr/bin/env bash\n# {comment}\n{PREAMBLE}\n{body}\n"
+    body = " \\\n  ".join(" ".join(map(_word, g)) for g in groups if g)
+    checks = "".join(f': "${{{name}:?set {name} on each node}}"\n' for name in NODE_ENV if f'"${name}"' in command)
+    return f"#!/usr/bin/env bash\n# {comment}\n{PREAMBLE}\n{checks}{body}\n"
 
 
 def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len: int, moe: bool) -> list[LaunchFile]:
@@ -145,6 +169,9 @@ def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len
     for w in ws:
         suffix = f"_{w.role}" if disagg else ""
         what = f"one {w.role} worker ({w.tp * w.dp * w.pp} GPUs)"
+        if w.nodes > 1:
+            what += (f" on {w.nodes} nodes: run this on each node, NODE_RANK 0..{w.nodes - 1}, DIST_INIT_ADDR node 0's host:port" if backend is Backend.SGLANG
+                     else f" on {w.nodes} nodes: run it under {backend.value}'s multi-node launcher (not generated)")  # fmt: skip
         if backend is Backend.TRTLLM:
             config = f"engine{suffix}.yaml"
             files.append(
@@ -239,7 +266,8 @@ PROGRAMS = (  # a command's leading words -> the option names its flags must be 
 
 def check_script(text: str, where: str) -> list[str]:
     """Every flag of the script's command that its engine's list lacks (and JSON values' unknown keys), one line each."""
-    words = shlex.split(text.replace(PREAMBLE, "", 1), comments=True)
+    commands = "\n".join(line for line in text.replace(PREAMBLE, "", 1).splitlines() if not line.startswith(': "$'))  # the env checks
+    words = shlex.split(commands, comments=True)
     for program, allowed in PROGRAMS:
         if tuple(words[: len(program)]) == program:
             break
