@@ -390,7 +390,10 @@ def routed_experts(model_path: str) -> int:
     from aiconfigurator.sdk.models import _get_model_info
     from aiconfigurator.sdk.models.blocks.moe import MoEBlockShape
 
-    return int(MoEBlockShape.from_model_info(_get_model_info(model_path)).num_experts)
+    try:
+        return int(MoEBlockShape.from_model_info(_get_model_info(model_path)).num_experts)
+    except Exception as exc:  # the reference raises bare ValueError/KeyError on a config it cannot read
+        raise _translate(exc) from exc
 
 
 @memo()
