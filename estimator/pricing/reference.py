@@ -286,7 +286,7 @@ def one_node_data_across_infiniband(resolved, deployment: Deployment, model_path
 def wide_ep_stand_in(deployment: Deployment, literal_version: str) -> Deployment:
     """The deployment whose ops price this one: itself, or, for a pure attention-DP worker (tp 1,
     attention DP = EP) whose cross-node layout the CLI refuses for want of expert-compute data at its
-    width, the same worker at the next power-of-two width the CLI resolves. Tokens per rank are the
+    width, the same worker at the next power-of-two width whose resolution is taken. Tokens per rank are the
     same, so each rank's token-expert pairs are unchanged (tokens x topk over the ranks) and its
     experts fewer (estimator/docs/engine-settings.md, "cross-node expert parallelism"). The worker's
     memory and KV facts stay its own (reference_model of the deployment)."""
@@ -298,7 +298,7 @@ def wide_ep_stand_in(deployment: Deployment, literal_version: str) -> Deployment
     wider = moe_ep * 2
     while wider <= routed_experts(reference_model_path(deployment.model)):
         candidate = dataclasses.replace(deployment, attention_dp=wider, moe_ep=wider)
-        if _resolves(candidate, literal_version):
+        if takes_large_ep(candidate, literal_version):  # resolved, and not refused by one_node_data_across_infiniband
             return candidate
         wider *= 2
     return deployment
