@@ -239,8 +239,22 @@ def test_a_multi_node_sglang_worker_s_script_runs_on_each_node_with_the_deepep_m
 
 
 @pytest.mark.reference
-def test_a_multi_node_worker_of_another_engine_says_it_needs_that_engine_s_launcher():
+def test_a_multi_node_vllm_worker_runs_one_vllm_serve_per_node_its_ranks_after_the_head_headless(tmp_path):
+    """vllm docs/serving/data_parallel_deployment.md: per node --data-parallel-size-local and -start-rank,
+    rank 0's address and RPC port, --headless on the nodes after the head."""
     row = _wide_ep_row("vllm")
     files = {f.name: f.text for f in engine_files(Backend.VLLM, row["model"], workers(row, row["model"], 1024, True), 2048, True)}
-    assert "on 8 nodes: run it under vllm's multi-node launcher (not generated)" in files["launch_decode.sh"]
-    assert "deepep" not in files["launch_decode.sh"]  # vLLM's own all-to-all, as the estimate prices it
+    decode = files["launch_decode.sh"]
+    assert '--data-parallel-size-local 4 \\\n  --data-parallel-start-rank "$((NODE_RANK * 4))"' in decode
+    assert '--data-parallel-address "$DP_ADDRESS"' in decode and 'HEADLESS=$([ "$NODE_RANK" -eq 0 ] || echo --headless)' in decode
+    assert "deepep" not in decode  # vLLM's own all-to-all, as the estimate prices it
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert check_launch_dir(tmp_path) == []
+
+
+@pytest.mark.reference
+def test_a_multi_node_tensorrt_llm_worker_says_it_needs_that_engine_s_launcher():
+    row = _wide_ep_row("trtllm")
+    files = {f.name: f.text for f in engine_files(Backend.TRTLLM, row["model"], workers(row, row["model"], 1024, True), 2048, True)}
+    assert "on 8 nodes: run it under trtllm's multi-node launcher (not generated)" in files["launch_decode.sh"]

@@ -8,7 +8,10 @@ Per configuration (one replica: an agg worker, or a disagg replica of prefill an
   budget, chunked prefill, KV-cache memory fraction and dtype, CUDA-graph batch sizes; an SGLang worker
   priced on the DeepEP all-to-all runs it (``--moe-a2a-backend deepep``, its role's ``--deepep-mode``), and
   one spanning nodes runs the script on each (``--nnodes``, ``--node-rank "$NODE_RANK"``, ``--dist-init-addr
-  "$DIST_INIT_ADDR"``); another engine's multi-node worker says it needs that engine's launcher;
+  "$DIST_INIT_ADDR"``); a vLLM worker whose data-parallel ranks span nodes runs one ``vllm serve`` a node
+  (``--data-parallel-size-local``, ``--data-parallel-start-rank``, ``--data-parallel-address "$DP_ADDRESS"``,
+  ``--headless`` after the head: vllm ``docs/serving/data_parallel_deployment.md``); another multi-node
+  worker (TensorRT-LLM, or tensor parallelism across nodes) says it needs that engine's launcher;
 * ``bench.sh``: the benchmark client at the replica's concurrency C under the protocol the closed-loop
   replay models (``search.REPLAY_PROTOCOL``: 10 x C prompts, request rate inf, input and output lengths uniform
   on [0.8 L, L], no warm-up, ignore-eos), saving a result file ``python -m estimator import`` reads;
@@ -42,7 +45,10 @@ DEFAULT_PORT = {Backend.TRTLLM: 8000, Backend.VLLM: 8000, Backend.SGLANG: 30000}
 # SGLang's DeepEP mode per worker role, as srt-slurm's wide-EP recipes run it (recipes/gb200-fp8/1k1k/max-tpt.yaml:
 # normal on the prefill workers, low_latency on the decode workers) and the estimate prices it (deepep_ht / deepep_ll)
 DEEPEP_MODES = {"prefill": "normal", "decode": "low_latency"}
-NODE_ENV = ("NODE_RANK", "DIST_INIT_ADDR")  # what a multi-node SGLang worker's script reads on each node
+NODE_ENV = ("NODE_RANK", "DIST_INIT_ADDR", "DP_ADDRESS")  # what a multi-node worker's script reads on each node
+DP_RPC_PORT = 13345  # vLLM's multi-node data-parallel RPC port, as its docs' example
+# vLLM's data-parallel ranks on the nodes after the head run without an API server (docs/serving/data_parallel_deployment.md)
+HEADLESS = 'HEADLESS=$([ "$NODE_RANK" -eq 0 ] || echo --headless)'
 PREAMBLE = "set -euo pipefail"  # every script's first command
 STATISTIC = "mean"  # the statistic the imported rows' ttft_ms / tpot_ms hold
 
@@ -62,6 +68,7 @@ class Worker:
     kv_fraction: float  # the engine's KV memory fraction the estimate assumed (0, 1]
     kv_fp8: bool  # an FP8 KV cache
     nodes: int = 1  # nodes the worker's GPUs span (>= 1)
+    dp_per_node: int = 0  # attention-DP ranks on each node when DP spans nodes (a tp x pp group within one), else 0
     deepep_mode: str = ""  # SGLang --deepep-mode of the DeepEP all-to-all the estimate priced ("" for the fused MoE graph)
 
 
@@ -85,9 +92,12 @@ def workers(row: Mapping, model: str, isl: int, moe: bool) -> list[Worker]:
         fraction = POLICIES[backend].default_kv_fraction(facts.version, facts.capacity_bytes, tp, pp, dp, static=role != "agg")
         batch = int(row[f"{p}bs"])
         budget = int(row["ctx_tokens"]) if role == "agg" else (isl * batch if role == "prefill" else batch)
-        nodes = -(-tp * pp * dp // load_system_spec(system).num_gpus_per_node)
+        per_node = load_system_spec(system).num_gpus_per_node
+        nodes = -(-tp * pp * dp // per_node)
+        dp_per_node = per_node // (tp * pp) if nodes > 1 and tp * pp <= per_node else 0
         deepep = DEEPEP_MODES[role] if backend is Backend.SGLANG and moe and prices_wide_ep(deployment) else ""
-        out.append(Worker(role, tp, pp, dp, moe_tp, moe_ep, batch, max(budget, batch), round(fraction, 4), "fp8" in str(row[f"{p}kvcache"]), nodes, deepep))
+        out.append(Worker(role, tp, pp, dp, moe_tp, moe_ep, batch, max(budget, batch), round(fraction, 4), "fp8" in str(row[f"{p}kvcache"]),
+                          nodes, dp_per_node, deepep))  # fmt: skip
     return out
 
 
@@ -123,6 +133,9 @@ def vllm_args(w: Worker, max_seq_len: int, moe: bool, disagg: bool) -> list[str]
     args += ["--max-num-seqs", str(w.batch), "--max-num-batched-tokens", str(w.token_budget), "--enable-chunked-prefill",
              "--gpu-memory-utilization", str(w.kv_fraction), "--kv-cache-dtype", "fp8" if w.kv_fp8 else "auto",
              "--max-model-len", str(max_seq_len), "--compilation-config", json.dumps({"cudagraph_capture_sizes": cuda_graph_sizes(w.batch)})]  # fmt: skip
+    if w.dp_per_node:  # one vllm serve per node (vllm docs/serving/data_parallel_deployment.md, internal load balancing)
+        args += ["--data-parallel-size-local", str(w.dp_per_node), "--data-parallel-start-rank", f'"$((NODE_RANK * {w.dp_per_node}))"',
+                 "--data-parallel-address", '"$DP_ADDRESS"', "--data-parallel-rpc-port", str(DP_RPC_PORT), "$HEADLESS"]  # fmt: skip
     if disagg:
         args += ["--kv-transfer-config", json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"})]
     return args
@@ -147,8 +160,8 @@ def sglang_args(w: Worker, max_seq_len: int, moe: bool, disagg: bool) -> list[st
 
 
 def _word(word: str) -> str:
-    """A shell word: an environment reference ("$NAME", NODE_ENV) as is, anything else quoted."""
-    return word if word in {f'"${name}"' for name in NODE_ENV} else shlex.quote(word)
+    """A shell word: an expansion of the node's environment ("$NAME", "$((...))", $HEADLESS) as is, anything else quoted."""
+    return word if word.startswith(('"$', "$HEADLESS")) else shlex.quote(word)
 
 
 def _script(comment: str, command: Sequence[str]) -> str:
@@ -159,8 +172,9 @@ def _script(comment: str, command: Sequence[str]) -> str:
             groups.append([])
         groups[-1].append(word)
     body = " \\\n  ".join(" ".join(map(_word, g)) for g in groups if g)
-    checks = "".join(f': "${{{name}:?set {name} on each node}}"\n' for name in NODE_ENV if f'"${name}"' in command)
-    return f"#!/usr/bin/env bash\n# {comment}\n{PREAMBLE}\n{checks}{body}\n"
+    checks = "".join(f': "${{{name}:?set {name} on each node}}"\n' for name in NODE_ENV if f"${name}" in body or f"({name} " in body)
+    headless = f"{HEADLESS}\n" if "$HEADLESS" in command else ""
+    return f"#!/usr/bin/env bash\n# {comment}\n{PREAMBLE}\n{checks}{headless}{body}\n"
 
 
 def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len: int, moe: bool) -> list[LaunchFile]:
@@ -170,8 +184,11 @@ def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len
         suffix = f"_{w.role}" if disagg else ""
         what = f"one {w.role} worker ({w.tp * w.dp * w.pp} GPUs)"
         if w.nodes > 1:
-            what += (f" on {w.nodes} nodes: run this on each node, NODE_RANK 0..{w.nodes - 1}, DIST_INIT_ADDR node 0's host:port" if backend is Backend.SGLANG
-                     else f" on {w.nodes} nodes: run it under {backend.value}'s multi-node launcher (not generated)")  # fmt: skip
+            what += f" on {w.nodes} nodes: " + (
+                f"run this on each node, NODE_RANK 0..{w.nodes - 1}, DIST_INIT_ADDR node 0's host:port" if backend is Backend.SGLANG
+                else f"run this on each node, NODE_RANK 0..{w.nodes - 1}, DP_ADDRESS node 0's address" if backend is Backend.VLLM and w.dp_per_node
+                else f"run it under {backend.value}'s multi-node launcher (not generated)"
+            )  # fmt: skip
         if backend is Backend.TRTLLM:
             config = f"engine{suffix}.yaml"
             files.append(
@@ -266,8 +283,9 @@ PROGRAMS = (  # a command's leading words -> the option names its flags must be 
 
 def check_script(text: str, where: str) -> list[str]:
     """Every flag of the script's command that its engine's list lacks (and JSON values' unknown keys), one line each."""
-    commands = "\n".join(line for line in text.replace(PREAMBLE, "", 1).splitlines() if not line.startswith(': "$'))  # the env checks
-    words = shlex.split(commands, comments=True)
+    lines = text.replace(PREAMBLE, "", 1).splitlines()
+    first = next((i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0] in {p[0] for p, _ in PROGRAMS}), 0)
+    words = shlex.split("\n".join(lines[first:]), comments=True)  # the command, past the node's environment checks
     for program, allowed in PROGRAMS:
         if tuple(words[: len(program)]) == program:
             break
