@@ -254,7 +254,17 @@ def test_a_multi_node_vllm_worker_runs_one_vllm_serve_per_node_its_ranks_after_t
 
 
 @pytest.mark.reference
-def test_a_multi_node_tensorrt_llm_worker_says_it_needs_that_engine_s_launcher():
+def test_a_multi_node_tensorrt_llm_worker_is_one_slurm_launch_a_rank_a_gpu(tmp_path):
+    """TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst: srun -N .. --ntasks .. --ntasks-per-node ..
+    --mpi=pmix trtllm-llmapi-launch trtllm-serve ..."""
     row = _wide_ep_row("trtllm")
     files = {f.name: f.text for f in engine_files(Backend.TRTLLM, row["model"], workers(row, row["model"], 1024, True), 2048, True)}
-    assert "on 8 nodes: run it under trtllm's multi-node launcher (not generated)" in files["launch_decode.sh"]
+    decode = files["launch_decode.sh"]
+    assert "srun -N 8 \\\n  --ntasks 32 \\\n  --ntasks-per-node 4 \\\n  --mpi=pmix trtllm-llmapi-launch trtllm-serve" in decode
+    assert "run this once in a Slurm allocation of the 8 nodes" in decode
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    assert check_launch_dir(tmp_path) == []
+    assert check_script(decode.replace("--ntasks-per-node", "--ntask-per-node"), "x") == [
+        f"x: --ntask-per-node is not a srun slurm option ({names.SRUN.citation})"
+    ]

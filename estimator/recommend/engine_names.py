@@ -258,6 +258,9 @@ cuda_graph_config disable_overlap_scheduler print_iter_log stream_interval
     ),
 )
 TRTLLM_SERVE = OptionNames("trtllm-serve", "1.3.0rc20", TRTLLM.citation, _names("--extra_llm_api_options"))
+# the Slurm launch of a multi-node trtllm-serve (TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst, "across
+# two nodes with Slurm": srun -N 2 --ntasks 16 --ntasks-per-node=8 --mpi=pmix ... trtllm-llmapi-launch trtllm-serve ...)
+SRUN = OptionNames("srun", "slurm", "NVIDIA/TensorRT-LLM docs/source/commands/trtllm-serve/trtllm-serve.rst", _names("-N --ntasks --ntasks-per-node --mpi"))
 
 VLLM_BENCH = OptionNames(
     "vllm bench serve",

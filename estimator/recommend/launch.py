@@ -10,8 +10,9 @@ Per configuration (one replica: an agg worker, or a disagg replica of prefill an
   one spanning nodes runs the script on each (``--nnodes``, ``--node-rank "$NODE_RANK"``, ``--dist-init-addr
   "$DIST_INIT_ADDR"``); a vLLM worker whose data-parallel ranks span nodes runs one ``vllm serve`` a node
   (``--data-parallel-size-local``, ``--data-parallel-start-rank``, ``--data-parallel-address "$DP_ADDRESS"``,
-  ``--headless`` after the head: vllm ``docs/serving/data_parallel_deployment.md``); another multi-node
-  worker (TensorRT-LLM, or tensor parallelism across nodes) says it needs that engine's launcher;
+  ``--headless`` after the head: vllm ``docs/serving/data_parallel_deployment.md``); a TensorRT-LLM worker
+  spanning nodes is one Slurm launch, a rank a GPU (``srun ... --mpi=pmix trtllm-llmapi-launch trtllm-serve``,
+  its ``trtllm-serve.rst``); vLLM tensor parallelism across nodes says it needs vLLM's multi-node launcher;
 * ``bench.sh``: the benchmark client at the replica's concurrency C under the protocol the closed-loop
   replay models (``search.REPLAY_PROTOCOL``: 10 x C prompts, request rate inf, input and output lengths uniform
   on [0.8 L, L], no warm-up, ignore-eos), saving a result file ``python -m estimator import`` reads;
@@ -47,6 +48,7 @@ DEFAULT_PORT = {Backend.TRTLLM: 8000, Backend.VLLM: 8000, Backend.SGLANG: 30000}
 DEEPEP_MODES = {"prefill": "normal", "decode": "low_latency"}
 NODE_ENV = ("NODE_RANK", "DIST_INIT_ADDR", "DP_ADDRESS")  # what a multi-node worker's script reads on each node
 DP_RPC_PORT = 13345  # vLLM's multi-node data-parallel RPC port, as its docs' example
+LAUNCHER = "trtllm-llmapi-launch"  # TensorRT-LLM's per-rank wrapper under a Slurm launch
 # vLLM's data-parallel ranks on the nodes after the head run without an API server (docs/serving/data_parallel_deployment.md)
 HEADLESS = 'HEADLESS=$([ "$NODE_RANK" -eq 0 ] || echo --headless)'
 PREAMBLE = "set -euo pipefail"  # every script's first command
@@ -159,6 +161,16 @@ def sglang_args(w: Worker, max_seq_len: int, moe: bool, disagg: bool) -> list[st
     return args
 
 
+def _slurm_launch(w: Worker) -> list[str]:
+    """The Slurm launch of a TensorRT-LLM worker spanning nodes, a rank a GPU (TensorRT-LLM
+    docs/source/commands/trtllm-serve/trtllm-serve.rst: srun -N .. --ntasks .. --ntasks-per-node ..
+    --mpi=pmix trtllm-llmapi-launch trtllm-serve ...); nothing for a worker within one node."""
+    gpus = w.tp * w.dp * w.pp
+    if w.nodes == 1:
+        return []
+    return ["srun", "-N", str(w.nodes), "--ntasks", str(gpus), "--ntasks-per-node", str(-(-gpus // w.nodes)), "--mpi=pmix", LAUNCHER]
+
+
 def _word(word: str) -> str:
     """A shell word: an expansion of the node's environment ("$NAME", "$((...))", $HEADLESS) as is, anything else quoted."""
     return word if word.startswith(('"$', "$HEADLESS")) else shlex.quote(word)
@@ -187,6 +199,7 @@ def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len
             what += f" on {w.nodes} nodes: " + (
                 f"run this on each node, NODE_RANK 0..{w.nodes - 1}, DIST_INIT_ADDR node 0's host:port" if backend is Backend.SGLANG
                 else f"run this on each node, NODE_RANK 0..{w.nodes - 1}, DP_ADDRESS node 0's address" if backend is Backend.VLLM and w.dp_per_node
+                else f"run this once in a Slurm allocation of the {w.nodes} nodes" if backend is Backend.TRTLLM
                 else f"run it under {backend.value}'s multi-node launcher (not generated)"
             )  # fmt: skip
         if backend is Backend.TRTLLM:
@@ -196,7 +209,7 @@ def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len
                     config, f"# trtllm-serve --extra_llm_api_options: {what}\n" + yaml.safe_dump(trtllm_config(w, max_seq_len, moe, disagg), sort_keys=False)
                 )
             )
-            command = ["trtllm-serve", model, "--extra_llm_api_options", config]
+            command = [*_slurm_launch(w), "trtllm-serve", model, "--extra_llm_api_options", config]
         elif backend is Backend.VLLM:
             command = ["vllm", "serve", model, *vllm_args(w, max_seq_len, moe, disagg)]
         else:
@@ -282,24 +295,34 @@ PROGRAMS = (  # a command's leading words -> the option names its flags must be 
 
 
 def check_script(text: str, where: str) -> list[str]:
-    """Every flag of the script's command that its engine's list lacks (and JSON values' unknown keys), one line each."""
+    """Every flag of the script's command that its engine's list lacks (and JSON values' unknown keys), one line each;
+    a Slurm launch's own options against srun's."""
     lines = text.replace(PREAMBLE, "", 1).splitlines()
-    first = next((i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0] in {p[0] for p, _ in PROGRAMS}), 0)
+    starts = {p[0] for p, _ in PROGRAMS} | {"srun"}
+    first = next((i for i, line in enumerate(lines) if line.split()[:1] and line.split()[0] in starts), 0)
     words = shlex.split("\n".join(lines[first:]), comments=True)  # the command, past the node's environment checks
+    problems = []
+    if words[:1] == ["srun"] and LAUNCHER in words:  # a Slurm launch: its own options, then the program it launches
+        cut = words.index(LAUNCHER)
+        problems, words = _unknown(words[:cut], names.SRUN, where), words[cut + 1 :]
     for program, allowed in PROGRAMS:
         if tuple(words[: len(program)]) == program:
-            break
-    else:
-        return [f"{where}: no known command in {' '.join(words[:3])!r}"]
+            return problems + _unknown(words, allowed, where)
+    return [f"{where}: no known command in {' '.join(words[:3])!r}"]
+
+
+def _unknown(words: Sequence[str], allowed: names.OptionNames, where: str) -> list[str]:
+    """The flags among words (``--name`` or ``--name=value``) that allowed lacks, and JSON values' unknown keys."""
     problems = []
     for i, word in enumerate(words):
         if not word.startswith("--"):
             continue
-        if word not in allowed.names:
-            problems.append(f"{where}: {word} is not a {allowed.engine} {allowed.version} option ({allowed.citation})")
-        elif word in allowed.nested:
+        flag = word.split("=", 1)[0]
+        if flag not in allowed.names:
+            problems.append(f"{where}: {flag} is not a {allowed.engine} {allowed.version} option ({allowed.citation})")
+        elif flag in allowed.nested:
             keys = json.loads(words[i + 1])
-            problems += [f"{where}: {word} key {k!r} is not a {allowed.engine} {allowed.version} field" for k in keys if k not in allowed.nested[word]]
+            problems += [f"{where}: {flag} key {k!r} is not a {allowed.engine} {allowed.version} field" for k in keys if k not in allowed.nested[flag]]
     return problems
 
 
