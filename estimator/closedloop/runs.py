@@ -23,8 +23,9 @@ from estimator.closedloop.host import prefill_floor_ms
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.closedloop.stats import LatencyStats
-from estimator.deployment import Backend, Deployment, Role
+from estimator.deployment import Backend, Deployment
 from estimator.disagg.single import DisaggPoint
+from estimator.disagg.workers import DISAGG_ROLES
 from estimator.errors import InvalidInputError
 from estimator.models.config import is_natively_modelled
 from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
@@ -87,8 +88,8 @@ class DisaggRun:
     def __post_init__(self) -> None:
         _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch"),
                        ("prefix", "visual_tokens"))  # fmt: skip
-        for side, role in (("prefill", Role.PREFILL), ("decode", Role.DECODE)):  # each prices its role's MoE all-to-all
-            object.__setattr__(self, side, dataclasses.replace(getattr(self, side), role=role))
+        for role in DISAGG_ROLES:  # each worker (field named by its role) prices its role's MoE all-to-all
+            object.__setattr__(self, role.value, dataclasses.replace(getattr(self, role.value), role=role))
 
     @property
     def tokens_per_decode(self) -> float:

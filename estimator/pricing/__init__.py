@@ -12,7 +12,6 @@ from estimator.models import PhaseOps, QuantModes, build_dense_ops, infer_quant,
 from estimator.models.config import is_natively_modelled
 from estimator.perf.lanes import resolve_lane_order
 from estimator.perf.stack import StackTables, load_stack
-from estimator.perf.system_spec import load_system_spec
 from estimator.perf.versions import resolve_version
 from estimator.pricing.base import OpPrice, Pricer
 
@@ -65,7 +64,9 @@ def native_model(deployment: Deployment) -> NativeModel:
 def make_pricer(kind: str, deployment: Deployment) -> Pricer:
     """A pricer of the given kind (one of PRICERS) bound to a deployment (cached per deployment; a
     worker whose GPUs fit in one node shares its agg twin's pricer: its role changes no price)."""
-    if deployment.role is not Role.AGG and deployment.tp * deployment.attention_dp <= load_system_spec(deployment.system).num_gpus_per_node:
+    from estimator.pricing.reference import within_one_node
+
+    if deployment.role is not Role.AGG and within_one_node(deployment):
         deployment = dataclasses.replace(deployment, role=Role.AGG)
     return _bound_pricer(kind, deployment)
 

@@ -267,14 +267,13 @@ def one_node_data_across_infiniband(resolved, deployment: Deployment, model_path
     the group's own (EP, nodes) coordinate and a2a_covers_parallel takes the physical full-node row
     (moe_comm_resolver, which the query engine marks estimated). An InfiniBand all-to-all priced by
     NVLink data is not taken; the worker keeps the fused graph."""
-    from aiconfigurator.sdk.models import _get_model_info
-    from aiconfigurator.sdk.models.blocks.moe import MoEBlockShape
+    from aiconfigurator_core.sdk.operations.moe_comm import nodes_for
 
     spec = load_system_spec(deployment.system)
     if spec.num_gpus_per_rack is not None:
         return False
-    shape, ep = MoEBlockShape.from_model_info(_get_model_info(model_path)), int(resolved.moe_ep_size)
-    nodes = -(-ep // spec.num_gpus_per_node)
+    shape, ep = moe_shape(model_path), int(resolved.moe_ep_size)
+    nodes = nodes_for(ep, spec.num_gpus_per_node)
     for phase, comm_backend in resolved.moe_comm_backend.items():
         coverage = database.moe_a2a_coverage(shape.hidden_size, shape.topk, shape.num_experts, resolved.moe_quant_mode, phase)
         if (ep, nodes) not in coverage.get(comm_backend, set()):
@@ -296,7 +295,7 @@ def wide_ep_stand_in(deployment: Deployment, literal_version: str) -> Deployment
     if moe_tp != 1 or moe_ep != deployment.attention_dp or _resolves(deployment, literal_version) is not False:
         return deployment
     wider = moe_ep * 2
-    while wider <= routed_experts(reference_model_path(deployment.model)):
+    while wider <= int(moe_shape(reference_model_path(deployment.model)).num_experts):  # the widest EP a layout can have
         candidate = dataclasses.replace(deployment, attention_dp=wider, moe_ep=wider)
         if takes_large_ep(candidate, literal_version):  # resolved, and not refused by one_node_data_across_infiniband
             return candidate
@@ -323,12 +322,18 @@ class _Refused(Exception):
     """The estimate CLI refuses a cross-node expert-parallel layout (no coverage, MoE TP across nodes)."""
 
 
+def within_one_node(deployment: Deployment) -> bool:
+    """Whether the worker's expert-parallel group (tp x attention DP GPUs) fits in one node: no cross-node all-to-all."""
+    return deployment.tp * deployment.attention_dp <= load_system_spec(deployment.system).num_gpus_per_node
+
+
+@memo()
 def large_ep_note(deployment: Deployment, literal_version: str) -> str:
     """How a disaggregated worker's cross-node MoE all-to-all is priced, for a row's note: the graph
     its role's phase takes and any departure from the estimate CLI ("" for an agg worker, a dense
     model or a worker within one node)."""
-    role, spec = deployment.role, load_system_spec(deployment.system)
-    if not role.large_ep_phases or deployment.tp * deployment.attention_dp <= spec.num_gpus_per_node or not is_moe_model(deployment.model):
+    role = deployment.role
+    if not role.large_ep_phases or within_one_node(deployment) or not is_moe_model(deployment.model):
         return ""
     own = own_all_to_all(deployment)
     if own:
@@ -385,13 +390,13 @@ def _resolved(config, deployment: Deployment, model_path: str, database):
 
 
 @memo()
-def routed_experts(model_path: str) -> int:
-    """The routed experts of a reference MoE model: the widest EP a layout can have."""
+def moe_shape(model_path: str):
+    """The MoE block shape of a reference MoE model (hidden size, topk, experts), as the resolver reads it."""
     from aiconfigurator.sdk.models import _get_model_info
     from aiconfigurator.sdk.models.blocks.moe import MoEBlockShape
 
     try:
-        return int(MoEBlockShape.from_model_info(_get_model_info(model_path)).num_experts)
+        return MoEBlockShape.from_model_info(_get_model_info(model_path))
     except Exception as exc:  # the reference raises bare ValueError/KeyError on a config it cannot read
         raise _translate(exc) from exc
 

@@ -26,6 +26,7 @@ derived list (``engine_names``).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -72,6 +73,10 @@ class Worker:
     nodes: int = 1  # nodes the worker's GPUs span (>= 1)
     dp_per_node: int = 0  # attention-DP ranks on each node when DP spans nodes (a tp x pp group within one), else 0
     deepep_mode: str = ""  # SGLang --deepep-mode of the DeepEP all-to-all the estimate priced ("" for the fused MoE graph)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.dp * self.pp
 
 
 @dataclass(frozen=True)
@@ -165,10 +170,9 @@ def _slurm_launch(w: Worker) -> list[str]:
     """The Slurm launch of a TensorRT-LLM worker spanning nodes, a rank a GPU (TensorRT-LLM
     docs/source/commands/trtllm-serve/trtllm-serve.rst: srun -N .. --ntasks .. --ntasks-per-node ..
     --mpi=pmix trtllm-llmapi-launch trtllm-serve ...); nothing for a worker within one node."""
-    gpus = w.tp * w.dp * w.pp
     if w.nodes == 1:
         return []
-    return ["srun", "-N", str(w.nodes), "--ntasks", str(gpus), "--ntasks-per-node", str(-(-gpus // w.nodes)), "--mpi=pmix", LAUNCHER]
+    return ["srun", "-N", str(w.nodes), "--ntasks", str(w.gpus), "--ntasks-per-node", str(-(-w.gpus // w.nodes)), "--mpi=pmix", LAUNCHER]
 
 
 def _word(word: str) -> str:
@@ -184,7 +188,7 @@ def _script(comment: str, command: Sequence[str]) -> str:
             groups.append([])
         groups[-1].append(word)
     body = " \\\n  ".join(" ".join(map(_word, g)) for g in groups if g)
-    checks = "".join(f': "${{{name}:?set {name} on each node}}"\n' for name in NODE_ENV if f"${name}" in body or f"({name} " in body)
+    checks = "".join(f': "${{{name}:?set {name} on each node}}"\n' for name in NODE_ENV if re.search(rf"\b{name}\b", body))
     headless = f"{HEADLESS}\n" if "$HEADLESS" in command else ""
     return f"#!/usr/bin/env bash\n# {comment}\n{PREAMBLE}\n{checks}{headless}{body}\n"
 
@@ -194,7 +198,7 @@ def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len
     files = []
     for w in ws:
         suffix = f"_{w.role}" if disagg else ""
-        what = f"one {w.role} worker ({w.tp * w.dp * w.pp} GPUs)"
+        what = f"one {w.role} worker ({w.gpus} GPUs)"
         if w.nodes > 1:
             what += f" on {w.nodes} nodes: " + (
                 f"run this on each node, NODE_RANK 0..{w.nodes - 1}, DIST_INIT_ADDR node 0's host:port" if backend is Backend.SGLANG

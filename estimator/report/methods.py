@@ -32,8 +32,7 @@ from types import MappingProxyType
 from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
 from estimator.closedloop.stats import LatencyStats
-from estimator.deployment import Role
-from estimator.disagg import DisaggPoint, run_disagg
+from estimator.disagg import DISAGG_ROLES, DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
 from estimator.pricing import large_ep_note
@@ -186,8 +185,8 @@ def _large_ep_notes(inputs: AggInputs | DisaggInputs) -> list[str]:
     """How each disaggregated worker's cross-node MoE all-to-all is priced (pricing.reference.large_ep_note)."""
     if not isinstance(inputs, DisaggInputs) or inputs.pricer == "native":
         return []
-    workers = ((inputs.prefill, Role.PREFILL), (inputs.decode, Role.DECODE))
-    return [n for n in (large_ep_note(dataclasses.replace(d, role=role)) for d, role in workers) if n]
+    notes = (large_ep_note(dataclasses.replace(d, role=role)) for d, role in zip(inputs.deployments, DISAGG_ROLES, strict=True))
+    return [n for n in notes if n]
 
 
 def closed_form(row: MappedRow, semantics: Semantics, ctx_tokens: int | None = None):
