@@ -64,7 +64,8 @@ class EngineSettings:
         "under attention DP, when every rank holds a prefill, the prefills wait beside decoding requests for up to this "
         "many steps (TRT-LLM attention_dp_config.batching_wait_iters), >= 0; empty: 0"))  # fmt: skip
     kv_cache_dtype: str | None = field(default=None, metadata=_doc(
-        "KV cache dtype the engine was launched with (TRT-LLM kv_cache_config.dtype); empty: the checkpoint's"))  # fmt: skip
+        "KV cache dtype the engine was launched with: bfloat16 | fp8 | int8 (TRT-LLM kv_cache_config.dtype, SGLang and vLLM "
+        "--kv-cache-dtype; fp8_e4m3 and fp8_e5m2 read as fp8); empty or auto: the engine's auto (served_kv_cache_dtype)"))  # fmt: skip
     nextn: int = field(default=0, metadata=_doc(
         "MTP draft tokens per decode step (TRT-LLM speculative_config num_nextn_predict_layers), >= 0; empty: 0, no "
         "speculation", point=True))  # fmt: skip
@@ -109,6 +110,7 @@ class EngineSettings:
             _set(self, name, _finite_non_negative(name, getattr(self, name)))
         if self.eager_layer_ms is not None:
             _set(self, "eager_layer_ms", _finite_non_negative("eager_layer_ms", self.eager_layer_ms))
+        _set(self, "kv_cache_dtype", _kv_cache_dtype(self.kv_cache_dtype))
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
         fraction = self.kv_free_memory_fraction
@@ -133,6 +135,49 @@ POINT_FIELDS = tuple(name for name, f in FIELDS.items() if f.metadata[POINT])  #
 
 def _set(settings: EngineSettings, name: str, value: Any) -> None:
     object.__setattr__(settings, name, value)
+
+
+# A launch's KV cache dtype spelling -> the KV quant mode priced (None: the engine's auto). TRT-LLM kv_cache_config.dtype,
+# SGLang --kv-cache-dtype (auto, fp8_e4m3, fp8_e5m2, bfloat16) and vLLM --kv-cache-dtype (auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16).
+KV_CACHE_DTYPES: Mapping[str, str | None] = MappingProxyType({
+    "auto": None, "bfloat16": "bfloat16", "bf16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "int8": "int8",
+})  # fmt: skip
+
+
+def _kv_cache_dtype(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or value.lower() not in KV_CACHE_DTYPES:
+        raise InvalidInputError(f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)} (or empty), got {value!r}")
+    return KV_CACHE_DTYPES[value.lower()]
+
+
+# SGLang's DeepSeek sparse-attention (NSA) architectures: `--kv-cache-dtype auto` serves fp8_e4m3 on SM >= 100 and
+# bfloat16 below (ServerArgs._set_default_nsa_kv_cache_dtype: 0.5.9 L1142-1143; 0.5.10.post1 L1430-1434; GLM-5 joined the
+# list in 0.5.9, configs/model_config.py L64).
+SGLANG_NSA_ARCHITECTURES = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
+
+
+def served_kv_cache_dtype(backend: Backend | str, launched: str | None, checkpoint_kv: str | None, architecture: str | None = None,
+                          sm_version: int = 0) -> str | None:  # fmt: skip
+    """The KV cache dtype a launch runs (a KV quant mode; None: the reference's checkpoint rule).
+
+    `launched` is the launch's own setting (EngineSettings.kv_cache_dtype), which wins. Without one,
+    SGLang and vLLM run `--kv-cache-dtype auto`: the KV quantization the checkpoint's quantization
+    config declares (`checkpoint_kv`: ModelOpt's kv_cache_quant_algo or kv_cache_scheme; SGLang
+    ModelRunner.configure_kv_cache_dtype, 0.5.9 L1670-1688; vLLM >= 0.15.1
+    resolve_kv_cache_dtype_string), SGLang's NSA architectures fp8 on SM >= 100, else the model's
+    dtype, bfloat16 for every bundled checkpoint (vLLM CacheConfig.cache_dtype "auto": "will use
+    model data type"). TensorRT-LLM's launches keep the reference's rule (an fp8 or fp4
+    checkpoint's KV cache is fp8), which InferenceX's scripts set explicitly."""
+    if launched is not None:
+        return launched
+    backend = Backend.parse(backend)
+    if backend is Backend.SGLANG and architecture in SGLANG_NSA_ARCHITECTURES and sm_version >= 100:
+        return checkpoint_kv or "fp8"
+    if backend in (Backend.SGLANG, Backend.VLLM):
+        return checkpoint_kv or "bfloat16"
+    return None
 
 
 def _is_number(value: Any) -> bool:

@@ -82,7 +82,8 @@ def silicon_measurement(row: dict) -> Measurement:
         protocol=clients.protocol_for(source, concurrency, fields.get("measured")),
         settings=recipe or system_defaults(row["backend"], row["system"]),
     )
-    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
+    settings = recipes.with_launch_kv_cache(m.settings, source, m.engine, m.model, m.precision, m.system, m.mode, m.image)
+    return dataclasses.replace(m, settings=settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
 
 
 def source_of(provenance: str) -> str:

@@ -33,10 +33,11 @@ import re
 from dataclasses import dataclass
 
 from estimator.caching import memo
-from estimator.deployment import Deployment, QuantOverrides
+from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
-from estimator.models import model_architecture, native_families
-from estimator.perf import slot_sort_key, version_slots
+from estimator.models import checkpoint_quant, model_architecture, native_families
+from estimator.perf import load_system_spec, slot_sort_key, version_slots
+from estimator.settings import served_kv_cache_dtype
 from measurements import recipes
 from measurements.checkpoints import CheckpointModes, checkpoint_modes, granularity_fallbacks
 from measurements.clients import INFERENCEX
@@ -128,6 +129,7 @@ class Fallback:
 
     inputs: AggInputs | DisaggInputs  # the row's inputs but for quant modes
     note: str  # which modes, and why they compute the same arithmetic
+    kv_cache: bool = False  # the inputs at the reference's KV cache rule, where the launch's KV cache dtype lacks SILICON data
 
 
 @dataclass(frozen=True)
@@ -232,8 +234,18 @@ def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
     moe = not is_native(row.model_used)
     modes = checkpoint_modes(run, row.model_used, moe)
     fallbacks = tuple(Fallback(_quant_inputs(row, run, f), f.note) for f in granularity_fallbacks(run, row.model_used, moe, modes))
-    row = dataclasses.replace(row, granularity_fallbacks=fallbacks)
+    row = dataclasses.replace(row, granularity_fallbacks=fallbacks + _reference_kv_fallback(row.inputs))
     return row if modes is None else dataclasses.replace(row, checkpoint_inputs=_quant_inputs(row, run, modes), quant_note=modes.note)
+
+
+def _reference_kv_fallback(inputs: AggInputs | DisaggInputs) -> tuple[Fallback, ...]:
+    """The inputs at the reference's KV cache rule, last in line, where an SGLang or vLLM launch serves another KV
+    cache dtype (served_kv_cache): priced only when that dtype lacks SILICON data for an op."""
+    served = {d.quant.kvcache for d in inputs.deployments}
+    if served == {None} or inputs.deployments[0].backend not in (Backend.SGLANG, Backend.VLLM):
+        return ()
+    bare = inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in inputs.deployments))
+    return (Fallback(bare, f"the launch's {'/'.join(sorted(served - {None}))} KV cache", kv_cache=True),)
 
 
 def _quant_inputs(row: MappedRow, run: Measurement, modes: CheckpointModes) -> AggInputs | DisaggInputs:
@@ -336,9 +348,15 @@ def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: s
         attention_dp=_dp(layout),
         moe_tp=None if native else layout.moe_tp,
         moe_ep=None if native else layout.moe_ep,
-        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant, kvcache=m.settings.kv_cache_dtype),
+        quant=QuantOverrides(gemm=m.gemm_quant, moe=m.moe_quant, kvcache=served_kv_cache(m, model_used)),
         nextn=m.settings.nextn,
     )
+
+
+def served_kv_cache(m: Measurement, model_used: str) -> str | None:
+    """The KV cache dtype the run's launch served (estimator.settings.served_kv_cache_dtype)."""
+    kv = checkpoint_quant(model_used).kv_cache_algo
+    return served_kv_cache_dtype(m.engine, m.settings.kv_cache_dtype, kv, model_architecture(model_used), load_system_spec(m.system).sm_version)
 
 
 def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | DisaggInputs:

@@ -48,7 +48,7 @@ from estimator.scheduler import AggPoint, run_agg
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import TRTLLM_REQUEST_PATH_MS, EngineSettings, engine_defaults, kv_running_cap
+from estimator.settings import TRTLLM_REQUEST_PATH_MS, EngineSettings, engine_defaults, kv_running_cap, served_kv_cache_dtype
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
 
 IMPLS = ("numba", "python")
@@ -430,6 +430,29 @@ def test_engine_settings_take_numpy_integers_and_reject_the_rest():
     for budget in (0, 2.5, True, "8192"):
         with pytest.raises(InvalidInputError):
             EngineSettings(budget, True)
+
+
+@pytest.mark.parametrize("spelling, mode", [("auto", None), ("", None), (None, None), ("fp8_e4m3", "fp8"), ("FP8", "fp8"),
+                                            ("fp8_e5m2", "fp8"), ("bf16", "bfloat16"), ("bfloat16", "bfloat16")])  # fmt: skip
+def test_engine_settings_read_the_launch_kv_cache_dtype_spellings(spelling, mode):
+    assert EngineSettings(8192, True, kv_cache_dtype=spelling).kv_cache_dtype == mode
+
+
+@pytest.mark.parametrize("spelling", ["fp16x", "fp4", 8])
+def test_engine_settings_refuse_an_unknown_kv_cache_dtype_by_name(spelling):
+    with pytest.raises(InvalidInputError, match=f"kv_cache_dtype must be one of .*got {spelling!r}"):
+        EngineSettings(8192, True, kv_cache_dtype=spelling)
+
+
+@pytest.mark.parametrize(
+    "backend, launched, checkpoint_kv, served",
+    [("sglang", None, None, "bfloat16"), ("vllm", None, None, "bfloat16"), ("sglang", None, "fp8", "fp8"),
+     ("vllm", "fp8", None, "fp8"), ("sglang", "bfloat16", "fp8", "bfloat16"), ("trtllm", None, None, None), ("trtllm", "fp8", None, "fp8")],
+)  # fmt: skip
+def test_served_kv_cache_dtype_is_the_launchs_else_the_engines_auto(backend, launched, checkpoint_kv, served):
+    """SGLang's and vLLM's --kv-cache-dtype auto serves the checkpoint's declared KV quantization,
+    else the model dtype; TRT-LLM keeps the reference's checkpoint rule (None)."""
+    assert served_kv_cache_dtype(backend, launched, checkpoint_kv) == served
 
 
 def test_direct_calls_raise_the_documented_value_error():

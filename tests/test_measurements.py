@@ -27,6 +27,7 @@ from measurements.mapping import (
     map_measurement,
     nearest_data_version,
     resolve_model,
+    served_kv_cache,
 )
 from measurements.recipes import models as recipe_models_
 from measurements.recipes import sglang as sglang_recipes
@@ -262,14 +263,18 @@ def test_trtllm_gptoss_on_h200_keeps_the_checkpoints_kv_cache():
 
 def test_the_launch_kv_cache_dtype_is_priced_but_not_by_the_baseline(mapped):
     """The rows launched with an fp8 KV cache price it (their inputs and checkpoint inputs); the
-    baseline view leaves the KV cache to the checkpoint, as the accuracy baseline did."""
+    SGLang and vLLM rows launched without one price the engine's auto (the checkpoint's declared KV
+    quantization, else bfloat16); the TRT-LLM rows without one, and the baseline view of every row,
+    leave the KV cache to the reference's checkpoint rule, as the accuracy baseline did."""
     launched = [r for r in mapped if r.inputs is not None and r.measurement.settings.kv_cache_dtype == "fp8"]
-    assert launched and {r.measurement.engine for r in launched} == {"trtllm"}
+    assert launched and {r.measurement.engine for r in launched} >= {"trtllm"}
     for r in launched:
         assert all(d.quant.kvcache == "fp8" for d in r.inputs.deployments)
         assert r.checkpoint_inputs is None or all(d.quant.kvcache == "fp8" for d in r.checkpoint_inputs.deployments)
-        assert all(d.quant.kvcache is None for d in r.baseline.inputs.deployments)
-    assert all(d.quant.kvcache is None for r in mapped if r.inputs is not None and r not in launched for d in r.inputs.deployments)
+    auto = [r for r in mapped if r.inputs is not None and r.measurement.settings.kv_cache_dtype is None]
+    by_engine = {e: {d.quant.kvcache for r in auto if r.measurement.engine == e for d in r.inputs.deployments} for e in ("trtllm", "sglang", "vllm")}
+    assert by_engine["trtllm"] == {None} and by_engine["vllm"] == {"bfloat16"} and by_engine["sglang"] == {"bfloat16", "fp8"}
+    assert all(d.quant.kvcache is None for r in mapped if r.baseline.inputs is not None for d in r.baseline.inputs.deployments)
 
 
 @pytest.mark.parametrize(
@@ -1012,3 +1017,29 @@ def test_the_h200_mtp_run_is_priced_with_its_recipe(sample):
     for m in run:
         assert m.settings.nextn_accepted == recipe_models_.DSR1_MTP_ACCEPTED[m.settings.nextn] and "PR 392" in m.settings.citation
         assert m.settings.kv_free_memory_fraction == 0.75
+
+
+@pytest.mark.parametrize(
+    "engine, model, precision, system, mode, image, served",
+    [("sglang", "deepseek-ai/DeepSeek-R1", "fp8", "h200_sxm", "agg", "lmsysorg/sglang:v0.5.9-cu130", "bfloat16"),  # dsr1_fp8_h200.sh: no flag
+     ("sglang", "deepseek-ai/DeepSeek-R1", "fp8", "b200_sxm", "agg", "lmsysorg/sglang:v0.5.9-cu130", "fp8"),  # --kv-cache-dtype fp8_e4m3
+     ("sglang", "deepseek-ai/DeepSeek-R1", "fp8", "gb200", "disagg", None, "fp8"),  # srt-slurm recipes
+     ("sglang", "deepseek-ai/DeepSeek-R1", "fp8", "h200_sxm", "disagg", None, "bfloat16"),
+     ("sglang", "zhipuai/GLM-5", "fp8", "b300_sxm", "agg", None, "fp8"),  # no public script: the NSA auto on Blackwell
+     ("sglang", "zhipuai/GLM-5", "fp8", "h200_sxm", "agg", None, "bfloat16"),  # the NSA auto on Hopper
+     ("vllm", "MiniMaxAI/MiniMax-M2.5", "fp8", "b200_sxm", "agg", "vllm/vllm-openai:v0.17.0-cu130", "bfloat16"),
+     ("vllm", "MiniMaxAI/MiniMax-M2.5", "fp8", "b200_sxm", "agg", "vllm/vllm-openai:v0.19.0-cu130", "fp8"),  # PR 947 with the image
+     ("vllm", "moonshotai/Kimi-K2.5", "int4", "h200_sxm", "agg", "vllm/vllm-openai:v0.16.0", "bfloat16"),
+     ("vllm", "moonshotai/Kimi-K2.5", "fp4", "b200_sxm", "agg", "vllm/vllm-openai:v0.17.0", "fp8"),  # the NVFP4 checkpoint's ModelOpt KV
+     ("trtllm", "deepseek-ai/DeepSeek-R1", "fp8", "h200_sxm", "agg", None, None)],  # not an SGLang or vLLM launch: no rule
+)  # fmt: skip
+def test_inferencex_launches_serve_their_scripts_kv_cache(sample, engine, model, precision, system, mode, image, served):
+    """An InferenceX SGLang or vLLM run is priced at the KV cache its script or recipe launched (cited in its
+    settings), else at the engine's auto (measurements.recipes.kvcache)."""
+    m = next(m for m in sample if m.source == clients.INFERENCEX and (m.model, m.precision) == (model, precision))
+    m = dataclasses.replace(m, engine=engine, model=model, precision=precision, system=system, mode=mode, image=image,
+                            settings=system_defaults(engine, system))  # fmt: skip
+    settings = recipes.with_launch_kv_cache(m.settings, m.source, engine, model, precision, system, mode, image)
+    assert ("KV cache:" in settings.citation) == (settings.kv_cache_dtype == "fp8")
+    model_used = resolve_model(dataclasses.replace(m, settings=settings))[0]
+    assert served_kv_cache(dataclasses.replace(m, settings=settings), model_used) == served

@@ -350,7 +350,9 @@ def test_granularity_fallbacks_are_tried_in_order_only_after_a_silicon_miss(monk
     """The labels stand unless SILICON data miss an op (another error is the row's to report); then
     the first fallback that prices wins, and HYBRID mode only when none does."""
     row = _minimax_h100_row()
-    first, second, _ = (f.inputs for f in row.granularity_fallbacks)
+    first, second, _, kv = (f.inputs for f in row.granularity_fallbacks)
+    assert row.granularity_fallbacks[-1].kv_cache and {d.quant.kvcache for d in kv.deployments} == {None}  # the reference's KV rule, last
+    assert {d.quant.kvcache for d in row.inputs.deployments} == {"bfloat16"}  # vLLM's auto for MiniMax-M2.5's FP8 checkpoint
     priced, miss = object(), PerfDataMissingError("no")
     hybrid = dataclasses.replace(row.inputs, pricer="hybrid")
     for labels_outcome, first_outcome, expected in (
@@ -962,3 +964,14 @@ def test_ablated_methods_render_their_table_in_the_error_sources_and_nowhere_els
     headline = next(t for t in outline(html).tables if t["section"] == "headline")
     assert headline["rows"] == 2 + len(METHOD_NAMES) + 2 and "closed_loop-no-overlap" not in html.split('id="closing"')[0]
     assert "Ablation" not in render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))
+
+
+def test_a_launch_kv_cache_without_silicon_data_prices_the_reference_rule_and_says_so():
+    """Qwen3.5 FP8 on SGLang H200 launches an fp8 KV cache (qwen3.5_fp8_h200.sh); the tables hold none for its
+    attention, so the row is priced at the reference's KV rule, labelled and noted, instead of going uncovered."""
+    row = map_measurement(next(m for m in load_silicon_sample() if m.engine == "sglang" and m.system == "h200_sxm"
+                               and m.model == "Qwen/Qwen3.5-397B-A17B" and m.mode == "agg"))  # fmt: skip
+    assert {d.quant.kvcache for d in row.inputs.deployments} == {"fp8"}
+    label, caveat = methods.pricing(row)
+    assert label.endswith(methods.REFERENCE_KV_CACHE) and "fp8 KV cache" in caveat
+    assert methods.priced_inputs(row.inputs, row.checkpoint_inputs, tuple(f.inputs for f in row.granularity_fallbacks)) == row.granularity_fallbacks[-1].inputs

@@ -49,12 +49,14 @@ SILICON_MISS = "perf data missing, also in the reference's HYBRID mode (no empir
 HYBRID_NOTE = "SILICON data missing for an op: priced by the reference engine in HYBRID mode (empirical transfer), as the baseline"
 CHECKPOINT_NOTE = "priced at the kernels that ran, not the labelled quant modes"  # then ": " and MappedRow.quant_note
 GRANULARITY_NOTE = "SILICON data missing for an op at the labelled quant modes: priced at the checkpoint's scale granularity"  # then ": " and Fallback.note
+KV_CACHE_NOTE = "SILICON data missing for an op at {}: priced at the reference's KV cache (the checkpoint's rule)"  # Fallback.note
 # the pricing of a row (a report partition): the priced inputs' pricer -> pricer and database mode,
 # then KERNELS_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs), or
 # CHECKPOINT_GRANULARITY when they are a granularity fallback (MappedRow.granularity_fallbacks)
 PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
 KERNELS_THAT_RAN = ", kernels that ran"
 CHECKPOINT_GRANULARITY = ", checkpoint's scale granularity"
+REFERENCE_KV_CACHE = ", reference KV cache"
 MOE_TP_AS_EP = ", MoE TP as EP"  # appended when the experts' layout is priced by its EP equivalent
 # the engines document first-use work for shapes a batch-1 request does not reach, but publish no duration
 COLD_START_NOTE = (
@@ -168,12 +170,14 @@ def pricing(row: MappedRow) -> tuple[str, str]:
     CHECKPOINT_GRANULARITY at a granularity fallback, then MOE_TP_AS_EP at an MoE-EP equivalent;
     the caveats say which ("" when the labels price with SILICON data)."""
     choice = _choice(row)
-    fallbacks = {f.inputs: f.note for f in row.granularity_fallbacks}
+    fallbacks = {f.inputs: f for f in row.granularity_fallbacks}
     label, caveats = PRICINGS[choice.inputs.pricer], []
     if choice.candidate == row.checkpoint_inputs:
         label, caveats = label + KERNELS_THAT_RAN, [f"{CHECKPOINT_NOTE}: {row.quant_note}"]
+    elif choice.candidate in fallbacks and fallbacks[choice.candidate].kv_cache:
+        label, caveats = label + REFERENCE_KV_CACHE, [KV_CACHE_NOTE.format(fallbacks[choice.candidate].note)]
     elif choice.candidate in fallbacks:
-        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[choice.candidate]}"]
+        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[choice.candidate].note}"]
     elif choice.inputs.pricer == "hybrid":
         caveats = [HYBRID_NOTE]
     if choice.via_ep:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from estimator.settings import EngineSettings
 from measurements.clients import INFERENCEX
+from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
@@ -38,6 +39,16 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None
+
+
+def with_launch_kv_cache(settings: EngineSettings, source: str, engine: str, model: str, precision: str | None, system: str, mode: str,
+                         image: str | None) -> EngineSettings:  # fmt: skip
+    """The settings with the fp8 KV cache an InferenceX SGLang or vLLM launch sets (measurements.recipes.kvcache), cited;
+    unchanged where the launch serves the engine's auto or a recipe already set the dtype."""
+    citation = launched_fp8_kv_cache(engine, model, precision, system, mode, image) if source == INFERENCEX else None
+    if citation is None or settings.kv_cache_dtype is not None:
+        return settings
+    return settings.replace(kv_cache_dtype="fp8", citation="; ".join(c for c in (settings.citation, f"KV cache: {citation}") if c))
 
 
 def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:
