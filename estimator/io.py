@@ -44,17 +44,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """A fresh temporary path beside `path` (its folder created) to write to; renamed over `path`
     when the block ends, removed when it raises (KeyboardInterrupt included)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
     os.close(fd)
     tmp = Path(name)
     try:
         os.chmod(tmp, _FILE_MODE)
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _unwritable(path, exc) from None
         raise
+
+
+def _unwritable(path: Path, exc: OSError) -> InvalidInputError:
+    """The one-line error of an output path the system refuses (a read-only or full file system, a missing folder)."""
+    return InvalidInputError(f"cannot write {str(path)!r}: {exc.strerror or exc}")
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

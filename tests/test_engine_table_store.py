@@ -98,3 +98,12 @@ def test_engine_tables_from_the_store_equal_a_fresh_build(tmp_path):
         loaded = engine_tables(model, extent)  # sliced from the stored, larger grids
     assert [np.array_equal(a, b, equal_nan=True) for a, b in zip(fresh, loaded, strict=True)] == [True] * len(fresh)
     assert stored.shared.size > fresh.shared.size
+
+
+def test_a_refused_store_write_only_costs_the_warm_start(tmp_path, monkeypatch):
+    """A cache the file system refuses (a file where the folder should be) is skipped: no error reaches the report."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setattr(tablecache, "_file", lambda component, model: (blocker / "grid.npz", "key"))
+    tablecache.store("test_component", "model", ((1,), (np.arange(2.0),), np.zeros(2)))
+    assert blocker.read_text() == "x"

@@ -8,6 +8,7 @@ import stat
 import pandas as pd
 import pytest
 
+from estimator.errors import InvalidInputError
 from estimator.io import atomic_to_table, atomic_write_text
 
 
@@ -51,3 +52,17 @@ def test_written_files_replace_the_old_and_take_the_umask_mode(tmp_path):
     assert path.read_text() == "<p>new</p>" and sorted(os.listdir(tmp_path)) == ["report.html", "t.csv"]
     assert {stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {0o666 & ~mask}
     assert pd.read_csv(tmp_path / "t.csv")["x"].tolist() == [1, 2]
+
+
+def test_a_refused_output_path_is_one_error_naming_it(tmp_path):
+    """The system refusing the write (here a folder where a file is needed, so no temporary file can be made
+    beside the target) is an InvalidInputError naming the path, not an OSError traceback; nothing is left behind."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InvalidInputError, match=r"cannot write '.*file/out\.csv'"):
+        atomic_write_text(blocker / "out.csv", "a")
+    with pytest.raises(InvalidInputError, match=r"cannot write '.*renamed'"):  # the rename over a directory fails after the write
+        (tmp_path / "renamed").mkdir()
+        (tmp_path / "renamed" / "inner").write_text("keep")
+        atomic_write_text(tmp_path / "renamed", "a")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "renamed"]
