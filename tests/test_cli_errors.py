@@ -41,6 +41,8 @@ def one_error_line(argv: list[str], capsys) -> str:
       "--d-workers", "1"], "nextn must be within [0, 2147483647], got 9223372036854775807"),  # an OverflowError traceback before
     (["--estimate-mode", "disagg", "--prefill-batch-size", "1", "--prefill-num-workers", "1", "--decode-batch-size", "8",
       "--decode-num-workers", "1", "--decode-pp-size", "65"], "pp size 65 exceeds the 64 layers"),
+    (["--nextn-accepted", "nan"], "nextn_accepted must be a finite number >= 0, got nan"),  # ignored without --nextn: was exit 0
+    (["--stride", "-5"], "stride must be a positive integer, got -5"),  # not read by agg: was exit 0
 ])  # fmt: skip
 def test_estimate_sizes_beyond_the_model_or_the_arithmetic(argv, named, capsys):
     assert named in one_error_line(["estimate", *MODEL, *argv], capsys)

@@ -93,7 +93,7 @@ BASE = ["recommend", "--model-path", DENSE, "--system", "h200_sxm", "--isl", "20
 
 @pytest.mark.parametrize("argv,named", [
     (["--backend", "trtllm", "--total-gpus", "0"], "total_gpus must be a positive integer, got 0"),
-    (["--backend", "tgi", "--total-gpus", "2"], "unknown backend 'tgi'"),
+    (["--backend", "tgi", "--total-gpus", "2"], "unknown backend 'tgi' (known: trtllm, vllm, sglang, auto)"),
     (["--backend", "vllm", "--total-gpus", "2", "--system", "h999"], "h999"),
     (["--backend", "vllm", "--total-gpus", "2", "--model-path", "nobody/none"], "nobody/none"),
     (["--backend", "vllm", "--total-gpus", "2", "--tpot", "-1"], "tpot target must be a positive number of ms, got -1"),
@@ -268,3 +268,18 @@ def test_a_multi_node_tensorrt_llm_worker_is_one_slurm_launch_a_rank_a_gpu(tmp_p
     assert check_script(decode.replace("--ntasks-per-node", "--ntask-per-node"), "x") == [
         f"x: --ntask-per-node is not a srun slurm option ({names.SRUN.citation})"
     ]
+
+
+@pytest.mark.parametrize("decode_system", ["h900", ""])
+def test_an_unknown_decode_system_is_one_error_before_the_search(capsys, decode_system):
+    """recommend names an unknown --decode-system and exits 2 up front, as sweep does; it used to skip the disagg mode
+    (or report no configuration meeting the targets) and exit 0."""
+    code = main(["recommend", "--model-path", "Qwen/Qwen3-0.6B", "--system", "h200_sxm", "--backend", "vllm", "--total-gpus", "2",
+                 "--isl", "512", "--osl", "64", "--decode-system", decode_system])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"unknown system {decode_system!r}" in err[0]
+
+
+def test_the_backend_auto_reads_in_any_case_like_the_backends():
+    assert RecommendTask("m", "h200_sxm", 8, 1024, 128, 1000.0, 30.0, backend="AUTO").backend == "auto"
+    assert RecommendTask("m", "h200_sxm", 8, 1024, 128, 1000.0, 30.0, backend="VLLM").backend == "vllm"

@@ -4,6 +4,7 @@ and the checks and deployments built from them."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from estimator.api.flags import Param
 from estimator.deployment import Deployment, QuantOverrides
@@ -73,7 +74,11 @@ def pricer_of(args) -> str:
 
 
 def nextn_accepted(args) -> float:
-    """args.nextn_accepted, required (and bounded by nextn) when MTP is on; 0 otherwise."""
+    """args.nextn_accepted, required (and bounded by nextn) when MTP is on; 0 otherwise. A value given
+    without MTP must still be a finite number >= 0 (it is ignored, never silently bad)."""
+    given = args.nextn_accepted
+    if given is not None and not (math.isfinite(given) and given >= 0):
+        raise InvalidInputError(f"nextn_accepted must be a finite number >= 0, got {given!r}")
     if args.nextn <= 0:
         return 0.0
     if args.nextn_accepted is None:

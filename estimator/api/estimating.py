@@ -21,7 +21,7 @@ from estimator.api.deployments import (
     with_sizes,
 )
 from estimator.api.flags import Command, Param
-from estimator.deployment import Deployment, Role
+from estimator.deployment import Deployment, Role, require_positive
 from estimator.disagg import DisaggPoint, DisaggResult, run_disagg
 from estimator.errors import InvalidInputError
 from estimator.pricing import large_ep_note
@@ -135,6 +135,7 @@ def estimate_with(args) -> EstimateResult:
 def price(args, pricer: str):
     """The AggResult, DisaggResult or StaticResult of the arguments, priced by `pricer` (a resolved
     pricer or "sol")."""
+    require_positive("stride", args.stride)  # checked in every mode, also where it is not read (agg)
     if args.estimate_mode == "disagg":
         prefill, decode = (role_deployment(args, role) for role in ROLES)
         for worker in (prefill, decode):

@@ -15,6 +15,7 @@ from estimator.api.estimating import SEMANTICS_PARAM
 from estimator.api.flags import Command, Param
 from estimator.api.status import ExitStatus
 from estimator.api.sweeping import CLOSED_LOOP, SWEEP, TARGETS
+from estimator.perf import load_system_spec
 from estimator.pricing.reference import is_moe_model
 from estimator.recommend import AUTO, Recommendation, RecommendTask, recommend_task
 from estimator.recommend.output import best_configs, json_document, pareto_rows, save
@@ -99,6 +100,8 @@ def recommend_with(args) -> RecommendResult:
     """recommend of bound arguments (the command line calls this with its parsed flags)."""
     check_fits_model(args.model_path, 1, args.isl + args.osl, args.allow_long_context)
     pricer_of(args)
+    if args.decode_system is not None:
+        load_system_spec(args.decode_system)  # an unknown decode system is the error, not a disagg mode skipped for it
     task = RecommendTask(model=args.model_path, system=args.system, total_gpus=args.total_gpus, isl=args.isl, osl=args.osl, ttft=args.ttft,
                          tpot=args.tpot, backend=args.backend, decode_system=args.decode_system, prefix=args.prefix,
                          request_latency=args.request_latency, top_n=args.top_n, semantics=args.semantics, refined=args.refined_sla,

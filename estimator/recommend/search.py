@@ -20,7 +20,7 @@ import pandas as pd
 
 from estimator.closedloop import ROW, Benchmark, ReplayOptions
 from estimator.deployment import Backend, Deployment, require_positive
-from estimator.errors import EstimatorError, InvalidInputError
+from estimator.errors import EstimatorError, InvalidInputError, UnknownBackendError
 from estimator.models.config import is_natively_modelled
 from estimator.pricing.reference import is_moe_model
 from estimator.recommend import picking
@@ -45,6 +45,14 @@ GROUP = {"agg": "parallel", "disagg": "(d)parallel"}  # the layout the top-N kee
 REPLAY_PROTOCOL = Benchmark()  # what --refined-sla replays and bench.sh runs: 10 prompts per client, lengths in [0.8 L, L]
 CLOSED_FORM = "closed-form"
 CLOSED_LOOP = "closed-loop replay"
+
+
+def _backend_or_auto(value: str) -> str:
+    """A backend's name; UnknownBackendError listing auto beside the backends otherwise."""
+    try:
+        return Backend.parse(value).value
+    except UnknownBackendError:
+        raise UnknownBackendError(f"unknown backend {value!r} (known: {', '.join(b.value for b in Backend)}, {AUTO})") from None
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,10 @@ class RecommendTask:
         require_positive("total_gpus", self.total_gpus)
         require_positive("top_n", self.top_n)
         object.__setattr__(self, "semantics", Semantics.parse(self.semantics))
-        if self.backend != AUTO:
-            object.__setattr__(self, "backend", Backend.parse(self.backend).value)
+        if str(self.backend).lower() == AUTO:  # any case, as Backend.parse reads the backends
+            object.__setattr__(self, "backend", AUTO)
+        else:
+            object.__setattr__(self, "backend", _backend_or_auto(self.backend))
         Sla(self.ttft, (self.tpot,), self.request_latency)  # checks the targets
         Workload(self.isl, self.osl, self.prefix).require_prefix_below_isl("agg or disagg run")
 
