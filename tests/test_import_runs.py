@@ -323,3 +323,198 @@ def test_imported_rows_round_trip_through_load_measurements_unchanged(tmp_path, 
     rc, loaded = _import(tmp_path, *paths, "--deployment", deploy, "--random-range-ratio", 0.8)
     assert rc == 0 and loaded == expected
     assert [(r.settings.origin, r.settings.citation) for r in loaded] == [("source", f"deployment file {deploy}")] * 2
+
+
+# Bad input: one line naming the bad value, exit 2, no traceback, nothing written; in a batch the others import.
+
+FIXTURES = Path(__file__).parent / "fixtures" / "import"
+SUMMARY = {"completed": 2, "total_input_tokens": 2048, "total_output_tokens": 256, "mean_ttft_ms": 100, "mean_tpot_ms": 10}
+DISAGG = {k: v for k, v in DEPLOYMENT.items() if k != "tp"} | {"mode": "disagg", "prefill": {"workers": 1, "tp": 2}, "decode": {"workers": 1, "tp": 2}}
+
+
+def _refused(tmp_path, capsys, result: Path, *args) -> str:
+    """The one stderr line of an import that must fail with exit 2 and write nothing."""
+    capsys.readouterr()
+    rc, rows = _import(tmp_path, result, *args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and rows == [] and len(err) == 1, err
+    assert "Traceback" not in err[0] and result.name in err[0]
+    assert not (tmp_path / "runs.csv").exists()
+    return err[0]
+
+
+@pytest.mark.parametrize("bad", [None, math.nan, math.inf, -5, 1024.5, "1024"])
+def test_a_bad_per_request_length_is_refused_and_the_other_files_import(tmp_path, deploy, capsys, bad):
+    arrays = {"input_lens": [1024, bad], "output_lens": [128, 128], "ttfts": [0.1, 0.1], "itls": [[0.01], [0.01]]}
+    result = _write(tmp_path, "a.json", SUMMARY | arrays)
+    assert "a.json: input_lens[1] must be a whole number >= 0, got " in _refused(tmp_path, capsys, result, "--deployment", deploy)
+    rc, rows = _import(tmp_path, FIXTURES / "vllm_bench_serve.json", result, "--deployment", deploy)
+    err = capsys.readouterr().err
+    assert rc == 2 and [r.id for r in rows] == ["vllm_bench_serve"]
+    assert "not imported: " in err and "a.json: input_lens[1]" in err and "Traceback" not in err
+
+
+def test_bad_per_request_latencies_are_refused(tmp_path, deploy, capsys):
+    arrays = {"input_lens": [1024, 1024], "output_lens": [128, 128], "ttfts": [0.1, 0.1], "itls": [[0.01], [0.01]]}
+    record = {k: v for k, v in SUMMARY.items() if not k.endswith("_ms")} | arrays
+    for key, value, needle in (("ttfts", [0.1, math.nan], "ttfts[1] must be a finite number >= 0, got nan"),
+                               ("itls", [[0.01], [math.inf]], "itls[1] must be a list of finite gaps >= 0"),
+                               ("ttfts", [1e306, 1e306], "mean TTFT inf ms")):  # fmt: skip
+        assert needle in _refused(tmp_path, capsys, _write(tmp_path, "lat.json", record | {key: value}), "--deployment", deploy)
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"total_input_tokens": "inf"}, "total_input_tokens must be a finite number >= 0, got 'inf'"),
+        ({"total_input_tokens": -2048}, "total_input_tokens must be a finite number >= 0, got -2048"),
+        ({"total_output_tokens": math.inf}, "total_output_tokens must be a finite number >= 0, got inf"),
+        ({"completed": 1e-300}, "completed must be a whole number >= 0, got 1e-300"),
+        ({"total_input_tokens": 1e300}, "isl from the mean, total_*_tokens / completed, random_range_ratio 1.0, is 5e+299 tokens, not within [1, 2147483647]"),
+        ({"max_concurrency": 0}, "max_concurrency must be a positive integer, got 0"),
+        ({"max_concurrency": -4, "request_rate": "inf", "num_prompts": 8}, "max_concurrency must be a positive integer, got -4"),
+        ({"max_concurrency": 8.5, "request_rate": "inf", "num_prompts": 8}, "max_concurrency must be a positive integer, got 8.5"),
+        ({"request_rate": -3}, "request_rate must be a positive number of requests/s or inf, got -3"),
+        ({"request_rate": math.nan}, "request_rate must be a positive number of requests/s or inf, got nan"),
+        ({"num_prompts": 0}, "num_prompts must be a positive integer, got 0"),
+        ({"num_prompts": 2**40}, "num_prompts must be at most 2147483647, got 1099511627776"),
+    ],
+)
+def test_impossible_facts_of_the_result_are_refused_naming_field_and_value(tmp_path, deploy, capsys, fields, needle):
+    result = _write(tmp_path, "d.json", SUMMARY | fields)
+    assert needle in _refused(tmp_path, capsys, result, "--deployment", deploy)
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"random_range_ratio": -1, "random_input_len": None}, "random_range_ratio must be in (0, 1], got -1"),
+        ({"random_range_ratio": 5}, "random_range_ratio must be in (0, 1], got 5"),
+        ({"random_range_ratio": math.inf}, "random_range_ratio must be in (0, 1], got inf"),
+        ({"random_input_len": 0}, "random_input_len must be a positive integer, got 0"),
+        ({"random_output_len": 1e300}, "random_output_len must be a positive integer, got 1e+300"),
+    ],
+)
+def test_impossible_sglang_length_flags_are_refused(tmp_path, deploy, capsys, fields, needle):
+    result = _write(tmp_path, "s.jsonl", json.dumps({k: v for k, v in (sglang_line(4.0) | fields).items() if v is not None}))
+    assert needle in _refused(tmp_path, capsys, result, "--deployment", deploy, "--statistic", "median")
+
+
+def test_zero_random_input_len_with_a_disagg_deployment_is_refused(tmp_path, capsys):
+    deploy = _write(tmp_path, "disagg.yaml", yaml.safe_dump(DISAGG))
+    result = _write(tmp_path, "s.jsonl", json.dumps(sglang_line(4.0) | {"random_input_len": 0}))
+    assert "random_input_len must be a positive integer, got 0" in _refused(tmp_path, capsys, result, "--deployment", deploy, "--statistic", "median")
+
+
+def test_sglang_default_range_ratio_zero_is_recorded_as_the_replays_ratio(tmp_path, deploy):
+    """SGLang's default r = 0 draws lengths on [1, L]: recorded as r = 1/max(isl, osl), as the published SGLang rows are."""
+    result = _write(tmp_path, "s.jsonl", json.dumps(sglang_line(4.0) | {"random_range_ratio": 0.0}))
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--statistic", "median")
+    assert rc == 0 and row.protocol.random_range_ratio == 1 / 1024
+    assert "random_range_ratio=0.0009765625 (SGLang's 0" in provenance_fields(row.provenance)["derived"]
+
+
+def test_one_bad_line_of_a_jsonl_result_is_listed_and_the_other_lines_import(tmp_path, deploy, capsys):
+    lines = [sglang_line(4.0), sglang_line(8.0) | {"random_input_len": -1}, sglang_line(16.0)]
+    result = _write(tmp_path, "s.jsonl", "\n".join(map(json.dumps, lines)))
+    rc, rows = _import(tmp_path, result, "--deployment", deploy, "--statistic", "median")
+    err = capsys.readouterr().err
+    assert rc == 2 and [r.id for r in rows] == ["s#1", "s#3"]
+    assert "s.jsonl run 2: random_input_len must be a positive integer, got -1" in err
+
+
+def _export(name: str, **changes) -> dict:
+    """A profile-export fixture with top-level blocks replaced."""
+    return json.loads((FIXTURES / name).read_text()) | changes
+
+
+@pytest.mark.parametrize("name", ["profile_export_aiperf.json", "profile_export_genai_perf.json"])
+@pytest.mark.parametrize(
+    ("block", "change", "needle"),
+    [
+        ("input_sequence_length", {"max": math.inf}, "input_sequence_length max must be a finite number >= 0, got inf"),
+        ("output_sequence_length", {"avg": -128}, "output_sequence_length avg must be a finite number >= 0, got -128"),
+        ("time_to_first_token", {"unit": ["ms"]}, "time_to_first_token unit ['ms'] is not a time unit"),
+        ("inter_token_latency", {"unit": {"ms": 1}}, "inter_token_latency unit {'ms': 1} is not a time unit"),
+    ],
+)
+def test_bad_profile_export_blocks_are_refused(tmp_path, deploy, capsys, name, block, change, needle):
+    doc = _export(name)
+    result = _write(tmp_path, name, doc | {block: doc[block] | change})
+    assert needle in _refused(tmp_path, capsys, result, "--deployment", deploy, "--concurrency", 4)
+
+
+@pytest.mark.parametrize("cell", ["inf", "nan", "-inf"])
+def test_a_non_finite_aiperf_csv_cell_is_refused(tmp_path, deploy, capsys, cell):
+    text = (FIXTURES / "profile_export_aiperf.csv").read_text().replace("Request Count,40", f"Request Count,{cell}")
+    result = _write(tmp_path, "aiperf.csv", text)
+    assert f"aiperf.csv line 13: {cell!r} is not a finite number" in _refused(tmp_path, capsys, result, "--deployment", deploy, "--concurrency", 4)
+
+
+def test_bad_aiperf_loadgen_facts_are_refused(tmp_path, deploy, capsys):
+    doc = _export("profile_export_aiperf.json")
+    for loadgen, needle in (({"concurrency": 0}, "input_config.loadgen.concurrency must be a positive integer, got 0"),
+                            ({"request_rate": -1.0}, "input_config.loadgen.request_rate must be a positive number"),
+                            ({"request_count": 2.5}, "input_config.loadgen.request_count must be a positive integer, got 2.5")):  # fmt: skip
+        config = doc["input_config"] | {"loadgen": doc["input_config"]["loadgen"] | loadgen}
+        result = _write(tmp_path, "profile_export_aiperf.json", doc | {"input_config": config})
+        assert needle in _refused(tmp_path, capsys, result, "--deployment", deploy)
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"engine": {"chunked_prefill": "false"}}, "engine: chunked_prefill must be true or false (a YAML boolean), got 'false'"),
+        ({"engine": {"enable_chunked_prefill": "no"}}, "engine: enable_chunked_prefill must be true or false (a YAML boolean), got 'no'"),
+        ({"engine": {"overlap_scheduler": 1}}, "engine: overlap_scheduler must be true or false (a YAML boolean), got 1"),
+        ({"backend_version": 0.10}, "backend_version must be a quoted string, got 0.1 (a number); write it in quotes"),
+        ({"backend_version": [1, 0]}, "backend_version must be a quoted string, got [1, 0] (a list); write it in quotes"),
+        ({"gemm_quant": "bogus"}, "unknown gemm quant mode 'bogus'"),
+        ({"moe_quant": "fp9"}, "unknown moe quant mode 'fp9'"),
+        ({"model": "deepseek-ai/DeepSeek-V3", "moe_quant": "fp9"}, "unknown moe quant mode 'fp9'"),  # no native builder
+    ],
+)
+def test_bad_deployment_values_are_refused_when_the_file_is_read(tmp_path, capsys, change, needle):
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | change))
+    with pytest.raises(InvalidInputError, match="deploy.yaml") as exc:
+        load_deployment(path)
+    assert needle in str(exc.value)
+    assert needle in _refused(tmp_path, capsys, path, "--deployment", path)
+
+
+def test_a_deployment_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    path = tmp_path / "deploy.yaml"
+    path.write_bytes(yaml.safe_dump(DEPLOYMENT).encode() + b"image: caf\xe9\n")  # a Latin-1 byte
+    with pytest.raises(InvalidInputError, match=r"deploy.yaml: not UTF-8 text \(byte 0xe9 at offset \d+\)"):
+        load_deployment(path)
+    assert "not UTF-8" in _refused(tmp_path, capsys, path, "--deployment", path)
+
+
+def test_deployment_booleans_and_quant_modes_that_are_right_still_load():
+    d = parse_deployment(
+        DEPLOYMENT | {"gemm_quant": "fp8_block", "moe_quant": "fp8", "engine": {"chunked_prefill": False, "overlap_scheduler": True}}, "d.yaml"
+    )
+    assert (d.gemm_quant, d.moe_quant, d.settings.chunked_prefill, d.settings.overlap_scheduler) == ("fp8_block", "fp8", False, True)
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "needle"),
+    [
+        (
+            "profile_export_genai_perf.json",
+            {"perf_analyzer": {"stimulus": {"concurrency": 0}}},
+            "perf_analyzer.stimulus.concurrency must be a positive integer, got 0",
+        ),
+        (
+            "profile_export_genai_perf.json",
+            {"input": {"synthetic_tokens": {"mean": 0.5, "stddev": 0}}},
+            "input.synthetic_tokens.mean must be a positive integer",
+        ),
+        ("profile_export_genai_perf_flat.json", {"request_count": -2}, "input_config.request_count must be a positive integer, got -2"),
+        ("profile_export_genai_perf_flat.json", {"output_tokens_stddev": math.nan}, "input_config.output_tokens_stddev must be a finite number >= 0, got nan"),
+    ],
+)
+def test_bad_genai_perf_input_config_facts_are_refused(tmp_path, deploy, capsys, name, config, needle):
+    doc = _export(name)
+    merged = doc["input_config"] | {k: doc["input_config"][k] | v if isinstance(v, dict) else v for k, v in config.items()}
+    assert needle in _refused(tmp_path, capsys, _write(tmp_path, name, doc | {"input_config": merged}), "--deployment", deploy)

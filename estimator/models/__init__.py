@@ -13,7 +13,7 @@ from estimator.models.config import (
     resolve_model_config,
 )
 from estimator.models.dense import PhaseOps, build_dense_ops, weight_bytes
-from estimator.models.quant import BF16, QuantModes, checkpoint_quant_modes, infer_quant
+from estimator.models.quant import BF16, QuantModes, check_overrides, checkpoint_quant_modes, infer_quant
 
 __all__ = [
     "BF16",
@@ -25,6 +25,7 @@ __all__ = [
     "build_dense_ops",
     "checkpoint_quant",
     "checkpoint_quant_modes",
+    "check_overrides",
     "infer_quant",
     "is_natively_modelled",
     "linear_attention_layers",

@@ -27,14 +27,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from measurements.importers import profile_export as pe
-from measurements.importers.document import Document, count, number, section
-from measurements.importers.result import ResultRun
+from measurements.importers.document import Document, measure, section
+from measurements.importers.result import ResultRun, stated
 
 CLIENT = "aiperf profile"
 CITATION = "ai-dynamo/aiperf aiperf/exporters/json_exporter.py@db4f6397d11ee2d4cfbb41f70b2327315163dcf0"
 MARKERS = frozenset({"was_cancelled", "error_summary", "start_time", "end_time"})  # top-level keys aiperf writes and genai-perf does not
 CONFIG_MARKERS = frozenset({"loadgen"})  # an input_config section of aiperf's UserConfig that genai-perf's lacks
 DEFAULT_WARMUPS = 0  # LoadGeneratorDefaults.WARMUP_REQUEST_COUNT
+LOADGEN, PROMPT = "input_config.loadgen", "input_config.input.prompt"  # the sections' places, in messages
 
 
 def matches(document: Document) -> str | None:
@@ -61,26 +62,26 @@ def run(metrics: Mapping[str, Any], config: Mapping[str, Any], where: str, clien
     loadgen = section(config, "loadgen")
     prompt = section(section(config, "input"), "prompt")
     derived = []
-    isl, isl_fixed = _nominal(section(prompt, "input_tokens"), _synthetic(config))
-    osl, osl_fixed = _nominal(section(prompt, "output_tokens"), True)
+    isl, isl_fixed = _nominal(prompt, "input_tokens", "isl", _synthetic(config), where)
+    osl, osl_fixed = _nominal(prompt, "output_tokens", "osl", True, where)
     ratio = 1.0 if isl_fixed and osl_fixed else None
     if ratio is not None:
         derived.append("random_range_ratio=1.0 (input and output tokens stddev 0: fixed lengths)")
-    rate = number(loadgen.get("request_rate"))
-    concurrency = count(loadgen.get("concurrency"))
+    rate = pe.config_fact(loadgen, "request_rate", "request_rate", where, LOADGEN)
+    concurrency = pe.config_fact(loadgen, "concurrency", "concurrency", where, LOADGEN)
     if config and rate is None:  # concurrency-burst mode: every freed slot sends at once
         rate = float("inf")
         derived.append("request_rate=inf (no request_rate: concurrency-burst mode)")
         if concurrency is None:
             concurrency = 1
             derived.append("concurrency=1 (aiperf's default without request_rate)")
-    num_prompts = count(loadgen.get("request_count"))
+    num_prompts = pe.config_fact(loadgen, "request_count", "num_prompts", where, LOADGEN)
     if num_prompts is None and "benchmark_duration" not in loadgen:
-        valid, errors = pe.average(metrics, pe.REQUEST_COUNT), pe.average(metrics, "error_request_count") or 0.0
+        valid, errors = pe.average(metrics, pe.REQUEST_COUNT, where), pe.average(metrics, "error_request_count", where) or 0.0
         if valid:
-            num_prompts = int(valid + errors)
+            num_prompts = stated("num_prompts", valid + errors, f"{where}: request_count + error_request_count")
             derived.append(f"num_prompts={num_prompts} (request_count + error_request_count)")
-    warmups = count(loadgen.get("warmup_request_count"))
+    warmups = pe.config_fact(loadgen, "warmup_request_count", "num_warmups", where, LOADGEN)
     if warmups is None and config:
         warmups = DEFAULT_WARMUPS
         derived.append(f"num_warmups={DEFAULT_WARMUPS} (aiperf's default)")
@@ -110,10 +111,15 @@ def _synthetic(config: Mapping[str, Any]) -> bool:
     return not (inputs.get("file") or inputs.get("public_dataset") or inputs.get("custom_dataset_type"))
 
 
-def _nominal(tokens: Mapping[str, Any], synthetic: bool) -> tuple[int | None, bool]:
-    """(the configured mean length when the lengths are fixed, whether they are): stddev absent means its default 0."""
-    mean, stddev = count(tokens.get("mean")), number(tokens.get("stddev", 0))
-    fixed = synthetic and bool(mean) and stddev == 0
+def _nominal(prompt: Mapping[str, Any], key: str, name: str, synthetic: bool, where: str) -> tuple[int | None, bool]:
+    """(the configured mean length, tokens, when the lengths are fixed, whether they are) of
+    prompt.`key` ``{mean, stddev}``: stddev absent means its default 0; a mean or stddev the synthetic
+    prompts use that is not a length (a positive integer; stddev a finite number >= 0) is an InvalidInputError."""
+    if not synthetic:
+        return None, False
+    tokens, path = section(prompt, key), f"{PROMPT}.{key}"
+    mean = pe.config_fact(tokens, "mean", name, where, path)
+    fixed = mean is not None and measure(tokens.get("stddev", 0), f"{path}.stddev", where) == 0
     return (mean if fixed else None), fixed
 
 

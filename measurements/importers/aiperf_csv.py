@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from typing import Any
 
@@ -72,9 +73,13 @@ def metric_blocks(text: str, where: str) -> dict[str, dict[str, Any]]:
 
 
 def _cell(text: str, where: str, line: int) -> float | None:
+    """A statistic's cell as a float (None: empty); InvalidInputError unless it is a finite number (not inf or nan)."""
     if text == "":
         return None
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
-        raise InvalidInputError(f"{where} line {line}: {text!r} is not a number") from None
+        value = math.nan
+    if not math.isfinite(value):
+        raise InvalidInputError(f"{where} line {line}: {text!r} is not a finite number")
+    return value

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,8 +62,9 @@ from typing import Any
 import numpy as np
 
 from estimator.errors import InvalidInputError
-from measurements.importers.document import Document, count, latency, number
-from measurements.importers.result import Lengths, ResultRun
+from measurements.importers.document import Document, is_measure, latency, measure, not_measure, number
+from measurements.importers.result import Lengths, ResultRun, stated
+from measurements.published.derive import replay_range_ratio
 from measurements.schema import STATISTICS
 
 SIGNATURE_KEYS = frozenset({"completed", "total_input_tokens", "total_output_tokens", "request_throughput", "duration"})
@@ -109,10 +111,19 @@ def matches(document: Document) -> str | None:
     return None
 
 
-def runs(document: Document) -> list[ResultRun]:
-    """One run per JSON object (a file of --append-result or SGLang lines holds several)."""
-    return [run(record, f"{document.path}" if len(document.json) == 1 else f"{document.path} run {i + 1}")
+def runs(document: Document) -> list[ResultRun | InvalidInputError]:
+    """One run per JSON object (a file of --append-result or SGLang lines holds several); an object
+    that cannot be read stands as its InvalidInputError, and the others are still read."""
+    return [_read(record, f"{document.path}" if len(document.json) == 1 else f"{document.path} run {i + 1}")
             for i, record in enumerate(document.json)]  # fmt: skip
+
+
+def _read(record: Mapping[str, Any], where: str) -> ResultRun | InvalidInputError:
+    """The run of one record, or the InvalidInputError that says why it cannot be read."""
+    try:
+        return run(record, where)
+    except InvalidInputError as exc:
+        return exc
 
 
 @dataclass(frozen=True)
@@ -135,14 +146,17 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
     tpot_ms = {s: (tpot[s], TPOT_DEFINITION) if s in tpot else (itl[s], ITL_DEFINITION) for s in STATISTICS if s in tpot or s in itl}
     random = record.get("dataset_name") == "random"  # SGLang saves its random dataset's length flags
     derived = []
-    num_prompts = count(record.get("num_prompts"))
-    if num_prompts is None and isinstance(record.get("input_lens"), list):
+    num_prompts = _fact(record, "num_prompts", "num_prompts", where)
+    if num_prompts is None and isinstance(record.get("input_lens"), list) and record["input_lens"]:
         num_prompts = len(record["input_lens"])
         derived.append(f"num_prompts={num_prompts} (per-request arrays)")
-    request_rate, concurrency = number(record.get("request_rate")), count(record.get("max_concurrency"))
+    request_rate, concurrency = _fact(record, "request_rate", "request_rate", where), _fact(record, "max_concurrency", "concurrency", where)
     if concurrency is None and request_rate == math.inf and num_prompts is not None:  # no cap (absent or null): all in flight
         concurrency = num_prompts
         derived.append(f"concurrency={num_prompts} (no max_concurrency, every request sent at t = 0)")
+    isl = _fact(record, "random_input_len", "isl", where) if random else None
+    osl = _fact(record, "random_output_len", "osl", where) if random else None
+    ratio = _range_ratio(record, isl, osl, where, derived) if random else None
     dataset = record.get("dataset_name")
     return ResultRun(
         client=kind.client + (f", {dataset} dataset" if dataset else ""),
@@ -150,9 +164,9 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
         ttft_ms=ttft,
         tpot_ms=tpot_ms,
         lengths=_lengths(record, arrays, where),
-        isl=count(record.get("random_input_len")) if random else None,
-        osl=count(record.get("random_output_len")) if random else None,
-        random_range_ratio=number(record.get("random_range_ratio")) if random else None,
+        isl=isl,
+        osl=osl,
+        random_range_ratio=ratio,
         num_prompts=num_prompts,
         request_rate=request_rate,
         concurrency=concurrency,
@@ -165,6 +179,22 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
     )
 
 
+def _fact(record: Mapping[str, Any], key: str, name: str, where: str) -> Any:
+    """The run fact `name` the record states under `key` (None: absent or null), checked as a supplied one is."""
+    return stated(name, record.get(key), f"{where}: {key}")
+
+
+def _range_ratio(record: Mapping[str, Any], isl: int | None, osl: int | None, where: str, derived: list[str]) -> float | None:
+    """SGLang's random_range_ratio as the row's r in (0, 1]: its default 0 draws each length uniform on
+    [1, L], recorded as r = 1/max(isl, osl) as the published SGLang rows are (`replay_range_ratio`)."""
+    value = record.get("random_range_ratio")
+    if value == 0 and not isinstance(value, bool) and isl and osl:
+        ratio = replay_range_ratio(0.0, isl, osl)
+        derived.append(f"random_range_ratio={ratio} (SGLang's 0: lengths uniform on [1, L])")
+        return ratio
+    return _fact(record, "random_range_ratio", "random_range_ratio", where)
+
+
 def _per_request(record: Mapping[str, Any], where: str) -> _PerRequest | None:
     """The per-request arrays of a --save-detailed record (None when it has none)."""
     names = ("input_lens", "output_lens", "ttfts", "itls")
@@ -172,25 +202,46 @@ def _per_request(record: Mapping[str, Any], where: str) -> _PerRequest | None:
         return None
     if len({len(record[n]) for n in names}) != 1:
         raise InvalidInputError(f"{where}: per-request arrays differ in length ({', '.join(f'{n} {len(record[n])}' for n in names)})")
-    try:
-        ins = np.asarray(record["input_lens"], dtype=float)
-        outs = np.asarray(record["output_lens"], dtype=float)
-        ttfts = np.asarray(record["ttfts"], dtype=float)
-        itl_sums = np.asarray([math.fsum(gaps) if gaps else 0.0 for gaps in record["itls"]], dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{where}: per-request arrays are not numbers") from None
+    ins, outs = _measures(record, "input_lens", where, whole=True), _measures(record, "output_lens", where, whole=True)
+    ttfts = _measures(record, "ttfts", where)
+    itl_sums = np.asarray([_gap_sum(gaps, i, where) for i, gaps in enumerate(record["itls"])], dtype=float)
     errors = record.get("errors")
     ok = (ttfts > 0) & (outs > 0)
     if isinstance(errors, list) and len(errors) == len(ok):
         ok &= np.asarray([not e for e in errors], dtype=bool)
     multi = ok & (outs > 1)
-    return _PerRequest(ins[ok], outs[ok], ttfts[ok] * 1000.0, itl_sums[multi] / (outs[multi] - 1) * 1000.0)
+    with np.errstate(over="ignore"):  # seconds past float range in ms are inf, refused by `to_row`
+        return _PerRequest(ins[ok], outs[ok], ttfts[ok] * 1000.0, itl_sums[multi] / (outs[multi] - 1) * 1000.0)
+
+
+def _measures(record: Mapping[str, Any], name: str, where: str, whole: bool = False) -> np.ndarray:
+    """One per-request array (a list) as floats; InvalidInputError naming the first entry that is not a
+    finite number >= 0 (a whole one when `whole`: a token count)."""
+    values = record[name]
+    bad = next((i for i, value in enumerate(values) if not is_measure(value, whole)), None)
+    if bad is not None:
+        raise not_measure(f"{name}[{bad}]", values[bad], where, whole)
+    return np.asarray(values, dtype=float)
+
+
+def _gap_sum(gaps: Any, i: int, where: str) -> float:
+    """The sum of one request's streamed-chunk gaps, s; InvalidInputError unless they are a list of finite numbers >= 0."""
+    try:
+        total = math.fsum(gaps) if isinstance(gaps, list) else math.nan
+        ok = math.isfinite(total) and (not gaps or min(gaps) >= 0)
+    except (TypeError, ValueError):  # a gap that is not a number; inf and -inf together
+        ok = False
+    if not ok:
+        raise InvalidInputError(f"{where}: itls[{i}] must be a list of finite gaps >= 0 (s), got {reprlib.repr(gaps)}")
+    return total
 
 
 def _statistics(values: np.ndarray) -> dict[str, float]:
+    """Mean, median and p99 of per-request latencies, ms ({}: none); one past float range is inf, refused by `to_row`."""
     if values.size == 0:
         return {}
-    return {"mean": float(np.mean(values)), "median": float(np.median(values)), "p99": float(np.percentile(values, 99))}
+    with np.errstate(over="ignore", invalid="ignore"):
+        return {"mean": float(np.mean(values)), "median": float(np.median(values)), "p99": float(np.percentile(values, 99))}
 
 
 def _file_statistics(record: Mapping[str, Any], metric: str) -> dict[str, float]:
@@ -203,10 +254,7 @@ def _lengths(record: Mapping[str, Any], arrays: _PerRequest | None, where: str) 
     if arrays is not None and arrays.input_lens.size:
         ins, outs = arrays.input_lens, arrays.output_lens
     elif isinstance(record.get("input_lens"), list) and isinstance(record.get("output_lens"), list):
-        try:
-            ins, outs = np.asarray(record["input_lens"], dtype=float), np.asarray(record["output_lens"], dtype=float)
-        except (TypeError, ValueError):
-            raise InvalidInputError(f"{where}: per-request lengths are not numbers") from None
+        ins, outs = _measures(record, "input_lens", where, whole=True), _measures(record, "output_lens", where, whole=True)
         if ins.shape != outs.shape:
             raise InvalidInputError(f"{where}: input_lens ({ins.size}) and output_lens ({outs.size}) differ in length")
         ins, outs = ins[outs > 0], outs[outs > 0]
@@ -214,8 +262,9 @@ def _lengths(record: Mapping[str, Any], arrays: _PerRequest | None, where: str) 
         ins = outs = np.empty(0)
     if ins.size:
         return Lengths(float(ins.mean()), float(outs.mean()), int(ins.max()), int(outs.max()), "per-request lengths")
-    completed, total_in, total_out = number(record.get("completed")), number(record.get("total_input_tokens")), number(record.get("total_output_tokens"))
-    if completed and total_in and total_out:
+    completed = measure(record.get("completed"), "completed", where, whole=True)
+    total_in, total_out = (measure(record.get(key), key, where) for key in ("total_input_tokens", "total_output_tokens"))
+    if completed and total_in and total_out:  # 0 or absent: no successful request, or no count
         return Lengths(total_in / completed, total_out / completed, None, None, "total_*_tokens / completed")
     return None
 

@@ -13,7 +13,10 @@ Engine settings start from the engine's documented defaults on the system's GPU
 origin is "source" and their citation "deployment file <path>", else they are the defaults,
 origin and citation included. An unknown model, system or backend, a missing required key or an
 unknown key is an ``InvalidInputError`` (or its ``UnknownModelError`` / ``UnknownSystemError`` /
-``UnknownBackendError`` kin) of one line naming it.
+``UnknownBackendError`` kin) of one line naming it; so are a file that is not UTF-8, a
+``backend_version`` that is not a string (YAML reads an unquoted 0.10 as the number 0.1), an unknown
+``gemm_quant`` / ``moe_quant`` mode and a boolean engine setting that is not a YAML boolean (the
+string "false" would read as true).
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from estimator.deployment import Backend
+from estimator.deployment import Backend, QuantOverrides
 from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
-from estimator.models import resolve_model_config
+from estimator.models import ModelConfig, check_overrides, infer_quant, resolve_model_config
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, system_defaults
 from measurements.schema import Layout
 
@@ -90,6 +93,8 @@ def load_deployment(path: str | Path) -> DeploymentFile:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InvalidInputError(f"cannot read deployment file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f"deployment file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
     except yaml.YAMLError as exc:
         raise InvalidInputError(f"deployment file {path}: not YAML ({str(exc).splitlines()[0]})") from None
     return parse_deployment(doc, str(path))
@@ -105,6 +110,10 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
         if doc.get(key) in (None, ""):
             raise InvalidInputError(f"{where}: missing required key {key!r}")
     model, system = str(doc["model"]), str(doc["system"])
+    version = doc["backend_version"]
+    if not isinstance(version, str):  # YAML reads 0.10 as the float 0.1
+        kind = "a number" if isinstance(version, (int, float)) and not isinstance(version, bool) else f"a {type(version).__name__}"
+        raise InvalidInputError(f"{where}: backend_version must be a quoted string, got {version!r} ({kind}); write it in quotes")
     try:
         backend = Backend.parse(str(doc["backend"])).value
     except EstimatorError as exc:
@@ -112,7 +121,7 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
     mode = str(doc["mode"])
     if mode not in MODES:
         raise InvalidInputError(f"{where}: mode must be agg or disagg, got {mode!r}")
-    _check_model(model, where)
+    config = _check_model(model, where)
     try:
         defaults = system_defaults(backend, system)
     except EstimatorError as exc:
@@ -128,6 +137,7 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
                 raise InvalidInputError(f"{where}: disagg deployment sets {key!r} at the top level (put it in the prefill and decode blocks)")
         agg, prefill, decode = None, _block(doc, "prefill", where), _block(doc, "decode", where)
     settings, engine_keys = _settings(doc.get("engine"), defaults, path)
+    gemm_quant, moe_quant = _quant_modes(doc, config, backend, where)
     client = doc.get("client") or {}
     if not isinstance(client, Mapping):
         raise InvalidInputError(f"{where}: client must be a mapping, got {type(client).__name__}")
@@ -137,29 +147,49 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
         model=model,
         system=system,
         backend=backend,
-        backend_version=str(doc["backend_version"]),
+        backend_version=version,
         mode=mode,
         agg=agg,
         prefill=prefill,
         decode=decode,
         image=_opt_str(doc.get("image")),
         precision=_opt_str(doc.get("precision")),
-        gemm_quant=_opt_str(doc.get("gemm_quant")),
-        moe_quant=_opt_str(doc.get("moe_quant")),
+        gemm_quant=gemm_quant,
+        moe_quant=moe_quant,
         settings=settings,
         engine_keys=engine_keys,
         client=MappingProxyType(dict(client)),
     )
 
 
-def _check_model(model: str, where: str) -> None:
-    """UnknownModelError naming the model unless it resolves to a config (one with no native builder is known)."""
+def _check_model(model: str, where: str) -> ModelConfig | None:
+    """The model's config (None: one with no native builder, which is known); UnknownModelError naming
+    the model unless it resolves to a config."""
     try:
-        resolve_model_config(model)
+        return resolve_model_config(model)
     except UnsupportedModelError:
-        pass
+        return None
     except UnknownModelError as exc:
         raise UnknownModelError(f"{where}: {exc}") from None
+
+
+def _quant_modes(doc: Mapping, config: ModelConfig | None, backend: str, where: str) -> tuple[str | None, str | None]:
+    """(gemm_quant, moe_quant) of the file (None: inferred from the checkpoint); InvalidInputError naming
+    one that is not a known quant mode of its kind (every model), or one the natively modelled model's
+    checkpoint cannot take (`infer_quant`)."""
+    gemm, moe = _opt_str(doc.get("gemm_quant")), _opt_str(doc.get("moe_quant"))
+    try:
+        check_overrides(QuantOverrides(gemm=gemm, moe=moe))
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
+    if config is not None and (gemm or moe):
+        try:
+            infer_quant(config, backend, QuantOverrides(gemm=gemm, moe=moe))
+        except UnsupportedModelError:  # the checkpoint's own quantization: refused where a row is priced
+            pass
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{where}: {exc}") from None
+    return gemm, moe
 
 
 def _no_unknown(doc: Mapping, known: frozenset[str], where: str) -> None:
@@ -207,6 +237,8 @@ def _settings(engine: Any, defaults: EngineSettings, path: str) -> tuple[EngineS
         if key in IGNORED_ENGINE_KEYS or value is None:
             continue
         name = ENGINE_KEYS[key]
+        if isinstance(getattr(defaults, name), bool) and not isinstance(value, bool):  # "false" would be read as true
+            raise InvalidInputError(f"{where}: {key} must be true or false (a YAML boolean), got {value!r}")
         if name in values:
             raise InvalidInputError(f"{where}: {key} sets {name}, already set by another key")
         values[name] = float(value) if name == "kv_free_memory_fraction" and isinstance(value, int) and not isinstance(value, bool) else value

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from estimator.errors import InvalidInputError
+
 
 @dataclass(frozen=True)
 class Document:
@@ -33,16 +35,32 @@ def number(value: Any) -> float | None:
     return float(value)
 
 
-def count(value: Any) -> int | None:
-    """A whole number >= 0 as an int (an integral float too); None for anything else."""
-    value = number(value)
-    return int(value) if value is not None and math.isfinite(value) and value >= 0 and value == int(value) else None
-
-
 def latency(value: Any) -> float | None:
     """A finite latency as a float; None for anything else."""
     value = number(value)
     return value if value is not None and math.isfinite(value) else None
+
+
+def is_measure(value: Any, whole: bool = False) -> bool:
+    """True for a finite number >= 0 (a whole one when `whole`): a measured count, total or latency."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return False
+    return not whole or value == int(value)
+
+
+def measure(value: Any, name: str, where: str, whole: bool = False) -> float | None:
+    """A measured value as a float, None when absent (None); InvalidInputError naming `name` and the
+    value when it is not a finite number >= 0 (a whole one when `whole`)."""
+    if value is None:
+        return None
+    if not is_measure(value, whole):
+        raise not_measure(name, value, where, whole)
+    return float(value)
+
+
+def not_measure(name: str, value: Any, where: str, whole: bool = False) -> InvalidInputError:
+    """The error of a value that should be a finite number >= 0 (a whole one when `whole`)."""
+    return InvalidInputError(f"{where}: {name} must be a {'whole' if whole else 'finite'} number >= 0, got {value!r}")
 
 
 def section(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:

@@ -39,7 +39,7 @@ class Reader:
     """One format's reader."""
 
     matches: Callable[[Document], str | None]  # None: the document is this format's; else why it is not
-    runs: Callable[[Document], list[ResultRun]]  # its runs, in file order (InvalidInputError naming the file)
+    runs: Callable[[Document], list[ResultRun | EstimatorError]]  # its runs in file order, a run it cannot read as the error naming it
 
 
 READERS: Mapping[Format, Reader] = MappingProxyType(
@@ -98,6 +98,9 @@ def import_file(path: str | Path, forced: str, deployment: DeploymentFile, suppl
     rows, warnings, bad = [], [], []
     stem = document.path.stem
     for i, run in enumerate(runs):
+        if isinstance(run, EstimatorError):
+            bad.append(str(run))
+            continue
         row_id, label = (stem, str(document.path)) if len(runs) == 1 else (f"{stem}#{i + 1}", f"{document.path} run {i + 1}")
         try:
             row, notes = to_row(run, deployment, supplied, row_id, label, fmt.value)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from measurements.importers import profile_export as pe
-from measurements.importers.document import Document, count, number, section
+from measurements.importers.document import Document, measure, section
 from measurements.importers.result import ResultRun
 
 CLIENT = "genai-perf profile (perf_analyzer)"
@@ -38,6 +38,7 @@ CITATIONS = {
 }
 NESTED_KEYS = frozenset({"perf_analyzer", "model_names"})
 FLAT_KEYS = frozenset({"service_kind", "synthetic_input_tokens_mean"})
+CONFIG = "input_config"  # the configuration's place, in messages
 REQUEST_COUNT_MINIMUM, REQUEST_COUNT_PER_CONCURRENCY = 10, 2  # _calculate_request_count: max(10, 2 x C)
 
 
@@ -61,8 +62,8 @@ def runs(document: Document) -> list[ResultRun]:
     doc = document.objects()[0]
     config = doc["input_config"]
     kind = key_set(config)
-    facts = _nested(config) if kind == "nested" else _flat(config)
     where = str(document.path)
+    facts = _nested(config, where) if kind == "nested" else _flat(config, where)
     derived = list(facts.pop("derived"))
     isl, osl = facts.pop("isl"), facts.pop("osl")
     ratio = 1.0 if isl is not None and osl is not None else None
@@ -84,33 +85,38 @@ def runs(document: Document) -> list[ResultRun]:
     ]
 
 
-def _nested(config: Mapping[str, Any]) -> dict[str, Any]:
+def _nested(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The run's facts from the nested key set."""
     analyzer, inputs = section(config, "perf_analyzer"), section(config, "input")
     stimulus, measurement = section(analyzer, "stimulus"), section(analyzer, "measurement")
-    concurrency, rate, derived = _load(count(stimulus.get("concurrency")), number(stimulus.get("request_rate")))
-    num_prompts = count(measurement.get("num")) if measurement.get("mode") == "request_count" else None
-    if num_prompts is None and measurement.get("mode") == "request_count" and concurrency is not None:
+    stimulus_path = f"{CONFIG}.perf_analyzer.stimulus"
+    concurrency, rate, derived = _load(pe.config_fact(stimulus, "concurrency", "concurrency", where, stimulus_path),
+                                       pe.config_fact(stimulus, "request_rate", "request_rate", where, stimulus_path))  # fmt: skip
+    by_count = measurement.get("mode") == "request_count"
+    num_prompts = pe.config_fact(measurement, "num", "num_prompts", where, f"{CONFIG}.perf_analyzer.measurement") if by_count else None
+    if num_prompts is None and by_count and concurrency is not None:
         num_prompts = max(REQUEST_COUNT_MINIMUM, REQUEST_COUNT_PER_CONCURRENCY * concurrency)
         derived.append(f"num_prompts={num_prompts} (genai-perf's request count max(10, 2 x concurrency))")
     synthetic = inputs.get("prompt_source", "synthetic") == "synthetic"
+    tokens = {name: section(inputs, key) for name, key in (("isl", "synthetic_tokens"), ("osl", "output_tokens"))}
     return {
         "concurrency": concurrency,
         "request_rate": rate,
         "num_prompts": num_prompts,
-        "num_warmups": count(analyzer.get("warmup_request_count")),
-        "isl": _fixed(section(inputs, "synthetic_tokens").get("mean"), section(inputs, "synthetic_tokens").get("stddev"), synthetic),
-        "osl": _fixed(section(inputs, "output_tokens").get("mean"), section(inputs, "output_tokens").get("stddev"), True),
+        "num_warmups": pe.config_fact(analyzer, "warmup_request_count", "num_warmups", where, f"{CONFIG}.perf_analyzer"),
+        "isl": _fixed(tokens["isl"], "mean", "stddev", "isl", synthetic, where, f"{CONFIG}.input.synthetic_tokens"),
+        "osl": _fixed(tokens["osl"], "mean", "stddev", "osl", True, where, f"{CONFIG}.input.output_tokens"),
         "ignore_eos": _ignore_eos(inputs.get("extra")),
         "model": _first(config.get("model_names")),
         "derived": derived,
     }
 
 
-def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
+def _flat(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The run's facts from the flat key set."""
-    concurrency, rate, derived = _load(count(config.get("concurrency")), number(config.get("request_rate")))
-    num_prompts = count(config.get("request_count")) or None
+    concurrency, rate, derived = _load(pe.config_fact(config, "concurrency", "concurrency", where, CONFIG),
+                                       pe.config_fact(config, "request_rate", "request_rate", where, CONFIG))  # fmt: skip
+    num_prompts = None if config.get("request_count") == 0 else pe.config_fact(config, "request_count", "num_prompts", where, CONFIG)
     if num_prompts is None:
         derived.append("num_prompts not recorded (request_count 0: perf_analyzer measured windows until stable)")
     synthetic = config.get("prompt_source", "synthetic") == "synthetic"
@@ -118,9 +124,9 @@ def _flat(config: Mapping[str, Any]) -> dict[str, Any]:
         "concurrency": concurrency,
         "request_rate": rate,
         "num_prompts": num_prompts,
-        "num_warmups": count(config.get("warmup_request_count")),
-        "isl": _fixed(config.get("synthetic_input_tokens_mean"), config.get("synthetic_input_tokens_stddev"), synthetic),
-        "osl": _fixed(config.get("output_tokens_mean"), config.get("output_tokens_stddev"), True),
+        "num_warmups": pe.config_fact(config, "warmup_request_count", "num_warmups", where, CONFIG),
+        "isl": _fixed(config, "synthetic_input_tokens_mean", "synthetic_input_tokens_stddev", "isl", synthetic, where, CONFIG),
+        "osl": _fixed(config, "output_tokens_mean", "output_tokens_stddev", "osl", True, where, CONFIG),
         "ignore_eos": _ignore_eos(config.get("extra_inputs")),
         "model": _first(config.get("model")),
         "derived": derived,
@@ -134,10 +140,16 @@ def _load(concurrency: int | None, rate: float | None) -> tuple[int | None, floa
     return concurrency, rate, []
 
 
-def _fixed(mean: Any, stddev: Any, applies: bool) -> int | None:
-    """The configured mean length when it applies and the lengths are fixed (stddev 0), else None."""
-    mean = count(mean)
-    return mean if applies and mean and number(stddev if stddev not in (None, "") else 0) == 0 else None
+def _fixed(config: Mapping[str, Any], mean: str, stddev: str, name: str, applies: bool, where: str, path: str) -> int | None:
+    """The configured mean length (config[`mean`], tokens; -1 or absent: not set) when it applies and the
+    lengths are fixed (config[`stddev`] absent, "" or 0), else None; InvalidInputError naming a mean that
+    applies and is not a length, or a stddev that is not a finite number >= 0."""
+    if not applies or config.get(mean) == -1:
+        return None
+    length = pe.config_fact(config, mean, name, where, path)
+    spread = config.get(stddev)
+    spread = measure(None if spread == "" else spread, f"{path}.{stddev}", where)
+    return length if length is not None and not spread else None
 
 
 def _ignore_eos(extra: Any) -> bool | None:

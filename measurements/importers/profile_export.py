@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from estimator.errors import InvalidInputError
-from measurements.importers.document import Document, latency, number
-from measurements.importers.result import Lengths
+from measurements.importers.document import Document, latency, measure
+from measurements.importers.result import Lengths, stated
 
 TTFT = "time_to_first_token"
 ITL = "inter_token_latency"
@@ -56,7 +56,7 @@ def latency_statistics(metrics: Mapping[str, Any], tag: str, where: str) -> dict
     if not is_block(block):
         return {}
     unit = block["unit"]
-    if unit not in MS_PER_UNIT:
+    if not isinstance(unit, str) or unit not in MS_PER_UNIT:
         raise InvalidInputError(f"{where}: {tag} unit {unit!r} is not a time unit ({', '.join(MS_PER_UNIT)})")
     return {stat: value * MS_PER_UNIT[unit] for stat, key in STAT_KEYS.items() if (value := latency(block.get(key))) is not None}
 
@@ -64,23 +64,40 @@ def latency_statistics(metrics: Mapping[str, Any], tag: str, where: str) -> dict
 def measured(metrics: Mapping[str, Any], where: str) -> dict[str, Any]:
     """The ResultRun fields the metric blocks give: ttft_ms, tpot_ms (inter_token_latency) and lengths."""
     tpot = latency_statistics(metrics, ITL, where)
-    return {"ttft_ms": latency_statistics(metrics, TTFT, where), "tpot_ms": {s: (v, TPOT_DEFINITION) for s, v in tpot.items()}, "lengths": lengths(metrics)}
+    return {
+        "ttft_ms": latency_statistics(metrics, TTFT, where),
+        "tpot_ms": {s: (v, TPOT_DEFINITION) for s, v in tpot.items()},
+        "lengths": lengths(metrics, where),
+    }
 
 
-def average(metrics: Mapping[str, Any], tag: str) -> float | None:
-    """A metric's avg (a count's value), None when absent."""
+def average(metrics: Mapping[str, Any], tag: str, where: str) -> float | None:
+    """A count metric's avg, None when absent; InvalidInputError unless it is a finite number >= 0."""
     block = metrics.get(tag)
-    return number(block.get("avg")) if is_block(block) else None
+    return measure(block.get("avg"), f"{tag} avg", where) if is_block(block) else None
 
 
-def lengths(metrics: Mapping[str, Any]) -> Lengths | None:
-    """The measured lengths: mean and max of input_sequence_length and output_sequence_length."""
+def lengths(metrics: Mapping[str, Any], where: str) -> Lengths | None:
+    """The measured lengths: mean and max of input_sequence_length and output_sequence_length (None
+    when a block or a mean is absent or 0)."""
     ins, outs = metrics.get(ISL), metrics.get(OSL)
     if not (is_block(ins) and is_block(outs)):
         return None
-    mean_in, mean_out = number(ins.get("avg")), number(outs.get("avg"))
-    if not (mean_in and mean_out and mean_in > 0 and mean_out > 0):
+    (mean_in, max_in), (mean_out, max_out) = _mean_max(ins, ISL, where), _mean_max(outs, OSL, where)
+    if not (mean_in and mean_out):
         return None
-    max_in, max_out = number(ins.get("max")), number(outs.get("max"))
-    return Lengths(mean_in, mean_out, None if max_in is None else int(max_in), None if max_out is None else int(max_out),
+    return Lengths(mean_in, mean_out, None if max_in is None else round(max_in), None if max_out is None else round(max_out),
                    "input/output_sequence_length statistics")  # fmt: skip
+
+
+def _mean_max(block: Mapping[str, Any], tag: str, where: str) -> tuple[float | None, float | None]:
+    """(avg, max) of a length block, tokens (None: absent); InvalidInputError unless each is a finite number >= 0."""
+    return measure(block.get("avg"), f"{tag} avg", where), measure(block.get("max"), f"{tag} max", where)
+
+
+def config_fact(config: Mapping[str, Any], key: str, name: str, where: str, path: str) -> Any:
+    """The run fact `name` a section of input_config states under `key`, checked as a supplied one is
+    (`path`: the section's place in messages, e.g. "input_config.loadgen"); None when absent, null or
+    "" (genai-perf's nested input_config writes None as "")."""
+    value = config.get(key)
+    return stated(name, None if value == "" else value, f"{where}: {path}.{key}")

@@ -3,6 +3,9 @@
 Every format reader (`measurements.importers.formats`) turns a result into `ResultRun`s in the
 schema's units; `to_row` completes each with the deployment file and the supplied facts:
 
+* every fact, the result's own and a reader's derived ones included, is held to the rules a supplied
+  one is (`stated`, `_checked`: counts whole and within [1, MAX_SIZE], the range ratio in (0, 1], the
+  request rate > 0); a run breaking one is refused with a line naming the field and value;
 * a fact the result states wins; else the supplied one (a flag, else the deployment's ``client:``
   block), listed under ``supplied=`` in the row's provenance; else a derived one, listed under
   ``derived=`` (lengths from the measured ones, the concurrency of a run that sent every request at
@@ -20,9 +23,11 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
+from estimator.deployment import MAX_SIZE
 from estimator.errors import InvalidInputError, UnknownModelError
 from estimator.models import model_identity
 from measurements import builds
@@ -54,14 +59,31 @@ class Supplied:
         return Supplied(values)
 
 
+INTEGER_FACTS: Mapping[str, int] = MappingProxyType({"isl": 1, "osl": 1, "concurrency": 1, "num_prompts": 1, "num_warmups": 0})  # fact -> its least value
+
+
+def stated(name: str, value: Any, where: str) -> Any:
+    """A fact the result file states, by the rules of a supplied one (`where` names the file and its key,
+    e.g. "run.json: max_concurrency"); None when the file leaves it out (absent or null). A whole float
+    up to MAX_SIZE counts as an integer (a larger one is refused as written) and the string "inf" as
+    infinity, as the clients write them."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value == "inf":
+        value = math.inf
+    elif name in INTEGER_FACTS and isinstance(value, float) and abs(value) <= MAX_SIZE and value == int(value):
+        value = int(value)
+    return _checked(name, value, where)
+
+
 def _checked(name: str, value: Any, where: str) -> Any:
     """The value of a supplied fact; InvalidInputError naming it when it is not one."""
-    if name in ("isl", "osl", "concurrency", "num_prompts"):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInputError(f"{where} must be a positive integer, got {value!r}")
-    elif name == "num_warmups":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidInputError(f"{where} must be an integer >= 0, got {value!r}")
+    if name in INTEGER_FACTS:
+        minimum = INTEGER_FACTS[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InvalidInputError(f"{where} must be {'a positive integer' if minimum == 1 else f'an integer >= {minimum}'}, got {value!r}")
+        if value > MAX_SIZE:
+            raise InvalidInputError(f"{where} must be at most {MAX_SIZE}, got {value}")
     elif name == "random_range_ratio":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
             raise InvalidInputError(f"{where} must be in (0, 1], got {value!r}")
@@ -120,9 +142,9 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
     derived = list(run.derived)
 
     def fact(name: str, own: Any) -> Any:
-        """The result's own value, else the supplied one (noted)."""
+        """The result's own value (checked as a supplied one is: a reader's derived value too), else the supplied one (noted)."""
         if own is not None:
-            return own
+            return _checked(name, own, f"{label}: {name}")
         value = supplied.get(name)
         if value is not None:
             supplied_names.append(f"{name}={value} ({supplied.values[name][1]})")
@@ -142,10 +164,10 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
         if run.lengths is None:
             raise InvalidInputError(f"{label}: no lengths (the result keeps no configured or measured lengths; give --isl and --osl)")
         if isl is None:
-            isl, how = _nominal(run.lengths.max_isl, run.lengths.mean_isl, ratio, run.lengths.source)
+            isl, how = _nominal("isl", run.lengths.max_isl, run.lengths.mean_isl, ratio, run.lengths.source, label)
             derived.append(f"isl={isl} ({how})")
         if osl is None:
-            osl, how = _nominal(run.lengths.max_osl, run.lengths.mean_osl, ratio, run.lengths.source)
+            osl, how = _nominal("osl", run.lengths.max_osl, run.lengths.mean_osl, ratio, run.lengths.source, label)
             derived.append(f"osl={osl} ({how})")
 
     num_prompts = fact("num_prompts", run.num_prompts)
@@ -205,9 +227,14 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
 
 
 def _headline(run: ResultRun, statistic: str, label: str) -> tuple[float, float, str]:
-    """(TTFT ms, TPOT ms, TPOT definition) of the chosen statistic; InvalidInputError when the result lacks it."""
+    """(TTFT ms, TPOT ms, TPOT definition) of the chosen statistic; InvalidInputError when the result
+    lacks it, or when it or any statistic the row keeps is not a finite number of ms (> 0 for the chosen one)."""
     if not run.ttft_ms and not run.tpot_ms:
         raise InvalidInputError(f"{label}: no latency fields (no TTFT or TPOT statistic and no per-request latencies)")
+    kept = [(f"{s} TTFT", v) for s, v in run.ttft_ms.items()] + [(f"{s} TPOT", v) for s, (v, _) in run.tpot_ms.items()]
+    for name, value in kept:
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{label}: {name} {value} ms is not a finite latency")
     if statistic not in run.ttft_ms:
         raise InvalidInputError(f"{label}: no {statistic} TTFT (has {', '.join(run.ttft_ms) or 'none'}; choose another with --statistic)")
     if statistic not in run.tpot_ms:
@@ -218,13 +245,18 @@ def _headline(run: ResultRun, statistic: str, label: str) -> tuple[float, float,
     return ttft, tpot, definition.format(stat=statistic)
 
 
-def _nominal(largest: int | None, mean: float, ratio: float | None, source: str) -> tuple[int, str]:
-    """The nominal (maximum) length of lengths uniform on [r*L, L]: the largest measured one, else
-    from the mean, L = 2 mean / (1 + r) (r unknown: taken as fixed lengths, L = mean)."""
+def _nominal(name: str, largest: int | None, mean: float, ratio: float | None, source: str, label: str) -> tuple[int, str]:
+    """The nominal (maximum) length, tokens, of lengths uniform on [r*L, L]: the largest measured one,
+    else from the mean, L = 2 mean / (1 + r) (r in (0, 1]; unknown: taken as fixed lengths, L = mean);
+    InvalidInputError naming `name` unless it is within [1, MAX_SIZE] tokens."""
     if largest is not None:
-        return max(1, int(largest)), f"max of {source}"
-    r = 1.0 if ratio is None else ratio
-    return max(1, round(2 * mean / (1 + r))), f"from the mean, {source}, random_range_ratio {r}"
+        value, how = largest, f"max of {source}"
+    else:
+        r = 1.0 if ratio is None else ratio
+        value, how = 2 * mean / (1 + r), f"from the mean, {source}, random_range_ratio {r}"
+    if not (math.isfinite(value) and 1 <= round(value) <= MAX_SIZE):
+        raise InvalidInputError(f"{label}: {name} {how}, is {value:.6g} tokens, not within [1, {MAX_SIZE}]")
+    return round(value), how
 
 
 def _layouts(deployment: DeploymentFile, concurrency: int | None, isl: int):
