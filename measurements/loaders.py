@@ -2,7 +2,9 @@
 
 Both yield `Measurement`s. The project's files use the flat columns of `schema.CSV_COLUMNS`
 (empty cell = not recorded); `write_measurements` writes that format and `load_measurements`
-reads it back unchanged.
+reads it back unchanged. `read_measurements` keeps a row the schema refuses (a cell outside its
+column's domain, `schema.cell_reason`) as `Refused`, naming the row, column and value, so a batch
+can report it and go on; `load_measurements` refuses the whole file for it.
 """
 
 from __future__ import annotations
@@ -13,16 +15,30 @@ import importlib.util
 import math
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from estimator.errors import EstimatorError, UnknownBackendError, UnknownSystemError
 from estimator.settings import system_defaults
 from measurements import builds, clients, recipes
 from measurements.layout import run_layout
 from measurements.provenance import provenance_fields
-from measurements.schema import ADDED_COLUMNS, CSV_COLUMNS, STATISTICS, Layout, Measurement, column_types, flatten, is_missing, unflatten
+from measurements.schema import (
+    ADDED_COLUMNS,
+    CSV_COLUMNS,
+    Layout,
+    Measurement,
+    bare,
+    cell_reason,
+    column_types,
+    flatten,
+    is_missing,
+    layout_reason,
+    unflatten,
+)
 from measurements.topologies.runs import with_twin_protocols
 
 _LAYOUT_FIELDS = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
@@ -144,28 +160,91 @@ def is_measurement_file(path: str | Path) -> bool:
     return {"id", "ttft_ms", "tpot_ms"} <= set(header)
 
 
-def load_measurements(path: str | Path) -> list[Measurement]:
-    """Read a project measurement CSV; a missing or unknown column raises ValueError naming it (a
-    column of ADDED_COLUMNS may be absent: files written before it read it as empty)."""
+@dataclass(frozen=True)
+class Refused:
+    """A row of a measurement CSV that the schema refuses: what of it reads (schema.bare, each refused
+    cell empty) and why, naming the file, the row and each refused column with its value."""
+
+    row: Measurement  # schema.bare: the row's top-level facts that read
+    reason: str  # "<file>: row <id>: <column> must be ..., got <value>" ("; " between several)
+
+
+def read_measurements(path: str | Path) -> list[Measurement | Refused]:
+    """Every row of a project measurement CSV in file order: a Measurement, or Refused when a cell
+    does not parse as its column's type or lies outside its domain (schema.cell_reason), its layout
+    does not fit its mode, its cells do not match the header, or its settings are refused. A missing
+    or unknown column, or no row at all, raises ValueError naming it (a column of ADDED_COLUMNS may be
+    absent: files written before it read it as empty)."""
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
         header = set(reader.fieldnames or ())
         missing, extra = sorted(set(CSV_COLUMNS) - header - ADDED_COLUMNS), sorted(header - set(CSV_COLUMNS))
         if missing or extra:
             raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")
-        types, absent = column_types(), dict.fromkeys(ADDED_COLUMNS - header, "")
-        rows = [unflatten({k: _parse(v, types[k]) for k, v in (absent | record).items()}, system_defaults) for record in reader]
-    for m in rows:
-        _check_client_facts(m, path)
+        absent = dict.fromkeys(ADDED_COLUMNS - header, "")
+        rows = [_row(path, reader.line_num, absent | record, len(header)) for record in reader]
+    if not rows:
+        raise ValueError(f"no measurement rows in {path} (a header only)")
     return rows
 
 
-def _check_client_facts(m: Measurement, path: str | Path) -> None:
-    """ValueError naming the row and column of a statistic or warm-up count no client writes."""
-    if m.statistics is not None and m.statistics.statistic not in (None, *STATISTICS):
-        raise ValueError(f"{path}: row {m.id}: statistic must be one of {', '.join(STATISTICS)}, got {m.statistics.statistic!r}")
-    if m.protocol.num_warmups is not None and m.protocol.num_warmups < 0:
-        raise ValueError(f"{path}: row {m.id}: num_warmups must be >= 0, got {m.protocol.num_warmups}")
+def load_measurements(path: str | Path) -> list[Measurement]:
+    """Every row of a project measurement CSV (read_measurements); a refused row raises ValueError with its reason."""
+    rows = read_measurements(path)
+    refused = next((r for r in rows if isinstance(r, Refused)), None)
+    if refused is not None:
+        raise ValueError(refused.reason)
+    return rows
+
+
+def _row(path: str | Path, line: int, record: dict, cells: int) -> Measurement | Refused:
+    """One CSV record (cells as text, keyed by column) as a Measurement, or Refused naming why."""
+    label = f"row {record['id']}" if record.get("id") else f"line {line}"  # how the reason names the row
+    row_id = record.get("id") or f"{Path(path).stem} {label}"  # the id it is reported under
+    where = f"{path}: {label}"
+    if None in record or None in record.values():  # csv.DictReader's keys and values for cells beyond and short of the header
+        held = cells + len(record.get(None, ())) - sum(v is None for v in record.values())
+        return Refused(bare({"id": row_id}), f"{where}: {held} cells where the header has {cells}")
+    typed, reasons = _typed(record)
+    if not reasons:
+        try:
+            return unflatten(typed, system_defaults)
+        except EstimatorError as exc:
+            reasons = [_settings_reason(exc)]
+    return Refused(bare(typed | {"id": row_id}), f"{where}: " + "; ".join(reasons))
+
+
+def _typed(record: dict) -> tuple[dict[str, Any], list[str]]:
+    """The record's typed values (None where empty or refused) and the reasons of each refused cell,
+    then of a layout that does not fit the mode."""
+    types, typed, reasons = column_types(), {}, []
+    for column, text in record.items():
+        try:
+            value = _parse(text, types[column])
+        except ValueError:
+            value, reason = None, f"{column} must be {_KIND_WORDS[types[column]]}, got {text!r}"
+        else:
+            reason = cell_reason(column, value)
+        typed[column] = None if reason else value
+        reasons += [reason] if reason else []
+    layouts = {kind: _layout_of(typed, kind) for kind in ("agg", "prefill", "decode")}
+    mismatch = layout_reason(typed["mode"], layouts)
+    return typed, reasons + ([mismatch] if mismatch else [])
+
+
+_KIND_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "text"}
+
+
+def _layout_of(typed: dict[str, Any], kind: str) -> Layout | None:
+    """The typed record's layout of one kind of worker (None when none of its cells is recorded)."""
+    values = {f.name: typed[f"{kind}_{f.name}"] for f in dataclasses.fields(Layout)}
+    return Layout(**values) if any(v is not None for v in values.values()) else None
+
+
+def _settings_reason(exc: EstimatorError) -> str:
+    """A refused setting's reason; an unknown system or engine named by its column."""
+    column = {UnknownSystemError: "system", UnknownBackendError: "engine"}.get(type(exc))
+    return f"{column}: {exc}" if column else str(exc)
 
 
 def _cell(value: Any) -> str:
@@ -177,6 +256,7 @@ def _cell(value: Any) -> str:
 
 
 def _parse(text: str, kind: type) -> Any:
+    """A cell's value of its column's type (None when empty); ValueError when it is not one."""
     if text == "":
         return None
     if kind is bool:
@@ -187,9 +267,11 @@ def _parse(text: str, kind: type) -> Any:
 
 
 __all__ = [
+    "Refused",
     "is_measurement_file",
     "load_measurements",
     "load_silicon_sample",
+    "read_measurements",
     "provenance_fields",
     "silicon_measurement",
     "silicon_sample_path",

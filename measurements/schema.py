@@ -18,21 +18,22 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
+from estimator.deployment import Backend
 from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.settings import EngineSettings
 
 
 @dataclass(frozen=True)
 class Layout:
-    """The parallel layout of one kind of worker, as recorded (None: not recorded; 0 is kept as recorded)."""
+    """The parallel layout of one kind of worker, as recorded (None: not recorded; a 0 MoE or attention-DP size is kept as recorded)."""
 
-    batch_size: int | None  # max concurrent requests per attention-DP rank of one worker
-    workers: int | None  # workers of this kind (agg: 1)
-    tp: int | None  # tensor parallel size
-    pp: int | None  # pipeline parallel size
-    attention_dp: int | None  # attention data-parallel size
-    moe_tp: int | None  # MoE tensor parallel size
-    moe_ep: int | None  # MoE expert parallel size
+    batch_size: int | None  # max concurrent requests per attention-DP rank of one worker (>= 1)
+    workers: int | None  # workers of this kind (agg: 1; >= 1)
+    tp: int | None  # tensor parallel size (>= 1)
+    pp: int | None  # pipeline parallel size (>= 1)
+    attention_dp: int | None  # attention data-parallel size (>= 0; 0: none)
+    moe_tp: int | None  # MoE tensor parallel size (>= 0, kept as recorded)
+    moe_ep: int | None  # MoE expert parallel size (>= 0, kept as recorded)
 
 
 @dataclass(frozen=True)
@@ -235,3 +236,73 @@ def unflatten(record: Mapping[str, Any], defaults: DefaultSettings) -> Measureme
 def is_missing(value: Any) -> bool:
     """True for None, NaN and the empty string: a value the source did not record."""
     return value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+
+
+# ---- what a recorded cell may hold (measurements.loaders refuses a row holding anything else) ----
+
+_KINDS = tuple(_WORKER_KINDS)
+AT_LEAST_ONE = frozenset({"isl", "osl", "concurrency", "num_prompts", *(f"{k}_{f}" for k in _KINDS for f in ("batch_size", "workers", "tp", "pp"))})
+AT_LEAST_ZERO = frozenset({"num_warmups", *(f"{k}_{f}" for k in _KINDS for f in ("attention_dp", "moe_tp", "moe_ep"))})
+POSITIVE = frozenset({"ttft_ms", "tpot_ms", "request_rate", *(f.name for f in dataclasses.fields(Statistics) if f.name.endswith("_ms"))})
+MAY_BE_INFINITE = frozenset({"request_rate"})  # inf: every request dispatched at t = 0
+FRACTIONS = frozenset({"random_range_ratio"})  # in (0, 1]
+MODE_LAYOUTS: Mapping[str, tuple[str, ...]] = MappingProxyType({"agg": ("agg",), "disagg": ("prefill", "decode")})  # mode -> the layouts a row records
+CHOICES: Mapping[str, tuple[str, ...]] = MappingProxyType({"mode": tuple(MODE_LAYOUTS), "engine": tuple(b.value for b in Backend), "statistic": STATISTICS})
+
+
+@memo()
+def required_columns() -> frozenset[str]:
+    """The columns every row records: the measurement's and its protocol's fields that are not
+    Optional (an empty settings cell takes the engine's default, so none of those is required)."""
+    required = set()
+    for name, hint in typing.get_type_hints(Measurement).items():
+        inner = _NESTED.get(name)
+        if inner is None and type(None) not in typing.get_args(hint):
+            required.add(name)
+        elif inner is Protocol:
+            required.update(_column(name, n) for n, h in typing.get_type_hints(inner).items() if type(None) not in typing.get_args(h))
+    return frozenset(required)
+
+
+def cell_reason(column: str, value: Any) -> str | None:
+    """Why a typed cell value (None: empty) is not one the column may hold, naming the column and
+    value; None when it may. Empty is refused only in required_columns; NaN in every column."""
+    if value is None:
+        return f"{column} is empty" if column in required_columns() else None
+    if isinstance(value, float) and not (math.isfinite(value) or (value == math.inf and column in MAY_BE_INFINITE)):
+        return f"{column} must be a finite number, got {value!r}"
+    if column in CHOICES and value not in CHOICES[column]:
+        return f"{column} must be one of {', '.join(CHOICES[column])}, got {value!r}"
+    for columns, holds, wanted in _BOUNDS:
+        if column in columns and not holds(value):
+            return f"{column} must be {wanted}, got {value!r}"
+    return None
+
+
+_BOUNDS = (
+    (AT_LEAST_ONE, lambda v: v >= 1, ">= 1"),
+    (AT_LEAST_ZERO, lambda v: v >= 0, ">= 0"),
+    (POSITIVE, lambda v: v > 0, "> 0"),
+    (FRACTIONS, lambda v: 0 < v <= 1, "in (0, 1]"),
+)  # (columns, predicate on a recorded value, what it must be)
+
+
+def layout_reason(mode: str | None, layouts: Mapping[str, Layout | None]) -> str | None:
+    """Why the worker layouts recorded (keyed agg, prefill, decode; None: no cell recorded) do not fit
+    the mode (MODE_LAYOUTS); None when they fit or the mode is not known."""
+    missing = [kind for kind in MODE_LAYOUTS.get(mode or "", ()) if layouts[kind] is None]
+    if not missing:
+        return None
+    return f"mode {mode} needs its {' and '.join(missing)} layout{'s' * (len(missing) > 1)}, but the {', '.join(f'{k}_*' for k in missing)} cells are all empty"
+
+
+def bare(record: Mapping[str, Any]) -> Measurement:
+    """A measurement of a record's top-level fields only (a missing one None; no layouts, protocol,
+    statistics or settings): what a row the loader refuses shows of itself."""
+    fields = {f.name: record.get(f.name) for f in dataclasses.fields(Measurement) if f.name not in _NESTED}
+    return Measurement(**fields, **dict.fromkeys(_NESTED))
+
+
+def is_bare(m: Measurement) -> bool:
+    """True for a measurement made by `bare` (a loaded or sampled one always holds its settings)."""
+    return m.settings is None

@@ -7,17 +7,19 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import typing
 from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
 import pandas as pd
 
 from estimator.io import atomic_path
 from estimator.report.batch import PointResult
-from estimator.settings import POINT_FIELDS
+from estimator.settings import POINT_FIELDS, EngineSettings
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
 from measurements.replicates import replicate_key
-from measurements.schema import SETTINGS_COLUMNS
+from measurements.schema import SETTINGS_COLUMNS, is_bare
 
 STAGE_COLUMNS = tuple(f"{stage}_{size}" for stage in ("prefill", "decode") for size in ("workers", "tp", "ep", "attention_dp"))
 POINT_COLUMNS = (
@@ -68,7 +70,8 @@ def concurrency_bucket(c: int | None) -> str:
 
 
 def row_columns(row: MappedRow) -> dict:
-    """The measurement and mapping columns of one row."""
+    """The measurement and mapping columns of one row (of a row the loader refused, schema.bare: its
+    top-level facts, no settings and no replicate group)."""
     m = row.measurement
     if isinstance(row.inputs, AggInputs):
         attention_dp = row.inputs.deployment.attention_dp  # the layout priced (see MappedRow.layout_note)
@@ -95,8 +98,8 @@ def row_columns(row: MappedRow) -> dict:
         "data_version": row.data_version,
         "version_note": row.version_note,
         "pricer": row.some_inputs.pricer if row.some_inputs else None,
-        **{SETTINGS_COLUMNS[name]: getattr(m.settings, name) for name in POINT_FIELDS},
-        "replicate_group": replicate_key(m),
+        **{SETTINGS_COLUMNS[name]: None if is_bare(m) else getattr(m.settings, name) for name in POINT_FIELDS},
+        "replicate_group": "" if is_bare(m) else replicate_key(m),
         **stage_columns(row),
         "recipe_key": row.recipe.key if row.recipe else "",
         "recipe_commit": row.recipe.commit if row.recipe else "",
@@ -137,16 +140,17 @@ def write_points(points: pd.DataFrame, path: str | Path, provenance: dict) -> No
 
 
 def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
-    """The table and its provenance (empty when the sidecar is missing; without POINTS_SHA256); a
-    missing column, or a provenance recording another table's sha256, raises ValueError (one of
+    """The table and its provenance (empty when the sidecar is missing; without POINTS_SHA256). A
+    missing column, no point at all, a value outside its column's domain or a point repeated
+    (_checked), a provenance that is not a JSON object or records a data_rows that is not a count
+    (read_provenance), or one recording another table's sha256, raises ValueError naming it (one of
     ADDED_POINT_COLUMNS takes its default)."""
     path = Path(path)
     data = path.read_bytes()
-    sidecar = provenance_path(path)
-    provenance = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+    provenance = read_provenance(provenance_path(path))
     recorded = provenance.pop(POINTS_SHA256, None)
     if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
-        raise ValueError(f"its provenance {sidecar.name} was written with another points file (sha256 {recorded[:12]}...): "
+        raise ValueError(f"its provenance {provenance_path(path).name} was written with another points file (sha256 {str(recorded)[:12]}...): "
                          "an interrupted or concurrent write; rebuild the report")  # fmt: skip
     points = pd.read_csv(io.BytesIO(data), dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str, "recipe_key": str, "recipe_commit": str},
                          keep_default_na=True)  # fmt: skip
@@ -156,30 +160,73 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     missing = [c for c in POINT_COLUMNS if c not in points.columns]
     if missing:
         raise ValueError(f"{path}: missing columns {missing}")
-    points["covered"] = points["covered"].astype(str).str.lower() == "true"
-    for column in MEASURED_COLUMNS + PREDICTED_COLUMNS:
-        points[column] = _numbers(points, column, positive=column in MEASURED_COLUMNS)
+    if points.empty:
+        raise ValueError(f"{path} holds no points (a header only)")
+    points = _checked(points)
     for column in ("reason", "note", "model_note", "layout_note", "version_note", "replicate_group", "recipe_key", "recipe_commit"):
         points[column] = points[column].fillna("")
     return points, provenance
 
 
-MEASURED_COLUMNS = ("ttft_meas_ms", "tpot_meas_ms")  # every row's: positive numbers
+def read_provenance(sidecar: Path) -> dict:
+    """A points file's provenance record (empty when the sidecar is missing); ValueError unless it
+    is a JSON object whose data_rows, if recorded, is a count of rows (an integer >= 0)."""
+    if not sidecar.is_file():
+        return {}
+    record = json.loads(sidecar.read_text())
+    if not isinstance(record, dict):
+        raise ValueError(f"its provenance {sidecar.name} must be a JSON object, got a {type(record).__name__}")
+    rows = record.get("data_rows")
+    if rows is not None and (type(rows) is not int or rows < 0):
+        raise ValueError(f"its provenance {sidecar.name}: data_rows must be a count of rows (an integer >= 0), got {rows!r}")
+    return record
+
+
+MEASURED_COLUMNS = ("ttft_meas_ms", "tpot_meas_ms")  # positive numbers; empty only where not covered (a row the loader refused)
 PREDICTED_COLUMNS = ("ttft_pred_ms", "tpot_pred_ms")  # empty where not predicted, else finite numbers >= 0
+_SETTINGS_TYPES = typing.get_type_hints(EngineSettings)
+NUMERIC_COLUMNS = (
+    "prefill_step_ms", "decode_step_ms", "concurrency", "isl", "osl", "attention_dp",
+    *(SETTINGS_COLUMNS[name] for name in POINT_FIELDS if _SETTINGS_TYPES[name] in (int, float, int | None, float | None)), *STAGE_COLUMNS,
+)  # finite numbers or empty  # fmt: skip
+# column -> (what its values must be, the test of a finite number)
+_DOMAINS = {
+    **dict.fromkeys(MEASURED_COLUMNS, ("a positive number", lambda v: v > 0)),  # finite; empty only where not covered
+    **dict.fromkeys(PREDICTED_COLUMNS, ("a finite number >= 0 or empty", lambda v: v >= 0)),
+    **dict.fromkeys(NUMERIC_COLUMNS, ("a finite number or empty", lambda v: v.notna())),
+}
 
 
-def _numbers(points: pd.DataFrame, column: str, positive: bool) -> pd.Series:
-    """A column as floats; ValueError naming the first row whose value is not a number (or, for a
-    measured column, not a positive one; for a predicted one, negative or infinite)."""
-    values = pd.to_numeric(points[column], errors="coerce")
-    text = points[column].astype(str)
-    bad = values.isna() & ~(points[column].isna() & (not positive))
-    bad |= ~(values > 0) if positive else (values < 0) | values.isin([float("inf"), float("-inf")])
+def _checked(points: pd.DataFrame) -> pd.DataFrame:
+    """The table with covered read as booleans and the numeric columns as floats; ValueError naming
+    the first point whose covered is not True or False, whose number is outside its column's
+    domain (_DOMAINS), or that repeats an earlier (id, method)."""
+    flags = points["covered"].astype(str).str.lower()
+    _refuse_first(points, ~flags.isin(["true", "false"]), "covered must be True or False", points["covered"])
+    points = points.assign(covered=flags == "true")
+    repeated = points.duplicated(["id", "method"])
+    if repeated.any():
+        raise ValueError(f"{_point(points, repeated.idxmax())} appears more than once: a table holds one point per measured row and method")
+    for column, (wanted, holds) in _DOMAINS.items():
+        values = pd.to_numeric(points[column], errors="coerce")
+        may_be_empty = ~points["covered"] if column in MEASURED_COLUMNS else pd.Series(True, index=points.index)
+        bad = (values.isna() & ~(points[column].isna() & may_be_empty)) | (values.notna() & ~(np.isfinite(values) & holds(values)))
+        _refuse_first(points, bad, f"{column} must be {wanted}", points[column])
+        points[column] = values
+    return points
+
+
+def _refuse_first(points: pd.DataFrame, bad: pd.Series, problem: str, values: pd.Series) -> None:
+    """ValueError naming the first point where bad holds, the problem and its value."""
     if bad.any():
         i = bad.idxmax()
-        wanted = "a positive number" if positive else "a finite number >= 0 or empty"
-        raise ValueError(f"row {points.at[i, 'id']} ({points.at[i, 'method']}): {column} must be {wanted}, got {text[i]!r}")
-    return values
+        got = "an empty cell" if pd.isna(values[i]) else repr(str(values[i]))
+        raise ValueError(f"{_point(points, i)}: {problem}, got {got}")
+
+
+def _point(points: pd.DataFrame, i) -> str:
+    """How a message names the point at index i: its row id and method."""
+    return f"row {points.at[i, 'id']} ({points.at[i, 'method']})"
 
 
 def provenance_path(points_path: Path) -> Path:

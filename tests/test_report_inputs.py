@@ -1,0 +1,219 @@
+"""Bad input to `python -m estimator report`: one line naming the bad value, exit 2, no traceback.
+
+A measurement CSV row the schema refuses is reported uncovered with its reason (the other rows
+complete); a malformed file, a bad output flag or a malformed per-point file stops the report
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from estimator.cli import main
+from measurements.loaders import load_measurements, read_measurements
+
+FIXTURES = Path(__file__).parent / "fixtures" / "import"
+FAST = ["--methods", "legacy", "--workers", "1"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> Path:
+    """A one-row measurement CSV, as `python -m estimator import` writes it."""
+    path = tmp_path_factory.mktemp("runs") / "runs.csv"
+    argv = ["import", str(FIXTURES / "vllm_bench_serve.json"), "--deployment", str(FIXTURES / "deploy.yaml"), "--out", str(path)]
+    assert main(argv) == 0
+    return path
+
+
+def with_bad_row(runs: Path, folder: Path, cells: dict[str, str] | None = None, row: list[str] | None = None) -> Path:
+    """A CSV of the row of `runs` as "good", then as "bad" with `cells` replaced (or the raw cells `row`)."""
+    header, cells_of_runs = list(csv.reader(runs.open()))
+    good = dict(zip(header, cells_of_runs)) | {"id": "good"}
+    bad = good | {"id": "bad"} | (cells or {})
+    path = folder / "mixed.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows([header, [good[c] for c in header], row or [bad[c] for c in header]])
+    return path
+
+
+def report(tmp_path: Path, *argv: str) -> int:
+    return main(["report", *argv, "--out", str(tmp_path / "r.html"), "--points", str(tmp_path / "p.csv"), *FAST])
+
+
+def one_error(capsys) -> str:
+    """The one line a refused command prints."""
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: ")
+    return line
+
+
+# ---- measurement CSV rows -----------------------------------------------------------------------
+
+REFUSED_CELLS = {
+    "ttft-empty": ({"ttft_ms": ""}, "ttft_ms is empty"),
+    "ttft-zero": ({"ttft_ms": "0"}, "ttft_ms must be > 0, got 0.0"),
+    "tpot-negative": ({"tpot_ms": "-1"}, "tpot_ms must be > 0, got -1.0"),
+    "ttft-nan": ({"ttft_ms": "nan"}, "ttft_ms must be a finite number, got nan"),
+    "tpot-inf": ({"tpot_ms": "inf"}, "tpot_ms must be a finite number, got inf"),
+    "mode-other": ({"mode": "both"}, "mode must be one of agg, disagg, got 'both'"),
+    "disagg-without-layouts": ({"mode": "disagg"}, "mode disagg needs its prefill and decode layouts"),
+    "agg-without-layout": ({f"agg_{f}": "" for f in ("batch_size", "workers", "tp", "pp")}, "mode agg needs its agg layout"),
+    "model-empty": ({"model": ""}, "model is empty"),
+    "tp-negative": ({"agg_tp": "-2"}, "agg_tp must be >= 1, got -2"),
+    "tp-fractional": ({"agg_tp": "2.5"}, "agg_tp must be an integer, got '2.5'"),
+    "chunked-maybe": ({"chunked_prefill": "maybe"}, "chunked_prefill must be true or false, got 'maybe'"),
+    "system-unknown": ({"system": "h999_sxm"}, "system: unknown system 'h999_sxm'"),
+    "isl-zero": ({"isl": "0"}, "isl must be >= 1, got 0"),
+    "concurrency-negative": ({"concurrency": "-3"}, "concurrency must be >= 1, got -3"),
+    "budget-zero": ({"step_token_budget": "0"}, "step_token_budget must be a positive integer, got 0"),
+}
+
+
+@pytest.mark.parametrize(("cells", "named"), REFUSED_CELLS.values(), ids=REFUSED_CELLS.keys())
+def test_a_refused_row_is_reported_uncovered_and_the_others_complete(runs, tmp_path, capsys, cells, named):
+    assert report(tmp_path, "--measurements", str(with_bad_row(runs, tmp_path, cells))) == 2
+    points = pd.read_csv(tmp_path / "p.csv").set_index("id")
+    assert points.at["good", "covered"] and not points.at["bad", "covered"]
+    assert points.at["bad", "reason"].startswith(f"{tmp_path / 'mixed.csv'}: row bad: ") and named in points.at["bad", "reason"]
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and f"refused (reported uncovered): {tmp_path / 'mixed.csv'}: row bad: " in err
+    assert main(["report", "--from-points", str(tmp_path / "p.csv"), "--out", str(tmp_path / "again.html")]) == 0  # the table reads back
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda cells: [*cells, "spare"], "row bad: 76 cells where the header has 75"),
+        (lambda cells: cells[:-3], "row bad: 72 cells where the header has 75"),
+        (lambda cells: ["", *cells[1:]], "line 3: id is empty"),
+    ],
+    ids=["extra-cell", "fewer-cells", "no-id"],
+)
+def test_a_row_that_does_not_match_the_header_is_reported_uncovered(runs, tmp_path, capsys, edit, named):
+    header, good = list(csv.reader(runs.open()))
+    assert len(header) == 75  # the counts named below
+    path = with_bad_row(runs, tmp_path, row=edit(["bad", *good[1:]]))
+    assert report(tmp_path, "--measurements", str(path)) == 2
+    points = pd.read_csv(tmp_path / "p.csv")
+    assert list(points["covered"]) == [True, False] and points["reason"][1] == f"{path}: {named}"
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_header_only_measurement_file_is_one_line(runs, tmp_path, capsys):
+    path = tmp_path / "empty.csv"
+    path.write_text(runs.read_text().splitlines()[0] + "\n")
+    assert report(tmp_path, "--measurements", str(path)) == 2
+    assert f"no measurement rows in {path}" in one_error(capsys)
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_load_measurements_refuses_the_file_naming_the_row_and_read_measurements_keeps_the_others(runs, tmp_path):
+    path = with_bad_row(runs, tmp_path, {"agg_tp": "2.5"})
+    with pytest.raises(ValueError, match="row bad: agg_tp must be an integer, got '2.5'"):
+        load_measurements(path)
+    good, refused = read_measurements(path)
+    assert good == dataclasses.replace(load_measurements(runs)[0], id="good")
+    assert refused.row.id == "bad" and refused.row.model == good.model and refused.row.settings is None
+
+
+# ---- output flags -------------------------------------------------------------------------------
+
+
+def test_a_method_named_twice_runs_once(runs, tmp_path):
+    assert main(["report", "--measurements", str(runs), "--methods", "legacy", "legacy", "--workers", "1",
+                 "--out", str(tmp_path / "r.html"), "--points", str(tmp_path / "p.csv")]) == 0  # fmt: skip
+    assert list(pd.read_csv(tmp_path / "p.csv")["method"]) == ["legacy"]
+
+
+@pytest.mark.parametrize("flag", ["--out", "--points"])
+def test_an_output_that_is_a_directory_is_refused_before_any_work(runs, tmp_path, capsys, flag):
+    paths = {"--out": tmp_path / "r.html", "--points": tmp_path / "p.csv"} | {flag: tmp_path}
+    argv = ["report", "--measurements", str(runs), *FAST, "--out", str(paths["--out"]), "--points", str(paths["--points"])]
+    assert main(argv) == 2
+    assert f"{flag} '{tmp_path}' is a directory" in one_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (lambda tmp, runs: ["--out", str(tmp / "x.csv"), "--points", str(tmp / "x.csv")], "--out and --points"),
+        (lambda tmp, runs: ["--out", str(runs), "--points", str(tmp / "p.csv")], "--out and --measurements"),
+        (lambda tmp, runs: ["--out", str(tmp / "r.html"), "--points", str(runs)], "--points and --measurements"),
+    ],
+    ids=["out-is-points", "out-is-input", "points-is-input"],
+)
+def test_an_output_naming_another_output_or_an_input_is_refused(runs, tmp_path, capsys, flags, named):
+    before = runs.read_bytes()
+    assert main(["report", "--measurements", str(runs), *FAST, *flags(tmp_path, runs)]) == 2
+    assert f"{named} name the same file" in one_error(capsys)
+    assert runs.read_bytes() == before and not list(tmp_path.iterdir())
+
+
+# ---- per-point files ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def points_file(runs, tmp_path_factory) -> Path:
+    """A per-point file of two rows, one uncovered (refused at load), with its provenance."""
+    folder = tmp_path_factory.mktemp("points")
+    assert report(folder, "--measurements", str(with_bad_row(runs, folder, {"ttft_ms": "nan"}))) == 2
+    return folder / "p.csv"
+
+
+def edited_points(points_file: Path, folder: Path, edit) -> Path:
+    """A copy of points_file with its table edited (as text cells), without a provenance."""
+    path = folder / "edited.csv"
+    edit(pd.read_csv(points_file, dtype=str, keep_default_na=False)).to_csv(path, index=False)
+    return path
+
+
+def _set(column: str, value: str):
+    def edit(frame: pd.DataFrame) -> pd.DataFrame:
+        frame.loc[0, column] = value
+        return frame
+
+    return edit
+
+
+BAD_POINTS = {
+    "ttft-meas-inf": (_set("ttft_meas_ms", "inf"), "row good (legacy): ttft_meas_ms must be a positive number, got 'inf'"),
+    "tpot-meas-inf": (_set("tpot_meas_ms", "inf"), "row good (legacy): tpot_meas_ms must be a positive number, got 'inf'"),
+    "covered-meas-empty": (_set("ttft_meas_ms", ""), "row good (legacy): ttft_meas_ms must be a positive number, got an empty cell"),
+    "compile-inf": (_set("shape_compile_ms", "inf"), "row good (legacy): shape_compile_ms must be a finite number or empty, got 'inf'"),
+    **{
+        f"{c}-text": (_set(c, "many"), f"row good (legacy): {c} must be a finite number or empty, got 'many'")
+        for c in ("concurrency", "attention_dp", "step_token_budget", "decode_step_ms")
+    },  # fmt: skip
+    "duplicated": (lambda f: pd.concat([f, f.iloc[[0]]], ignore_index=True), "row good (legacy) appears more than once"),
+    "covered-1": (_set("covered", "1"), "row good (legacy): covered must be True or False, got '1'"),
+    "covered-yes": (_set("covered", "yes"), "row good (legacy): covered must be True or False, got 'yes'"),
+    "header-only": (lambda f: f.iloc[:0], "holds no points (a header only)"),
+}
+
+
+@pytest.mark.parametrize(("edit", "named"), BAD_POINTS.values(), ids=BAD_POINTS.keys())
+def test_a_malformed_points_file_is_one_line(points_file, tmp_path, capsys, edit, named):
+    path = edited_points(points_file, tmp_path, edit)
+    assert main(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    assert named in one_error(capsys)
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("record", "named"),
+    [([1, 2], "must be a JSON object, got a list"), ({"data_rows": "many"}, "data_rows must be a count of rows (an integer >= 0), got 'many'")],
+    ids=["list", "data-rows-text"],
+)
+def test_a_malformed_provenance_is_one_line(points_file, tmp_path, capsys, record, named):
+    path = edited_points(points_file, tmp_path, lambda f: f)
+    path.with_name("edited.provenance.json").write_text(json.dumps(record))
+    assert main(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    line = one_error(capsys)
+    assert "its provenance edited.provenance.json" in line and named in line
