@@ -224,13 +224,20 @@ def test_a_config_json_path_reaches_the_reference_as_its_folder(tmp_path, no_net
     assert main(["recommend", "--model-path", path, "--system", "h200_sxm", "--total-gpus", "2", "--backend", "sglang"]) == 0  # is_moe_model
 
 
-@pytest.mark.parametrize("model", ["FILE", "mistralai/Mixtral-8x7B-v0.1"])
-def test_the_reference_is_never_given_a_model_to_download(model, tmp_path, no_network, capsys):
-    """A config file not named config.json, or a bundled config the reference SDK would fetch from
-    the hub anyway, is one line naming it."""
-    if model == "FILE":
-        model = str(tmp_path / "qwen.json")
-        Path(config_file(tmp_path)).rename(model)
+def test_a_config_file_of_any_name_prices_by_reference_as_its_folder_would(tmp_path, no_network, capsys):
+    """A config file not named config.json is given to the reference as a private folder holding a copy
+    of it (it reads local models by folder): the same ops as the bundled model, no download."""
+    model = str(tmp_path / "qwen.json")
+    Path(config_file(tmp_path)).rename(model)
+    assert main(["price-ops", "--model-path", model, *REFERENCE_OPS]) == 0
+    assert main(["price-ops", "--model-path", "Qwen/Qwen3-32B", *REFERENCE_OPS]) == 0
+    by_file, bundled = (json.loads(line) for line in capsys.readouterr().out.splitlines())
+    assert by_file == bundled
+
+
+def test_the_reference_is_never_given_a_model_to_download(no_network, capsys):
+    """A bundled config the reference SDK would fetch from the hub anyway is one line naming it."""
+    model = "mistralai/Mixtral-8x7B-v0.1"
     line = one_error_line(["price-ops", "--model-path", model, *REFERENCE_OPS], capsys)
     assert f"{model!r} is neither: give the folder holding its config.json" in line
 

@@ -6,11 +6,14 @@ Imports of aiconfigurator_core happen lazily so the native path never pays for t
 
 from __future__ import annotations
 
+import atexit
 import copy
 import dataclasses
 import json
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -40,12 +43,24 @@ def reference_model_path(model: str) -> str:
 
     if model in DefaultHFModels:
         return model
-    if os.path.isdir(model) or (os.path.isfile(model) and Path(model).name == "config.json"):
+    if os.path.isdir(model) or os.path.isfile(model):
         if model_architecture(model) is None:  # the reference reads its model family off architectures[0]
             raise InvalidInputError(f"model {model!r}: its config lists no 'architectures', which the reference pricer needs")
-        return model if os.path.isdir(model) else str(Path(model).parent)
+        if os.path.isdir(model):
+            return model
+        return str(Path(model).parent) if Path(model).name == "config.json" else _staged_config_folder(os.path.realpath(model))
     raise UnknownModelError(f"the reference pricer reads its bundled models and local folders, and {model!r} is neither: "
                             "give the folder holding its config.json")  # fmt: skip
+
+
+@memo()
+def _staged_config_folder(path: str) -> str:
+    """A private folder (removed at exit) whose config.json is a copy of the config file at `path`: the
+    reference reads a local model by its folder, and this file is not named config.json."""
+    folder = tempfile.mkdtemp(prefix="estimator-model-")
+    atexit.register(shutil.rmtree, folder, True)
+    shutil.copyfile(path, os.path.join(folder, "config.json"))
+    return folder
 
 
 def _op_name(op_spec: dict) -> str:
