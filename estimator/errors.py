@@ -25,6 +25,11 @@ class InvalidInputError(EstimatorError):
     """A size is non-positive, prefix >= isl, or another argument is out of its domain."""
 
 
+class UnwritableOutputError(InvalidInputError, OSError):
+    """The file system refused an output path (a missing or read-only folder, a full disk). An OSError
+    too, so a best-effort write (a cache) that skips on OSError keeps skipping."""
+
+
 class PerfDataMissingError(EstimatorError):
     """A query fell outside every table that could answer it (a MISS). The message names the key."""
 

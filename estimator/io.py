@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from estimator.errors import InvalidInputError
+from estimator.errors import InvalidInputError, UnwritableOutputError
 
 TABLE_WRITERS = {".csv": "to_csv", ".parquet": "to_parquet"}  # suffix -> DataFrame method
 
@@ -42,7 +42,8 @@ def require_writable(path: Path, what: str) -> None:
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A fresh temporary path beside `path` (its folder created) to write to; renamed over `path`
-    when the block ends, removed when it raises (KeyboardInterrupt included)."""
+    when the block ends, removed when it raises (KeyboardInterrupt included). An OSError (making the
+    folder or the temporary file, writing, renaming) is raised as UnwritableOutputError naming `path`."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,9 +63,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
-def _unwritable(path: Path, exc: OSError) -> InvalidInputError:
+def _unwritable(path: Path, exc: OSError) -> UnwritableOutputError:
     """The one-line error of an output path the system refuses (a read-only or full file system, a missing folder)."""
-    return InvalidInputError(f"cannot write {str(path)!r}: {exc.strerror or exc}")
+    return UnwritableOutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}")
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

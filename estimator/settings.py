@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,7 +20,7 @@ from typing import Any
 
 from estimator.deployment import MAX_SIZE, Backend
 from estimator.errors import InvalidInputError
-from estimator.perf import load_system_spec
+from estimator.perf import load_system_spec, slot_sort_key
 
 GIB = 1 << 30
 POINT = "point"  # metadata key: the field is a column of the accuracy report's points table
@@ -138,7 +139,8 @@ def _set(settings: EngineSettings, name: str, value: Any) -> None:
 
 
 # A launch's KV cache dtype spelling -> the KV quant mode priced (None: the engine's auto). TRT-LLM kv_cache_config.dtype,
-# SGLang --kv-cache-dtype (auto, fp8_e4m3, fp8_e5m2, bfloat16) and vLLM --kv-cache-dtype (auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16).
+# SGLang --kv-cache-dtype (auto, fp8_e4m3, fp8_e5m2, bfloat16) and vLLM --kv-cache-dtype (auto, fp8, fp8_e4m3, fp8_e5m2,
+# bfloat16); bf16 and int8 (TRT-LLM) too.
 KV_CACHE_DTYPES: Mapping[str, str | None] = MappingProxyType({
     "auto": None, "bfloat16": "bfloat16", "bf16": "bfloat16", "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "int8": "int8",
 })  # fmt: skip
@@ -158,15 +160,20 @@ def _kv_cache_dtype(value: Any) -> str | None:
 SGLANG_NSA_ARCHITECTURES = frozenset({"DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"})
 
 
+# vLLM resolves `auto` to a ModelOpt checkpoint's declared KV quantization from this release on (resolve_kv_cache_dtype_string,
+# engine/arg_utils.py 0.15.1 L1403); before, auto is the model dtype whatever the checkpoint declares.
+VLLM_CHECKPOINT_KV_FROM = "0.15.1"
+
+
 def served_kv_cache_dtype(backend: Backend | str, launched: str | None, checkpoint_kv: str | None, architecture: str | None = None,
-                          sm_version: int = 0) -> str | None:  # fmt: skip
+                          sm_version: int = 0, engine_version: str | None = None) -> str | None:  # fmt: skip
     """The KV cache dtype a launch runs (a KV quant mode; None: the reference's checkpoint rule).
 
     `launched` is the launch's own setting (EngineSettings.kv_cache_dtype), which wins. Without one,
     SGLang and vLLM run `--kv-cache-dtype auto`: the KV quantization the checkpoint's quantization
     config declares (`checkpoint_kv`: ModelOpt's kv_cache_quant_algo or kv_cache_scheme; SGLang
-    ModelRunner.configure_kv_cache_dtype, 0.5.9 L1670-1688; vLLM >= 0.15.1
-    resolve_kv_cache_dtype_string), SGLang's NSA architectures fp8 on SM >= 100, else the model's
+    ModelRunner.configure_kv_cache_dtype, 0.5.9 L1670-1688; vLLM from VLLM_CHECKPOINT_KV_FROM, an
+    unrecorded `engine_version` read as a later one), SGLang's NSA architectures fp8 on SM >= 100, else the model's
     dtype, bfloat16 for every bundled checkpoint (vLLM CacheConfig.cache_dtype "auto": "will use
     model data type"). TensorRT-LLM's launches keep the reference's rule (an fp8 or fp4
     checkpoint's KV cache is fp8), which InferenceX's scripts set explicitly."""
@@ -175,9 +182,16 @@ def served_kv_cache_dtype(backend: Backend | str, launched: str | None, checkpoi
     backend = Backend.parse(backend)
     if backend is Backend.SGLANG and architecture in SGLANG_NSA_ARCHITECTURES and sm_version >= 100:
         return checkpoint_kv or "fp8"
+    if backend is Backend.VLLM and _released_before(engine_version, VLLM_CHECKPOINT_KV_FROM):
+        return "bfloat16"
     if backend in (Backend.SGLANG, Backend.VLLM):
         return checkpoint_kv or "bfloat16"
     return None
+
+
+def _released_before(version: str | None, release: str) -> bool:
+    """True when `version` names a release (a.b...) older than `release`; False for None or a build without one (a nightly)."""
+    return version is not None and re.match(r"v?\d+\.\d+", version) is not None and slot_sort_key(version) < slot_sort_key(release)
 
 
 def _is_number(value: Any) -> bool:

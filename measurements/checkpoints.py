@@ -234,6 +234,20 @@ def _all_ops(same, ran: tuple[str, str | None], named: tuple[str, str | None]) -
     return all(same(a, b) for a, b in zip(ran, named))
 
 
+def declared_kv_cache(m: Measurement, model_used: str) -> str | None:
+    """The KV cache quantization the priced config declares, when that config is the checkpoint that ran: its
+    weights are as wide as the row's GEMM label says (an alias priced on another format's config, as
+    Nemotron-3-Super's BF16 run on the FP8 config's sizes, declares nothing for the run); None otherwise."""
+    try:
+        quant = checkpoint_quant(model_used)
+        own = checkpoint_quant_modes(quant).get("gemm", BF16)
+    except EstimatorError:  # a quantization the estimator cannot read declares nothing it can price
+        return None
+    if quant.kv_cache_algo is None or (m.gemm_quant is not None and (_bits(m.gemm_quant) or (None,))[0] != (_bits(own) or (None,))[0]):
+        return None
+    return quant.kv_cache_algo
+
+
 def _bits(mode: str | None) -> tuple[int, int] | None:
     """(weight bits, activation bits) of a quant mode; None for no mode or one the table lacks."""
     return WEIGHT_AND_ACTIVATION_BITS.get(mode) if mode is not None else None

@@ -24,6 +24,8 @@ inputs at the checkpoint's modes (`MappedRow.checkpoint_inputs`), which every me
 prices when they price with SILICON data. When they differ only in scale granularity, the row
 carries inputs at the checkpoint's granularity op by op (`MappedRow.granularity_fallbacks`), which
 those methods price where the labels' SILICON data lack an op, before the reference's HYBRID mode.
+The KV cache is the dtype the launch served (`served_kv_cache`: the launch's setting, else SGLang's and
+vLLM's auto); where it lacks SILICON data an SGLang or vLLM row falls back to the reference's rule, last.
 """
 
 from __future__ import annotations
@@ -35,11 +37,11 @@ from dataclasses import dataclass
 from estimator.caching import memo
 from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
-from estimator.models import checkpoint_quant, model_architecture, native_families
+from estimator.models import model_architecture, native_families
 from estimator.perf import load_system_spec, slot_sort_key, version_slots
 from estimator.settings import served_kv_cache_dtype
 from measurements import recipes
-from measurements.checkpoints import CheckpointModes, checkpoint_modes, granularity_fallbacks
+from measurements.checkpoints import CheckpointModes, checkpoint_modes, declared_kv_cache, granularity_fallbacks
 from measurements.clients import INFERENCEX
 from measurements.layout import run_layout
 from measurements.schema import Layout, Measurement
@@ -125,7 +127,8 @@ class DisaggInputs:
 
 @dataclass(frozen=True)
 class Fallback:
-    """Inputs that replace a row's labelled quant modes for ops whose SILICON data the labels lack."""
+    """Inputs priced in place of the row's own where their SILICON data lack an op: the checkpoint's scale
+    granularity op by op, or (kv_cache) the reference's KV cache rule in place of the launch's dtype."""
 
     inputs: AggInputs | DisaggInputs  # the row's inputs but for quant modes
     note: str  # which modes, and why they compute the same arithmetic
@@ -147,7 +150,7 @@ class MappedRow:
     recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set or the row is a multi-node disagg run labelled agg
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.checkpoints)
-    granularity_fallbacks: tuple[Fallback, ...] = ()  # inputs at the checkpoint's scale granularity op by op, in order (after the labels)
+    granularity_fallbacks: tuple[Fallback, ...] = ()  # in order after the labels: the checkpoint's scale granularity op by op, then the reference KV rule
     allow_ep_equivalents: bool = True  # a SILICON miss at an MoE TP layout may price its EP equivalent (not the baseline's)
     recipe: Topology | None = None  # the published disaggregated topology the run was mapped from (measurements.topologies)
 
@@ -172,8 +175,13 @@ def _without_launch_settings(inputs: AggInputs | DisaggInputs | None) -> AggInpu
     """The inputs with the KV cache dtype left to the checkpoint and no MTP drafts (the baseline's: its rows carry neither)."""
     if inputs is None:
         return None
-    bare = inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None), nextn=0) for d in inputs.deployments))
-    return dataclasses.replace(bare, nextn_accepted=0.0)
+    bare = _with_reference_kv(inputs)
+    return dataclasses.replace(bare.with_deployments(tuple(dataclasses.replace(d, nextn=0) for d in bare.deployments)), nextn_accepted=0.0)
+
+
+def _with_reference_kv(inputs: AggInputs | DisaggInputs) -> AggInputs | DisaggInputs:
+    """The inputs with the KV cache dtype left to the reference's checkpoint rule (kvcache None)."""
+    return inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in inputs.deployments))
 
 
 def map_measurement(m: Measurement) -> MappedRow:
@@ -239,13 +247,12 @@ def _with_checkpoint_quant(row: MappedRow, run: Measurement) -> MappedRow:
 
 
 def _reference_kv_fallback(inputs: AggInputs | DisaggInputs) -> tuple[Fallback, ...]:
-    """The inputs at the reference's KV cache rule, last in line, where an SGLang or vLLM launch serves another KV
-    cache dtype (served_kv_cache): priced only when that dtype lacks SILICON data for an op."""
-    served = {d.quant.kvcache for d in inputs.deployments}
-    if served == {None} or inputs.deployments[0].backend not in (Backend.SGLANG, Backend.VLLM):
+    """The inputs at the reference's KV cache rule, last in line, for an SGLang or vLLM launch (whose served KV cache
+    dtype is always set, served_kv_cache): priced only when that dtype lacks SILICON data for an op."""
+    if inputs.deployments[0].backend not in (Backend.SGLANG, Backend.VLLM):
         return ()
-    bare = inputs.with_deployments(tuple(dataclasses.replace(d, quant=dataclasses.replace(d.quant, kvcache=None)) for d in inputs.deployments))
-    return (Fallback(bare, f"the launch's {'/'.join(sorted(served - {None}))} KV cache", kv_cache=True),)
+    served = "/".join(sorted({d.quant.kvcache for d in inputs.deployments}))
+    return (Fallback(_with_reference_kv(inputs), f"the launch's {served} KV cache", kv_cache=True),)
 
 
 def _quant_inputs(row: MappedRow, run: Measurement, modes: CheckpointModes) -> AggInputs | DisaggInputs:
@@ -354,9 +361,10 @@ def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: s
 
 
 def served_kv_cache(m: Measurement, model_used: str) -> str | None:
-    """The KV cache dtype the run's launch served (estimator.settings.served_kv_cache_dtype)."""
-    kv = checkpoint_quant(model_used).kv_cache_algo
-    return served_kv_cache_dtype(m.engine, m.settings.kv_cache_dtype, kv, model_architecture(model_used), load_system_spec(m.system).sm_version)
+    """The KV cache dtype the run's launch served (estimator.settings.served_kv_cache_dtype), reading the KV
+    quantization the priced config declares only when it is the checkpoint that ran (checkpoints.declared_kv_cache)."""
+    return served_kv_cache_dtype(m.engine, m.settings.kv_cache_dtype, declared_kv_cache(m, model_used), model_architecture(model_used),
+                                 load_system_spec(m.system).sm_version, m.engine_version)  # fmt: skip
 
 
 def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | DisaggInputs:

@@ -455,6 +455,18 @@ def test_served_kv_cache_dtype_is_the_launchs_else_the_engines_auto(backend, lau
     assert served_kv_cache_dtype(backend, launched, checkpoint_kv) == served
 
 
+@pytest.mark.parametrize(
+    "backend, architecture, sm, version, checkpoint_kv, served",
+    [("sglang", "GlmMoeDsaForCausalLM", 100, None, None, "fp8"), ("sglang", "GlmMoeDsaForCausalLM", 90, None, None, "bfloat16"),
+     ("sglang", "DeepseekV3ForCausalLM", 100, None, None, "bfloat16"), ("vllm", "GlmMoeDsaForCausalLM", 100, None, None, "bfloat16"),
+     ("vllm", None, 100, "0.11.2", "fp8", "bfloat16"), ("vllm", None, 100, "0.15.1", "fp8", "fp8"), ("vllm", None, 100, "nightly-5b8c", "fp8", "fp8")],
+)  # fmt: skip
+def test_the_engines_auto_follows_sglangs_nsa_rule_and_vllms_release(backend, architecture, sm, version, checkpoint_kv, served):
+    """SGLang's NSA architectures serve fp8 on SM >= 100 and bf16 below; vLLM reads a checkpoint's declared KV
+    quantization only from 0.15.1 (a nightly counts as later)."""
+    assert served_kv_cache_dtype(backend, None, checkpoint_kv, architecture, sm, version) == served
+
+
 def test_direct_calls_raise_the_documented_value_error():
     with pytest.raises(InvalidInputError):
         ReplayOptions("fast")

@@ -66,3 +66,16 @@ def test_a_refused_output_path_is_one_error_naming_it(tmp_path):
         (tmp_path / "renamed" / "inner").write_text("keep")
         atomic_write_text(tmp_path / "renamed", "a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "renamed"]
+
+
+def test_a_full_disk_under_a_best_effort_cache_write_still_skips(tmp_path, monkeypatch):
+    """UnwritableOutputError is an OSError too: the perf-table stack cache, which skips a write the file system
+    refuses, keeps skipping (a full disk must not stop a run)."""
+    from estimator.perf import stack
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(stack, "write", full)
+    stack._write_cache(tmp_path / "x.tables", "label", {})
+    assert not (tmp_path / "x.tables").exists() and not list(tmp_path.glob(".x.tables.*.tmp"))

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from estimator.errors import InvalidInputError
+from estimator.models import checkpoint_quant
 from estimator.perf.versions import version_slots
 from estimator.settings import GIB, engine_defaults, system_defaults
 from measurements import builds, checkpoints, clients, recipes, tokenizers
@@ -1043,3 +1044,23 @@ def test_inferencex_launches_serve_their_scripts_kv_cache(sample, engine, model,
     assert ("KV cache:" in settings.citation) == (settings.kv_cache_dtype == "fp8")
     model_used = resolve_model(dataclasses.replace(m, settings=settings))[0]
     assert served_kv_cache(dataclasses.replace(m, settings=settings), model_used) == served
+
+
+def test_every_launch_kv_cache_rule_serves_fp8_to_some_sample_row(sample):
+    """Each rule of measurements.recipes.kvcache matches a row of the sample, which its launch then prices at fp8
+    (a rule that names the wrong models, systems, modes or image line matches none)."""
+    from measurements.recipes.kvcache import KV_CACHE_RULES
+
+    fp8 = [m for m in sample if m.settings.kv_cache_dtype == "fp8" and m.engine in ("sglang", "vllm")]
+    for rule in KV_CACHE_RULES:
+        hits = [m for m in fp8 if rule.citation in m.settings.citation]
+        assert hits, rule
+        assert all(served_kv_cache(m, resolve_model(m)[0]) == "fp8" for m in hits[:3])
+
+
+def test_an_alias_priced_on_another_formats_config_takes_no_declared_kv_cache():
+    """Nemotron-3-Super's BF16 cookbook run is priced on the FP8 config's sizes, which declares an fp8 KV cache:
+    the run launched auto on a BF16 checkpoint, so it serves bfloat16 (checkpoints.declared_kv_cache)."""
+    (m,) = [m for m in load_measurements("measurements/published/sgl_cookbook.csv") if "Nemotron3-Super" in m.id]
+    model_used = resolve_model(m)[0]
+    assert checkpoint_quant(model_used).kv_cache_algo == "fp8" and served_kv_cache(m, model_used) == "bfloat16"

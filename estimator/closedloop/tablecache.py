@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 
 from estimator.cachedirs import cache_root, private_dir
-from estimator.errors import InvalidInputError
 from estimator.io import atomic_path
 from estimator.perf.stack import table_cache_dir
 
@@ -118,5 +117,5 @@ def store(component: str, model, held) -> None:
         with atomic_path(path) as tmp, open(tmp, "wb") as out:
             np.savez(out, key=np.array(key), tops=np.array(tops, dtype=np.int64), n_axes=np.array(len(axes)), values=values,
                      **{f"axis{i}": axis for i, axis in enumerate(axes)})  # fmt: skip
-    except (OSError, InvalidInputError):  # atomic_path names a refused write as an InvalidInputError
+    except OSError:  # atomic_path's UnwritableOutputError included
         return  # a read-only cache only costs the warm start

@@ -47,7 +47,7 @@ CLOSED_FORM = "closed-form"
 CLOSED_LOOP = "closed-loop replay"
 
 
-def _backend_or_auto(value: str) -> str:
+def _parse_backend(value: str) -> str:
     """A backend's name; UnknownBackendError listing auto beside the backends otherwise."""
     try:
         return Backend.parse(value).value
@@ -83,7 +83,7 @@ class RecommendTask:
         if str(self.backend).lower() == AUTO:  # any case, as Backend.parse reads the backends
             object.__setattr__(self, "backend", AUTO)
         else:
-            object.__setattr__(self, "backend", _backend_or_auto(self.backend))
+            object.__setattr__(self, "backend", _parse_backend(self.backend))
         Sla(self.ttft, (self.tpot,), self.request_latency)  # checks the targets
         Workload(self.isl, self.osl, self.prefix).require_prefix_below_isl("agg or disagg run")
 

@@ -52,7 +52,7 @@ GRANULARITY_NOTE = "SILICON data missing for an op at the labelled quant modes: 
 KV_CACHE_NOTE = "SILICON data missing for an op at {}: priced at the reference's KV cache (the checkpoint's rule)"  # Fallback.note
 # the pricing of a row (a report partition): the priced inputs' pricer -> pricer and database mode,
 # then KERNELS_THAT_RAN when the inputs are the checkpoint's (MappedRow.checkpoint_inputs), or
-# CHECKPOINT_GRANULARITY when they are a granularity fallback (MappedRow.granularity_fallbacks)
+# CHECKPOINT_GRANULARITY or REFERENCE_KV_CACHE when they are a fallback (MappedRow.granularity_fallbacks)
 PRICINGS = MappingProxyType({"native": "native, SILICON", "reference": "reference engine, SILICON", "hybrid": "reference engine, HYBRID"})
 KERNELS_THAT_RAN = ", kernels that ran"
 CHECKPOINT_GRANULARITY = ", checkpoint's scale granularity"
@@ -109,7 +109,7 @@ class PricedChoice:
     """The inputs a method prices and the candidate they come from."""
 
     inputs: AggInputs | DisaggInputs  # what is priced (its pricer "hybrid" for the HYBRID retry)
-    candidate: AggInputs | DisaggInputs  # the checkpoint's inputs, the labels or a granularity fallback
+    candidate: AggInputs | DisaggInputs  # the checkpoint's inputs, the labels or a fallback (granularity, reference KV cache)
     via_ep: bool  # inputs are the candidate's MoE-EP equivalent
 
 
@@ -134,7 +134,8 @@ def priced_choice(
     that ran), else their MoE-EP equivalent, whichever prices with SILICON data for every op (the
     checkpoint's inputs failing in any way leave the choice to the labels); the labelled inputs
     unless SILICON data miss an op; then, in order, the inputs' MoE-EP equivalent and each fallback
-    (the same arithmetic at the checkpoint's scale granularity) and its equivalent, the first that
+    (the same arithmetic at the checkpoint's scale granularity; last, the reference's KV cache rule for
+    an SGLang or vLLM launch) and its equivalent, the first that
     prices; else the inputs in the reference engine's HYBRID mode (the baseline's retry). Without
     allow_ep_equivalents no MoE-EP equivalent is tried (the baseline's chain)."""
 
@@ -167,7 +168,8 @@ def expert_parallel_equivalent(inputs: AggInputs | DisaggInputs) -> AggInputs | 
 def pricing(row: MappedRow) -> tuple[str, str]:
     """(how the row is priced, the caveat for its note) of a row with inputs: the pricer and its
     database mode (PRICINGS), with KERNELS_THAT_RAN at the checkpoint's modes or
-    CHECKPOINT_GRANULARITY at a granularity fallback, then MOE_TP_AS_EP at an MoE-EP equivalent;
+    CHECKPOINT_GRANULARITY at a granularity fallback or REFERENCE_KV_CACHE at the KV one, then
+    MOE_TP_AS_EP at an MoE-EP equivalent;
     the caveats say which ("" when the labels price with SILICON data)."""
     choice = _choice(row)
     fallbacks = {f.inputs: f for f in row.granularity_fallbacks}

@@ -31,7 +31,7 @@ import numpy as np
 from estimator.deployment import Backend
 from estimator.io import atomic_path
 from estimator.models import checkpoint_quant, checkpoint_quant_modes
-from estimator.settings import ENGINE_DEFAULT_CITATIONS, SOURCE_ORIGIN, EngineSettings, system_defaults
+from estimator.settings import ENGINE_DEFAULT_CITATIONS, KV_CACHE_DTYPES, SOURCE_ORIGIN, EngineSettings, system_defaults
 from measurements.clients import CLIENTS, SGL_COOKBOOK, SGLANG_BENCH_DEFAULTS
 from measurements.loaders import write_measurements
 from measurements.mapping import bundled_architecture, is_native, resolve_model
@@ -87,7 +87,6 @@ PCG_CITATION = (
     "SGLang 0.5.10 on: piecewise CUDA graphs on by default for this launch and architecture, so a pass that prefills has no eager "
     "host floor (sglang/srt/server_args.py 0.5.10.post1 L637, L1078-L1140; srt/configs/model_config.py L1352-L1358)"
 )
-KV_CACHE_DTYPES = MappingProxyType({"fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "auto": None})
 
 
 @dataclass(frozen=True)
@@ -448,7 +447,9 @@ def _settings(run: Run, layout: Layout) -> EngineSettings | str:
     if "--enable-mixed-chunk" in launch.flags:
         changes["mixed_batches"] = True
     if (dtype := launch.get("--kv-cache-dtype")) is not None:
-        changes["kv_cache_dtype"] = KV_CACHE_DTYPES.get(dtype, dtype)
+        if dtype.lower() not in KV_CACHE_DTYPES:
+            return f"--kv-cache-dtype {dtype}: not a KV cache dtype the estimate prices ({', '.join(KV_CACHE_DTYPES)})"
+        changes["kv_cache_dtype"] = dtype  # EngineSettings reads the launch spelling (estimator.settings.KV_CACHE_DTYPES)
     speculative = launch.get("--speculative-algorithm")
     if speculative is not None:
         drafts = _drafts(launch, run.figures)

@@ -45,6 +45,8 @@ def with_launch_kv_cache(settings: EngineSettings, source: str, engine: str, mod
                          image: str | None) -> EngineSettings:  # fmt: skip
     """The settings with the fp8 KV cache an InferenceX SGLang or vLLM launch sets (measurements.recipes.kvcache), cited;
     unchanged where the launch serves the engine's auto or a recipe already set the dtype."""
+    if multinode_disagg_reason(source, model, system, mode) is not None:  # labelled agg, run as multi-node disagg
+        mode = "disagg"
     citation = launched_fp8_kv_cache(engine, model, precision, system, mode, image) if source == INFERENCEX else None
     if citation is None or settings.kv_cache_dtype is not None:
         return settings

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from measurements.recipes.models import DSR1_MODELS, QWEN35_MODELS
+from measurements.recipes.models import DSR1_MODELS, LLAMA_70B_MODELS, QWEN35_MODELS
 
 IX = "SemiAnalysisAI/InferenceX "
 SRT = "NVIDIA/srt-slurm "
@@ -52,16 +52,16 @@ KV_CACHE_RULES: tuple[KvCacheRule, ...] = (
           IX + f"benchmarks/dsr1_fp8_b200_docker.sh @ d8fe8f73e L35, single_node/dsr1_fp8_b200.sh @ 64c20b6b5 L73, dsr1_fp8_b300.sh @ 5b302f147 L82: {DSR1_FP8_SCRIPTS}"),
     _rule("sglang", "zhipuai/GLM-5", "fp8", "b200_sxm", IX + "benchmarks/single_node/glm5_fp8_b200.sh @ 13930ca61 L43 --kv-cache-dtype fp8_e4m3"),
     _rule("sglang", DSR1_MODELS, "fp4", "b200_sxm gb200 gb300",
-          SRT + "recipes/b200-fp4/, gb200-fp4/, gb300-fp4/ @ 5063eb43, 4a22a181: kv-cache-dtype: \"fp8_e4m3\" on prefill and decode", "agg disagg"),
+          SRT + "recipes/b200-fp4/, gb200-fp4/, gb300-fp4/ @ 5063eb43, 4a22a181: kv-cache-dtype: \"fp8_e4m3\" on prefill and decode", "disagg"),
     _rule("sglang", DSR1_MODELS, "fp8", "b200_sxm gb200 gb300",
-          SRT + "recipes/b200-fp8/, gb200-fp8/ (e.g. 1k1k/low-latency.yaml L66, L93), gb300-fp8/ @ 5063eb43, 4a22a181: kv-cache-dtype: \"fp8_e4m3\"", "agg disagg"),
+          SRT + "recipes/b200-fp8/, gb200-fp8/ (e.g. 1k1k/low-latency.yaml L66, L93), gb300-fp8/ @ 5063eb43, 4a22a181: kv-cache-dtype: \"fp8_e4m3\"", "disagg"),
     _rule("vllm", "MiniMaxAI/MiniMax-M2.5", "fp4", "b200_sxm b300_sxm",
           IX + "benchmarks/single_node/minimaxm2.5_fp4_b200.sh @ 79bd988e9 L48, minimaxm2.5_fp4_b300.sh @ 22d0f12f7 L52 --kv-cache-dtype fp8"),
     _rule("vllm", "MiniMaxAI/MiniMax-M2.5", "fp8", "b200_sxm b300_sxm",
           IX + "benchmarks/single_node/minimaxm2.5_fp8_b200.sh @ bddbf4031 L49 (PR 947, with the v0.19.0 image; absent on v0.17.0), "
           "minimaxm2.5_fp8_b300.sh @ 340d7854c L53 --kv-cache-dtype fp8", image="vllm/vllm-openai:v0.19.0"),
-    _rule("vllm", "meta-llama/Llama-3.1-70B", "fp4", "b200_sxm", IX + "benchmarks/70b_fp4_b200_docker.sh @ 4b860b78e L33 kv-cache-dtype: fp8"),
-    _rule("vllm", "meta-llama/Llama-3.1-70B", "fp8", "b200_sxm h100_sxm h200_sxm",
+    _rule("vllm", LLAMA_70B_MODELS, "fp4", "b200_sxm", IX + "benchmarks/70b_fp4_b200_docker.sh @ 4b860b78e L33 kv-cache-dtype: fp8"),
+    _rule("vllm", LLAMA_70B_MODELS, "fp8", "b200_sxm h100_sxm h200_sxm",
           IX + "benchmarks/70b_fp8_b200_docker.sh L27, 70b_fp8_h100_docker.sh @ af4ccd03f L15, 70b_fp8_h200_slurm.sh @ 9596d23d7 L34 kv-cache-dtype: fp8"),
     _rule("vllm", "moonshotai/Kimi-K2.5", "fp4", "b200_sxm b300_sxm",
           IX + "benchmarks/single_node/kimik2.5_fp4_b200.sh @ 6c3acebfa L45 --kv-cache-dtype fp8 (from 2026-04-20); before, auto over "
