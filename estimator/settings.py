@@ -78,7 +78,7 @@ class EngineSettings:
     overlap_scheduler: bool = field(default=True, metadata=_doc(
         "true: the scheduler launches pass n+1 before it returns pass n's tokens, so they reach the client once pass n+1's "
         "host launch is done (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
-        "event_loop_overlap, on by default; vLLM V1 async scheduling, off by default before 0.14)", point=True))  # fmt: skip
+        "event_loop_overlap, on by default; vLLM V1 async scheduling, on by default from 0.14 unless pipeline-parallel)", point=True))  # fmt: skip
     eager_layer_ms: float | None = field(default=None, metadata=_doc(
         "host launch time per decoder layer of an eager pass that prefills, ms, >= 0: the pass lasts at least layers x "
         "this; empty: the framework's published cost for the model's architecture (estimator.closedloop.host: single-"
@@ -221,7 +221,10 @@ def _integer(name: str, value: Any, minimum: int) -> int:
 
 ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
     {
-        Backend.VLLM: "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default)",
+        Backend.VLLM: (
+            "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default); "
+            "vllm/config/scheduler.py SchedulerConfig.async_scheduling (on by default from 0.14.0, False through 0.13)"
+        ),  # fmt: skip
         Backend.SGLANG: (
             "sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
             "pool; enable_mixed_chunk False (a step prefills or decodes)"
@@ -235,12 +238,20 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
 TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 288: trtllm-serve 1.3.0rc14 TTFT split (means)
 
 
-def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) -> EngineSettings:
-    """The serving engine's documented default settings on a GPU with gpu_memory_bytes of memory:
+# vLLM V1 schedules asynchronously (overlap: step n's outputs return after step n+1 is scheduled and submitted,
+# EngineCore.step_with_batch_queue) by default from this release: SchedulerConfig.async_scheduling None -> on unless an
+# option is incompatible (pipeline parallelism among them; vllm/config/vllm.py 0.14.0 L588-632); False through 0.13.x
+# (scheduler.py 0.13.0 L133). estimator/docs/evidence/first-token-path.md section 1c.
+VLLM_ASYNC_SCHEDULING_FROM = "0.14.0"
+
+
+def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, version: str | None = None) -> EngineSettings:
+    """The serving engine's documented default settings on a GPU with gpu_memory_bytes of memory, for the
+    engine `version` (None: not recorded, read as a current release):
 
     * vLLM V1 (``vllm serve``): budget 8192 and 1024 running requests on GPUs of at least 70 GiB
-      that are not A100s, else 2048 and 256; chunked prefill on; no async scheduling (off by
-      default before 0.14);
+      that are not A100s, else 2048 and 256; chunked prefill on; async scheduling (overlap) from
+      VLLM_ASYNC_SCHEDULING_FROM, none before;
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
       running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
       (piecewise CUDA graphs off by default through 0.5.9) at the published per-architecture cost;
@@ -252,15 +263,16 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int) 
     large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
     citation = ENGINE_DEFAULT_CITATIONS[backend]
     if backend is Backend.VLLM:
-        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=False, eager_layer_ms=0.0, citation=citation)
+        overlap = not _released_before(version, VLLM_ASYNC_SCHEDULING_FROM)
+        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=overlap, eager_layer_ms=0.0, citation=citation)
     if backend is Backend.SGLANG:
         return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False, citation=citation)
     return EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS, citation=citation)
 
 
-def system_defaults(backend: Backend | str, system: str) -> EngineSettings:
-    """engine_defaults on the named system's GPU (its memory from the system spec)."""
-    return engine_defaults(backend, system, load_system_spec(system).mem_capacity)
+def system_defaults(backend: Backend | str, system: str, version: str | None = None) -> EngineSettings:
+    """engine_defaults on the named system's GPU (its memory from the system spec) for the engine version."""
+    return engine_defaults(backend, system, load_system_spec(system).mem_capacity, version)
 
 
 def sglang_chunked_prefill_size(gpu_memory_bytes: int) -> int:

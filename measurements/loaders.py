@@ -96,9 +96,10 @@ def silicon_measurement(row: dict) -> Measurement:
         statistics=None,
         measured_date=_date(fields.get("measured")),
         protocol=clients.protocol_for(source, concurrency, fields.get("measured")),
-        settings=recipe or system_defaults(row["backend"], row["system"]),
+        settings=recipe or system_defaults(row["backend"], row["system"], _str(row["backend_version"])),
     )
     settings = recipes.with_launch_kv_cache(m.settings, source, m.engine, m.model, m.precision, m.system, m.mode, m.image)
+    settings = recipes.with_vllm_async_scheduling(settings, source, m.engine, m.model)
     return dataclasses.replace(m, settings=settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
 
 

@@ -40,7 +40,7 @@ from estimator.closedloop.pricing import CallablePricer, PassShape, affine_price
 from estimator.closedloop.protocol import RunPlan
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of
-from estimator.closedloop.runs import kv_capped
+from estimator.closedloop.runs import AggRun, agg_engine_case, kv_capped
 from estimator.deployment import Backend, Deployment
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
@@ -293,8 +293,8 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
 @pytest.mark.parametrize(
     "backend,system,gib,want",
     [
-        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=False, eager_layer_ms=0.0)),
-        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=False, eager_layer_ms=0.0)),
+        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0)),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0)),
         ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False)),
         ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False)),
         ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS)),
@@ -302,6 +302,14 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
 )
 def test_engine_defaults_per_backend(backend, system, gib, want):
     assert engine_defaults(backend, system, gib << 30) == want
+
+
+@pytest.mark.parametrize("version, overlap", [("0.13.0", False), ("v0.10.2", False), ("0.14.0", True), ("0.19.0", True), (None, True),
+                                              ("nightly-5b8c30d", True)])  # fmt: skip
+def test_vllm_schedules_asynchronously_by_default_from_0_14(version, overlap):
+    """vLLM V1's async scheduling (overlap) is its default from 0.14.0 and off through 0.13 (first-token-path.md 1c);
+    an unrecorded version or a nightly reads as a current release."""
+    assert engine_defaults("vllm", "h200_sxm", 141 << 30, version).overlap_scheduler is overlap
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1064,3 +1072,10 @@ def test_a_busy_decode_worker_admits_a_hand_off_one_iteration_after_seeing_it(im
     on = replay_tandem(plan, dataclasses.replace(spec, admission_lag=True), prefill, decode, impl).stats
     assert (off.ttft_mean, off.ttft_max) == (pytest.approx(150.0), pytest.approx(200.0))
     assert (on.ttft_mean, on.ttft_max) == (pytest.approx(155.0), pytest.approx(210.0))
+
+
+@pytest.mark.parametrize("pp, overlap", [(1, True), (2, False)])
+def test_vllm_async_scheduling_is_off_under_pipeline_parallelism(pp, overlap):
+    """vLLM turns its default async scheduling off when pipeline parallelism is on (VllmConfig: incompatible)."""
+    run = AggRun(Deployment("Qwen/Qwen3-32B", "h200_sxm", "vllm", "0.24.0", tp=1, pp=pp), isl=512, osl=64, batch_size=4)
+    assert agg_engine_case(run, None, Steady(), "native").spec.settings.overlap_scheduler is overlap

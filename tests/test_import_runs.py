@@ -190,7 +190,9 @@ def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
     assert (s.kv_cache_dtype, s.overlap_scheduler, s.nextn) == ("fp8", False, 0)
     assert s.origin == "source" and s.citation == f"deployment file {path}"
     vllm = parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"max_num_batched_tokens": 2048}}, "d.yaml").settings
-    assert (vllm.step_token_budget, vllm.max_num_seqs, vllm.overlap_scheduler) == (2048, 1024, False)  # the rest stays vLLM's default on an H200
+    assert (vllm.step_token_budget, vllm.max_num_seqs, vllm.overlap_scheduler) == (2048, 1024, True)  # the rest stays vLLM 1.0.0's default on an H200
+    old = parse_deployment(DEPLOYMENT | {"backend": "vllm", "backend_version": "0.13.0"}, "d.yaml").settings
+    assert not old.overlap_scheduler  # async scheduling is the default from vLLM 0.14.0
 
 
 def test_disagg_deployment_and_the_template_parse():

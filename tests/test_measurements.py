@@ -1064,3 +1064,16 @@ def test_an_alias_priced_on_another_formats_config_takes_no_declared_kv_cache():
     (m,) = [m for m in load_measurements("measurements/published/sgl_cookbook.csv") if "Nemotron3-Super" in m.id]
     model_used = resolve_model(m)[0]
     assert checkpoint_quant(model_used).kv_cache_algo == "fp8" and served_kv_cache(m, model_used) == "bfloat16"
+
+
+def test_inferencex_vllm_launches_schedule_asynchronously_as_they_ran(sample):
+    """vLLM's async scheduling is its version's default (on from 0.14.0) but where an InferenceX launch set it apart:
+    the gpt-oss scripts turn it on on every image (0.11.2 too), the Llama-3.1-70B runs (no version recorded) served
+    v0.10.2, where it is off (measurements.recipes.vllm)."""
+    vllm = [m for m in sample if m.source == clients.INFERENCEX and m.engine == "vllm"]
+    gpt_oss_old = [m for m in vllm if m.model == "openai/gpt-oss-120b" and m.engine_version == "0.11.2"]
+    llama = [m for m in vllm if m.model == "meta-llama/Llama-3.1-70B"]
+    minimax = [m for m in vllm if m.model == "MiniMaxAI/MiniMax-M2.5" and m.engine_version == "0.16.0"]
+    assert gpt_oss_old and all(m.settings.overlap_scheduler and "async-scheduling: true" in m.settings.citation for m in gpt_oss_old)
+    assert llama and all(not m.settings.overlap_scheduler and "v0.10.2" in m.settings.citation for m in llama)
+    assert minimax and all(m.settings.overlap_scheduler and "async scheduling:" not in m.settings.citation for m in minimax)

@@ -148,11 +148,14 @@ def replay_run(run: Run, settings: EngineSettings | None = None, protocol: Stead
 
 
 def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Protocol, pricer: str) -> AggCase:
-    """The engine-priced replay case of an agg run: the settings (None: the backend's defaults) with
-    TRT-LLM's batch waiting dropped under attention DP and its attention-DP balance without it
-    (PyExecutor._schedule), capped by the KV-cache pool where a fraction is set (kv_capped)."""
+    """The engine-priced replay case of an agg run: the settings (None: the backend's defaults at the
+    deployment's version) with TRT-LLM's batch waiting dropped under attention DP and its attention-DP
+    balance without it (PyExecutor._schedule), vLLM's async scheduling off under pipeline parallelism
+    (VLLM_ASYNC_SCHEDULING_FROM), capped by the KV-cache pool where a fraction is set (kv_capped)."""
     deployment = run.deployment
-    settings = settings or system_defaults(deployment.backend, deployment.system)
+    settings = settings or system_defaults(deployment.backend, deployment.system, deployment.version)
+    if deployment.backend is Backend.VLLM and deployment.pp > 1:  # async scheduling is off under pipeline parallelism
+        settings = settings.replace(overlap_scheduler=False)
     if deployment.attention_dp > 1:
         settings = settings.replace(batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
     else:

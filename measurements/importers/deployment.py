@@ -123,7 +123,7 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
         raise InvalidInputError(f"{where}: mode must be agg or disagg, got {mode!r}")
     config = _check_model(model, where)
     try:
-        defaults = system_defaults(backend, system)
+        defaults = system_defaults(backend, system, version)
     except EstimatorError as exc:
         raise type(exc)(f"{where}: {exc}") from None
     if mode == "agg":

@@ -12,6 +12,7 @@ from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
+from measurements.recipes.vllm import vllm_async_scheduling
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
@@ -51,6 +52,16 @@ def with_launch_kv_cache(settings: EngineSettings, source: str, engine: str, mod
     if citation is None or settings.kv_cache_dtype is not None:
         return settings
     return settings.replace(kv_cache_dtype="fp8", citation="; ".join(c for c in (settings.citation, f"KV cache: {citation}") if c))
+
+
+def with_vllm_async_scheduling(settings: EngineSettings, source: str, engine: str, model: str) -> EngineSettings:
+    """The settings with the async scheduling an InferenceX vLLM launch ran (measurements.recipes.vllm), cited;
+    unchanged where it is the engine version's default."""
+    fact = vllm_async_scheduling(model) if source == INFERENCEX and engine == "vllm" else None
+    if fact is None:
+        return settings
+    on, citation = fact
+    return settings.replace(overlap_scheduler=on, citation="; ".join(c for c in (settings.citation, f"async scheduling: {citation}") if c))
 
 
 def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:
