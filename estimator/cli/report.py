@@ -80,7 +80,7 @@ def compute_points(args: argparse.Namespace):
         measurements = readable(load_silicon_sample, data_paths[0], "measurement file")
     measurements = measurements[: args.limit] if args.limit is not None else measurements
     refused = refused_rows(measurements)
-    with Predictor(args.workers, sys.stderr) as predictor:  # the workers warm their kernels while the rows are mapped
+    with Predictor(args.workers) as predictor:  # the workers warm their kernels while the rows are mapped
         rows = mapped(measurements)
         results = predictor.predict(rows, [*args.methods, *(ABLATED_METHODS if args.ablation else ())])
     command = shlex.join(["python", "-m", "estimator", "report", *(sys.argv[2:] if sys.argv[1:2] == ["report"] else [])])

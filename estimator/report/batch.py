@@ -74,8 +74,12 @@ def predict_rows(rows: list[tuple[int, MappedRow]], methods: tuple[str, ...],
     return out
 
 
-def predict_all(rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = sys.stderr) -> list[PointResult]:
-    """Every method on every row, row-major in input order, over `workers` processes (1: in process)."""
+STDERR = object()  # a progress default read when called: sys.stderr then (a test may have replaced it since import)
+
+
+def predict_all(rows: list[MappedRow], methods: Iterable[str], workers: int = 2, progress: TextIO | None = STDERR) -> list[PointResult]:
+    """Every method on every row, row-major in input order, over `workers` processes (1: in process);
+    progress on `progress` (STDERR: sys.stderr when called; None: none)."""
     methods = known_methods(methods)
     with Predictor(workers, progress) as predictor:
         return predictor.predict(rows, methods)
@@ -97,8 +101,8 @@ class Predictor:
     the caller maps its rows. Leaving does not wait for the processes to exit (their
     teardown overlaps what the caller does next)."""
 
-    def __init__(self, workers: int = 2, progress: TextIO | None = sys.stderr):
-        self.workers, self.progress = workers, progress
+    def __init__(self, workers: int = 2, progress: TextIO | None = STDERR):
+        self.workers, self.progress = workers, sys.stderr if progress is STDERR else progress
         self.pool: ProcessPoolExecutor | None = None
         self.done = None  # the workers' progress queue
         self.warming: list[tuple[Callable[[], object], Future]] = []  # (warmer, its future) until predict waits on them
