@@ -212,7 +212,7 @@ def flatten(m: Measurement) -> dict[str, Any]:
     return out
 
 
-DefaultSettings = Callable[[str, str], EngineSettings]  # (engine, system) -> the engine's documented defaults on that system
+DefaultSettings = Callable[[str, str, str | None], EngineSettings]  # (engine, system, engine version) -> its documented defaults there
 
 
 def unflatten(record: Mapping[str, Any], defaults: DefaultSettings) -> Measurement:
@@ -227,7 +227,8 @@ def unflatten(record: Mapping[str, Any], defaults: DefaultSettings) -> Measureme
             continue
         values = {g.name: record[_column(f.name, g.name)] for g in dataclasses.fields(inner)}
         if inner is EngineSettings:
-            kwargs[f.name] = defaults(record["engine"], record["system"]).replace(**{k: v for k, v in values.items() if v is not None})
+            defaulted = defaults(record["engine"], record["system"], record["engine_version"])
+            kwargs[f.name] = defaulted.replace(**{k: v for k, v in values.items() if v is not None})
         else:
             kwargs[f.name] = inner(**values) if inner is Protocol or any(v is not None for v in values.values()) else None
     return Measurement(**kwargs)

@@ -1077,3 +1077,12 @@ def test_inferencex_vllm_launches_schedule_asynchronously_as_they_ran(sample):
     assert gpt_oss_old and all(m.settings.overlap_scheduler and "async-scheduling: true" in m.settings.citation for m in gpt_oss_old)
     assert llama and all(not m.settings.overlap_scheduler and "v0.10.2" in m.settings.citation for m in llama)
     assert minimax and all(m.settings.overlap_scheduler and "async scheduling:" not in m.settings.citation for m in minimax)
+
+
+@pytest.mark.parametrize("version, overlap", [("0.12.0", False), ("0.19.0", True)])
+def test_an_empty_settings_cell_takes_the_default_of_the_rows_engine_version(sample, version, overlap):
+    """A measurement CSV row with no overlap_scheduler recorded takes vLLM's default for its engine version
+    (async scheduling from 0.14.0), not the current release's."""
+    m = next(m for m in sample if m.engine == "vllm")
+    record = flatten(dataclasses.replace(m, engine_version=version)) | {"overlap_scheduler": None}
+    assert unflatten(record, system_defaults).settings.overlap_scheduler is overlap
