@@ -28,6 +28,13 @@ _FILE_MODE = 0o666 & ~_umask()  # what open() gives a new file; mkstemp's own 0o
 def require_writable(path: Path, what: str) -> None:
     """InvalidInputError naming `what` unless a file can be written at `path`: not a directory, and
     its nearest existing folder a directory this user may write in (checked before any work)."""
+    try:
+        _require_writable(path, what)
+    except OSError as exc:  # e.g. a file name longer than the file system takes
+        raise InvalidInputError(f"{what} {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def _require_writable(path: Path, what: str) -> None:
     if path.is_dir():
         raise InvalidInputError(f"{what} {str(path)!r} is a directory")
     folder = path.parent

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
-from estimator.deployment import Backend
+from estimator.deployment import MAX_SIZE, Backend
 from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.settings import EngineSettings
 
@@ -281,8 +281,8 @@ def cell_reason(column: str, value: Any) -> str | None:
 
 
 _BOUNDS = (
-    (AT_LEAST_ONE, lambda v: v >= 1, ">= 1"),
-    (AT_LEAST_ZERO, lambda v: v >= 0, ">= 0"),
+    (AT_LEAST_ONE, lambda v: 1 <= v <= MAX_SIZE, f"within [1, {MAX_SIZE}]"),
+    (AT_LEAST_ZERO, lambda v: 0 <= v <= MAX_SIZE, f"within [0, {MAX_SIZE}]"),
     (POSITIVE, lambda v: v > 0, "> 0"),
     (FRACTIONS, lambda v: 0 < v <= 1, "in (0, 1]"),
 )  # (columns, predicate on a recorded value, what it must be)

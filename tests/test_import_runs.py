@@ -520,3 +520,20 @@ def test_bad_genai_perf_input_config_facts_are_refused(tmp_path, deploy, capsys,
     doc = _export(name)
     merged = doc["input_config"] | {k: doc["input_config"][k] | v if isinstance(v, dict) else v for k, v in config.items()}
     assert needle in _refused(tmp_path, capsys, _write(tmp_path, name, doc | {"input_config": merged}), "--deployment", deploy)
+
+
+@pytest.mark.parametrize("clash", ["deployment", "result"])
+def test_import_out_may_not_overwrite_an_input(tmp_path, capsys, clash):
+    """import --out naming its deployment file or a result file would replace it with the CSV: exit 2, the input kept."""
+    result = _write(tmp_path, "r.json", (FIXTURES / "vllm_bench_serve.json").read_text())
+    deploy = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT))
+    out = deploy if clash == "deployment" else result
+    before = out.read_text()
+    assert main(["import", str(result), "--deployment", str(deploy), "--out", str(out)]) == 2
+    assert "the import would overwrite it" in capsys.readouterr().err and out.read_text() == before
+
+
+def test_a_deployment_size_beyond_the_arithmetic_is_refused(tmp_path):
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | {"tp": 2**80}))
+    with pytest.raises(InvalidInputError, match=rf"tp must be an integer within \[1, 2147483647\], got {2**80}"):
+        load_deployment(path)

@@ -65,12 +65,13 @@ REFUSED_CELLS = {
     "disagg-without-layouts": ({"mode": "disagg"}, "mode disagg needs its prefill and decode layouts"),
     "agg-without-layout": ({f"agg_{f}": "" for f in ("batch_size", "workers", "tp", "pp")}, "mode agg needs its agg layout"),
     "model-empty": ({"model": ""}, "model is empty"),
-    "tp-negative": ({"agg_tp": "-2"}, "agg_tp must be >= 1, got -2"),
+    "tp-negative": ({"agg_tp": "-2"}, "agg_tp must be within [1, 2147483647], got -2"),
     "tp-fractional": ({"agg_tp": "2.5"}, "agg_tp must be an integer, got '2.5'"),
     "chunked-maybe": ({"chunked_prefill": "maybe"}, "chunked_prefill must be true or false, got 'maybe'"),
     "system-unknown": ({"system": "h999_sxm"}, "system: unknown system 'h999_sxm'"),
-    "isl-zero": ({"isl": "0"}, "isl must be >= 1, got 0"),
-    "concurrency-negative": ({"concurrency": "-3"}, "concurrency must be >= 1, got -3"),
+    "isl-zero": ({"isl": "0"}, "isl must be within [1, 2147483647], got 0"),
+    "tp-huge": ({"agg_tp": "99999999999999999999999"}, "agg_tp must be within [1, 2147483647], got 99999999999999999999999"),
+    "concurrency-negative": ({"concurrency": "-3"}, "concurrency must be within [1, 2147483647], got -3"),
     "budget-zero": ({"step_token_budget": "0"}, "step_token_budget must be a positive integer, got 0"),
 }
 
@@ -217,3 +218,24 @@ def test_a_malformed_provenance_is_one_line(points_file, tmp_path, capsys, recor
     assert main(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]) == 2
     line = one_error(capsys)
     assert "its provenance edited.provenance.json" in line and named in line
+
+
+def test_a_cell_beyond_the_csv_field_limit_is_one_line(runs, tmp_path, capsys):
+    """A cell longer than the csv module's field limit (131,072 characters) is bad input naming the file, not a csv.Error traceback."""
+    path = with_bad_row(runs, tmp_path, {"provenance": "x" * 200_000})
+    assert report(tmp_path, "--measurements", str(path)) == 2
+    assert "field larger than field limit" in one_error(capsys) and not (tmp_path / "p.csv").exists()
+
+
+def test_an_output_may_not_name_a_per_point_files_provenance(points_file, tmp_path, capsys):
+    """--out naming the provenance sidecar of --from-points (or of --points) would overwrite it: exit 2 before any work."""
+    sidecar = points_file.with_name(points_file.stem + ".provenance.json")
+    before = sidecar.read_text()
+    assert main(["report", "--from-points", str(points_file), "--out", str(sidecar)]) == 2
+    assert "--out and --from-points's provenance name the same file" in one_error(capsys) and sidecar.read_text() == before
+
+
+def test_an_output_name_the_file_system_refuses_is_one_line(runs, tmp_path, capsys):
+    """A file name longer than the file system takes is bad input naming the flag, not an OSError traceback."""
+    assert main(["report", "--measurements", str(runs), "--out", str(tmp_path / ("a" * 300 + ".html")), *FAST]) == 2
+    assert "--out" in (line := one_error(capsys)) and "File name too long" in line

@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     if args.deployment is None or args.out is None:
         raise InvalidInputError("--deployment and --out are required (--write-template prints a deployment file)")
     require_writable(args.out, "--out")
+    for flag, path in [("--deployment", args.deployment), *(("RESULT", r) for r in args.results)]:
+        if Path(path).resolve() == Path(args.out).resolve():
+            raise InvalidInputError(f"--out and {flag} name the same file {str(path)!r}: the import would overwrite it")
     deployment = load_deployment(args.deployment)
     imported = import_files(args.results, args.format, deployment, supplied_facts(args, deployment))
     announce(imported)

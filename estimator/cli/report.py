@@ -12,6 +12,7 @@ are checked before any work and written only once the page has rendered.
 from __future__ import annotations
 
 import argparse
+import csv
 import dataclasses
 import shlex
 import sys
@@ -152,7 +153,7 @@ def readable(load, path, what: str):
     """load(path), with an unreadable or malformed file reported as bad input naming it."""
     try:
         return load(path)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, csv.Error) as exc:  # csv.Error: e.g. a cell beyond the csv module's field limit
         raise InvalidInputError(f"cannot read {what} {path}: {exc}") from None
 
 
@@ -191,12 +192,17 @@ def run(args: argparse.Namespace) -> int:
 
 def require_outputs(args: argparse.Namespace) -> None:
     """InvalidInputError, before any work, naming an output flag whose path cannot be written
-    (estimator.io.require_writable) or names the same file as another output or an input."""
+    (estimator.io.require_writable) or names the same file as another output, an input or a per-point
+    file's provenance sidecar."""
+    from estimator.report.points import provenance_path
+
     outputs = [("--out", args.out), *([] if args.from_points else [("--points", args.points)])]
     for flag, path in outputs:
         require_writable(Path(path), flag)
     inputs = [("--from-points", args.from_points), ("--baseline", args.baseline), ("--deployment", args.deployment)]
-    named = [*outputs, *inputs, *(("--measurements", m) for m in args.measurements or ())]
+    sidecars = [(f"{flag}'s provenance", provenance_path(Path(path))) for flag, path in [*outputs, *inputs] if path is not None
+                and flag in ("--points", "--from-points", "--baseline")]  # fmt: skip
+    named = [*outputs, *inputs, *sidecars, *(("--measurements", m) for m in args.measurements or ())]
     for i, (flag, path) in enumerate(outputs):
         for other, other_path in named[i + 1 :]:
             if other_path is not None and Path(path).resolve() == Path(other_path).resolve():

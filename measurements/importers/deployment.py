@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from estimator.deployment import Backend, QuantOverrides
+from estimator.deployment import MAX_SIZE, Backend, QuantOverrides
 from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
 from estimator.models import ModelConfig, check_overrides, infer_quant, resolve_model_config
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, system_defaults
@@ -201,8 +201,8 @@ def _no_unknown(doc: Mapping, known: frozenset[str], where: str) -> None:
 def _size(value: Any, name: str, where: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{where}: {name} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIZE:
+        raise InvalidInputError(f"{where}: {name} must be an integer within [1, {MAX_SIZE}], got {value!r}")
     return value
 
 
