@@ -156,7 +156,7 @@ def write_measurements(measurements: Iterable[Measurement], path: str | Path) ->
 
 def is_measurement_file(path: str | Path) -> bool:
     """True when the file's first line is a measurement CSV header (it names the id and latency columns)."""
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:  # -sig: a leading byte-order mark is not the id column's
         header = next(csv.reader([fh.readline()]), [])
     return {"id", "ttft_ms", "tpot_ms"} <= set(header)
 
@@ -176,7 +176,7 @@ def read_measurements(path: str | Path) -> list[Measurement | Refused]:
     does not fit its mode, its cells do not match the header, or its settings are refused. A missing
     or unknown column, or no row at all, raises ValueError naming it (a column of ADDED_COLUMNS may be
     absent: files written before it read it as empty)."""
-    with open(path, newline="") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:  # a spreadsheet's byte-order mark is dropped
         reader = csv.DictReader(fh)
         header = set(reader.fieldnames or ())
         missing, extra = sorted(set(CSV_COLUMNS) - header - ADDED_COLUMNS), sorted(header - set(CSV_COLUMNS))

@@ -537,3 +537,12 @@ def test_a_deployment_size_beyond_the_arithmetic_is_refused(tmp_path):
     path = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | {"tp": 2**80}))
     with pytest.raises(InvalidInputError, match=rf"tp must be an integer within \[1, 2147483647\], got {2**80}"):
         load_deployment(path)
+
+
+def test_a_result_file_with_a_byte_order_mark_imports(tmp_path):
+    """A result saved with a UTF-8 byte-order mark (as some editors and spreadsheets write) reads as its JSON."""
+    result = tmp_path / "bom.json"
+    result.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "vllm_bench_serve.json").read_bytes())
+    out = tmp_path / "runs.csv"
+    assert main(["import", str(result), "--deployment", str(FIXTURES / "deploy.yaml"), "--out", str(out)]) == 0
+    assert len(load_measurements(out)) == 1

@@ -239,3 +239,10 @@ def test_an_output_name_the_file_system_refuses_is_one_line(runs, tmp_path, caps
     """A file name longer than the file system takes is bad input naming the flag, not an OSError traceback."""
     assert main(["report", "--measurements", str(runs), "--out", str(tmp_path / ("a" * 300 + ".html")), *FAST]) == 2
     assert "--out" in (line := one_error(capsys)) and "File name too long" in line
+
+
+def test_a_measurement_csv_with_a_byte_order_mark_reads(runs, tmp_path):
+    """A measurement CSV re-saved with a UTF-8 byte-order mark is still a measurement CSV (its id column named as such)."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + runs.read_bytes())
+    assert report(tmp_path, "--measurements", str(path)) == 0

@@ -59,7 +59,7 @@ def read_document(path: str | Path) -> Document:
     if not path.is_file():
         raise InvalidInputError(f"{path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is not JSON
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     return Document(path, text, _json_objects(text))
