@@ -46,6 +46,16 @@ def _require_writable(path: Path, what: str) -> None:
         raise InvalidInputError(f"{what} {str(path)!r}: {str(folder)!r} is not writable")
 
 
+def require_distinct(outputs: list[tuple[str, Path]], others: list[tuple[str, Path | None]], command: str) -> None:
+    """InvalidInputError naming both when an output (flag, path) names the same file as a later output or
+    any of `others` (flag, path; None: not given), which `command` would overwrite."""
+    named = [*outputs, *others]
+    for i, (flag, path) in enumerate(outputs):
+        for other, other_path in named[i + 1 :]:
+            if other_path is not None and Path(path).resolve() == Path(other_path).resolve():
+                raise InvalidInputError(f"{flag} and {other} name the same file {str(path)!r}: the {command} would overwrite it")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A fresh temporary path beside `path` (its folder created) to write to; renamed over `path`

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,7 +19,7 @@ from typing import Any
 
 from estimator.deployment import MAX_SIZE, Backend
 from estimator.errors import InvalidInputError
-from estimator.perf import load_system_spec, slot_sort_key
+from estimator.perf import load_system_spec, names_release, slot_sort_key
 
 GIB = 1 << 30
 POINT = "point"  # metadata key: the field is a column of the accuracy report's points table
@@ -191,7 +190,7 @@ def served_kv_cache_dtype(backend: Backend | str, launched: str | None, checkpoi
 
 def _released_before(version: str | None, release: str) -> bool:
     """True when `version` names a release (a.b...) older than `release`; False for None or a build without one (a nightly)."""
-    return version is not None and re.match(r"v?\d+\.\d+", version) is not None and slot_sort_key(version) < slot_sort_key(release)
+    return names_release(version) and slot_sort_key(version) < slot_sort_key(release)
 
 
 def _is_number(value: Any) -> bool:

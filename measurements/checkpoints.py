@@ -50,6 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from estimator.caching import memo
 from estimator.errors import EstimatorError
 from estimator.models import BF16, checkpoint_quant, checkpoint_quant_modes
 from measurements.schema import Measurement
@@ -238,14 +239,21 @@ def declared_kv_cache(m: Measurement, model_used: str) -> str | None:
     """The KV cache quantization the priced config declares, when that config is the checkpoint that ran: its
     weights are as wide as the row's GEMM label says (an alias priced on another format's config, as
     Nemotron-3-Super's BF16 run on the FP8 config's sizes, declares nothing for the run); None otherwise."""
+    declared, own = _declared_kv_and_gemm(model_used)
+    if declared is None or (m.gemm_quant is not None and (_bits(m.gemm_quant) or (None,))[0] != (_bits(own) or (None,))[0]):
+        return None
+    return declared
+
+
+@memo()
+def _declared_kv_and_gemm(model_used: str) -> tuple[str | None, str]:
+    """(the KV quantization the config declares, its own GEMM mode), read once per config; (None, BF16)
+    for a quantization the estimator cannot read (it declares nothing it can price)."""
     try:
         quant = checkpoint_quant(model_used)
-        own = checkpoint_quant_modes(quant).get("gemm", BF16)
-    except EstimatorError:  # a quantization the estimator cannot read declares nothing it can price
-        return None
-    if quant.kv_cache_algo is None or (m.gemm_quant is not None and (_bits(m.gemm_quant) or (None,))[0] != (_bits(own) or (None,))[0]):
-        return None
-    return quant.kv_cache_algo
+        return quant.kv_cache_algo, checkpoint_quant_modes(quant).get("gemm", BF16)
+    except EstimatorError:
+        return None, BF16
 
 
 def _bits(mode: str | None) -> tuple[int, int] | None:

@@ -31,14 +31,13 @@ vLLM's auto); where it lacks SILICON data an SGLang or vLLM row falls back to th
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 
 from estimator.caching import memo
 from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import model_architecture, native_families
-from estimator.perf import load_system_spec, slot_sort_key, version_slots
+from estimator.perf import load_system_spec, names_release, slot_sort_key, version_slots
 from estimator.settings import served_kv_cache_dtype
 from measurements import recipes
 from measurements.checkpoints import CheckpointModes, checkpoint_modes, declared_kv_cache, granularity_fallbacks
@@ -296,7 +295,7 @@ def bundled_architecture(model: str) -> str | None:
 def nearest_data_version(system: str, engine: str, engine_version: str | None) -> tuple[str, str]:
     """(data version, note): the newest queryable slot not newer than the engine version, else the oldest slot."""
     slots = version_slots(system, engine).versions()
-    if engine_version is None or not re.match(r"v?\d+\.\d+", engine_version):
+    if not names_release(engine_version):
         return slots[0], f"engine version {engine_version or 'not recorded'}: oldest data version {slots[0]} (slots {', '.join(slots)})"
     not_newer = [v for v in slots if slot_sort_key(v) <= slot_sort_key(engine_version)]
     if not_newer:
@@ -363,7 +362,7 @@ def _deployment(m: Measurement, layout: Layout, model_used: str, data_version: s
 def served_kv_cache(m: Measurement, model_used: str) -> str | None:
     """The KV cache dtype the run's launch served (estimator.settings.served_kv_cache_dtype), reading the KV
     quantization the priced config declares only when it is the checkpoint that ran (checkpoints.declared_kv_cache)."""
-    return served_kv_cache_dtype(m.engine, m.settings.kv_cache_dtype, declared_kv_cache(m, model_used), model_architecture(model_used),
+    return served_kv_cache_dtype(m.engine, m.settings.kv_cache_dtype, declared_kv_cache(m, model_used), bundled_architecture(model_used),
                                  load_system_spec(m.system).sm_version, m.engine_version)  # fmt: skip
 
 

@@ -242,8 +242,8 @@ def is_missing(value: Any) -> bool:
 # ---- what a recorded cell may hold (measurements.loaders refuses a row holding anything else) ----
 
 _KINDS = tuple(_WORKER_KINDS)
-AT_LEAST_ONE = frozenset({"isl", "osl", "concurrency", "num_prompts", *(f"{k}_{f}" for k in _KINDS for f in ("batch_size", "workers", "tp", "pp"))})
-AT_LEAST_ZERO = frozenset({"num_warmups", *(f"{k}_{f}" for k in _KINDS for f in ("attention_dp", "moe_tp", "moe_ep"))})
+SIZES = frozenset({"isl", "osl", "concurrency", "num_prompts", *(f"{k}_{f}" for k in _KINDS for f in ("batch_size", "workers", "tp", "pp"))})
+SIZES_OR_ZERO = frozenset({"num_warmups", *(f"{k}_{f}" for k in _KINDS for f in ("attention_dp", "moe_tp", "moe_ep"))})
 POSITIVE = frozenset({"ttft_ms", "tpot_ms", "request_rate", *(f.name for f in dataclasses.fields(Statistics) if f.name.endswith("_ms"))})
 MAY_BE_INFINITE = frozenset({"request_rate"})  # inf: every request dispatched at t = 0
 FRACTIONS = frozenset({"random_range_ratio"})  # in (0, 1]
@@ -281,8 +281,8 @@ def cell_reason(column: str, value: Any) -> str | None:
 
 
 _BOUNDS = (
-    (AT_LEAST_ONE, lambda v: 1 <= v <= MAX_SIZE, f"within [1, {MAX_SIZE}]"),
-    (AT_LEAST_ZERO, lambda v: 0 <= v <= MAX_SIZE, f"within [0, {MAX_SIZE}]"),
+    (SIZES, lambda v: 1 <= v <= MAX_SIZE, f"within [1, {MAX_SIZE}]"),
+    (SIZES_OR_ZERO, lambda v: 0 <= v <= MAX_SIZE, f"within [0, {MAX_SIZE}]"),
     (POSITIVE, lambda v: v > 0, "> 0"),
     (FRACTIONS, lambda v: 0 < v <= 1, "in (0, 1]"),
 )  # (columns, predicate on a recorded value, what it must be)

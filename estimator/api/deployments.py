@@ -81,9 +81,9 @@ def nextn_accepted(args) -> float:
         raise InvalidInputError(f"nextn_accepted must be a finite number >= 0, got {given!r}")
     if args.nextn <= 0:
         return 0.0
-    if args.nextn_accepted is None:
+    if given is None:
         raise InvalidInputError(f"nextn={args.nextn} requires --nextn-accepted (average accepted draft tokens per step, 0 <= nextn_accepted <= nextn)")
-    return args.nextn_accepted
+    return given
 
 
 def layout_label(row, prefix: str = "") -> str:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from estimator.errors import InvalidInputError
-from estimator.io import atomic_path, require_writable
+from estimator.io import atomic_path, require_distinct, require_writable
 from measurements.importers.deployment import CLIENT_KEYS, TEMPLATE, DeploymentFile, load_deployment
 from measurements.importers.formats import FORMAT_NAMES, Imported, import_files
 from measurements.importers.result import Supplied
@@ -79,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if args.deployment is None or args.out is None:
         raise InvalidInputError("--deployment and --out are required (--write-template prints a deployment file)")
     require_writable(args.out, "--out")
-    for flag, path in [("--deployment", args.deployment), *(("RESULT", r) for r in args.results)]:
-        if Path(path).resolve() == Path(args.out).resolve():
-            raise InvalidInputError(f"--out and {flag} name the same file {str(path)!r}: the import would overwrite it")
+    require_distinct([("--out", args.out)], [("--deployment", args.deployment), *(("RESULT", r) for r in args.results)], "import")
     deployment = load_deployment(args.deployment)
     imported = import_files(args.results, args.format, deployment, supplied_facts(args, deployment))
     announce(imported)

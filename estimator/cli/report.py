@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from estimator.cli import import_runs
 from estimator.deployment import require_positive
 from estimator.errors import InvalidInputError
-from estimator.io import atomic_write_text, require_writable
+from estimator.io import atomic_write_text, require_distinct, require_writable
 from estimator.report import METHOD_NAMES
 
 if TYPE_CHECKING:
@@ -202,11 +202,7 @@ def require_outputs(args: argparse.Namespace) -> None:
     inputs = [("--from-points", args.from_points), ("--baseline", args.baseline), ("--deployment", args.deployment)]
     sidecars = [(f"{flag}'s provenance", provenance_path(Path(path))) for flag, path in [*outputs, *inputs] if path is not None
                 and flag in ("--points", "--from-points", "--baseline")]  # fmt: skip
-    named = [*outputs, *inputs, *sidecars, *(("--measurements", m) for m in args.measurements or ())]
-    for i, (flag, path) in enumerate(outputs):
-        for other, other_path in named[i + 1 :]:
-            if other_path is not None and Path(path).resolve() == Path(other_path).resolve():
-                raise InvalidInputError(f"{flag} and {other} name the same file {str(path)!r}: the report would overwrite it")
+    require_distinct(outputs, [*inputs, *sidecars, *(("--measurements", m) for m in args.measurements or ())], "report")
 
 
 def read_baseline(path: str, points, points_path: str):

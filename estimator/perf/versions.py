@@ -70,6 +70,12 @@ def slot_sort_key(version: str) -> tuple[int, int, int, int, int, int]:
     return (major, minor, patch, stable, rc_number, int(tail_digits[-1]) if tail_digits else 0)
 
 
+def names_release(version: str | None) -> bool:
+    """True when `version` starts with a release number (a.b, optionally v-prefixed), as "0.5.9" or
+    "v0.10.2"; False for None and a build named otherwise (a nightly, a dev image)."""
+    return version is not None and re.match(r"v?\d+\.\d+", version) is not None
+
+
 def _slots_doc() -> dict:
     """Parsed `systems/query_versions.yaml`."""
     return read_yaml(systems_root() / "query_versions.yaml")

@@ -172,14 +172,14 @@ def pricing(row: MappedRow) -> tuple[str, str]:
     MOE_TP_AS_EP at an MoE-EP equivalent;
     the caveats say which ("" when the labels price with SILICON data)."""
     choice = _choice(row)
-    fallbacks = {f.inputs: f for f in row.granularity_fallbacks}
+    fallback = next((f for f in row.granularity_fallbacks if f.inputs == choice.candidate), None)
     label, caveats = PRICINGS[choice.inputs.pricer], []
     if choice.candidate == row.checkpoint_inputs:
         label, caveats = label + KERNELS_THAT_RAN, [f"{CHECKPOINT_NOTE}: {row.quant_note}"]
-    elif choice.candidate in fallbacks and fallbacks[choice.candidate].kv_cache:
-        label, caveats = label + REFERENCE_KV_CACHE, [KV_CACHE_NOTE.format(fallbacks[choice.candidate].note)]
-    elif choice.candidate in fallbacks:
-        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallbacks[choice.candidate].note}"]
+    elif fallback is not None and fallback.kv_cache:
+        label, caveats = label + REFERENCE_KV_CACHE, [KV_CACHE_NOTE.format(fallback.note)]
+    elif fallback is not None:
+        label, caveats = label + CHECKPOINT_GRANULARITY, [f"{GRANULARITY_NOTE}: {fallback.note}"]
     elif choice.inputs.pricer == "hybrid":
         caveats = [HYBRID_NOTE]
     if choice.via_ep:
