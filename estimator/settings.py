@@ -48,8 +48,9 @@ class EngineSettings:
         "TTFT and TPOT do not move); empty: 1", point=True))  # fmt: skip
     recv_interval: int = field(default=1, metadata=_doc(
         "the scheduler takes in new requests only after this many weighted passes since it last did: a decode-only pass "
-        "weighs 1, one that prefills PREFILL_RECV_WEIGHT (SGLang --scheduler-recv-interval, SchedulerRecvSkipper), >= 1; "
-        "empty: 1", point=True))  # fmt: skip
+        "weighs 1, one that prefills PREFILL_RECV_WEIGHT (SGLang --scheduler-recv-interval, SchedulerRecvSkipper); a disagg "
+        "row's is its decode workers': a busy one takes requests in every this many passes, and their prefill starts "
+        "after that intake (the P/D tandem), >= 1; empty: 1", point=True))  # fmt: skip
     batch_wait_iters: int = field(default=0, metadata=_doc(
         "a prefill that would run beside decoding requests is held, the step only decoding, for up to this many steps "
         "in a row (TRT-LLM batch_wait_timeout_iters, PyExecutor._waiting_requests), >= 0; empty: 0", point=True))  # fmt: skip

@@ -113,6 +113,7 @@ class DisaggInputs:
     decode_batch_size: int  # sequences per decode batch (>= 1)
     decode_workers: int  # decode workers (>= 1)
     nextn_accepted: float = 0.0  # accepted MTP draft tokens per decode step (0 <= this <= decode.nextn)
+    decode_recv_interval: int = 1  # the decode workers' scheduler receive interval (the row's EngineSettings.recv_interval, >= 1)
 
     @property
     def deployments(self) -> tuple[Deployment, ...]:
@@ -373,7 +374,7 @@ def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | D
     p, d = m.prefill, m.decode
     return DisaggInputs(
         _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,
-        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.settings.nextn_accepted,
+        m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.settings.nextn_accepted, m.settings.recv_interval,
     )  # fmt: skip
 
 

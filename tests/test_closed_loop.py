@@ -364,6 +364,55 @@ def test_out_of_order_hand_offs_replay_alike_in_both_implementations(monkeypatch
     assert replay_tandem(plan, spec, prefill, decode, "numba").same_as(python)
 
 
+INTAKE_PLAN = run_plan(Benchmark(prompts_per_client=2, range_ratio=1.0), 2, 100, 6)
+INTAKE_PREFILL = affine_pricer(5.0, 0.0, 0.0, 1.0, 0.0, 0.0)  # 5 ms a prefill batch
+INTAKE_DECODE = affine_pricer(0.0, 0.0, 0.0, 1.0, 3.0, 3.0)  # 3 ms a decode pass
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_busy_decode_workers_intake_gates_the_prefill(impl):
+    """Two clients, one prefill worker (batch 1, 5 ms), one decode worker (3 ms passes), osl 6, first
+    tokens at the hand-off. Intake every 10 passes: A prefills [0, 5], B [5, 10]; A completes at 20
+    while B decodes, so A's next request waits for the worker's intake, which comes when B completes
+    and the worker goes idle at 26 (passes since the last intake: 5 < 10); it prefills [26, 31] (TTFT
+    11) and B's next [31, 36] (TTFT 10). TTFTs 5, 10, 11, 10: mean 9. At interval 1 A's next request
+    prefills at once: mean 6.25."""
+    means = {}
+    for interval in (1, 10):
+        spec = TandemSpec(1, 1, prefill_batch=1, decode_bound_at_dispatch=True, decode_intake_interval=interval)
+        means[interval] = replay_tandem(INTAKE_PLAN, spec, INTAKE_PREFILL, INTAKE_DECODE, impl).stats.ttft_mean
+    assert means == {1: 6.25, 10: 9.0}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"decode_intake_interval": 10}, "needs decode_bound_at_dispatch"),
+        ({"decode_intake_interval": 0, "decode_bound_at_dispatch": True}, "decode_intake_interval must be an integer >= 1, got 0"),
+        ({"decode_intake_interval": 2.5, "decode_bound_at_dispatch": True}, "decode_intake_interval must be an integer >= 1, got 2.5"),
+    ],
+)
+def test_decode_intake_settings_are_checked(changes, message):
+    with pytest.raises(InvalidInputError, match=message):
+        TandemSpec(1, 1, **changes)
+
+
+def test_decode_recv_interval_is_sglangs_alone():
+    """A TRT-LLM disagg run has no receive interval to set; an SGLang one binds its decode worker at dispatch."""
+    from estimator.closedloop.protocol import parse_protocol
+    from estimator.closedloop.runs import DisaggRun, tandem_engine_case
+
+    def run(backend, interval):
+        worker = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", backend, tp=2)
+        return DisaggRun(worker, worker, 1024, 64, 8, 1, 1, 1, 8, decode_recv_interval=interval)
+
+    with pytest.raises(InvalidInputError, match="decode_recv_interval is SGLang's --scheduler-recv-interval; backend 'trtllm' has none, got 10"):
+        run("trtllm", 10)
+    spec = tandem_engine_case(run("sglang", 10), parse_protocol("steady"), "native").spec
+    assert (spec.decode_bound_at_dispatch, spec.decode_intake_interval) == (True, 10)
+    assert not tandem_engine_case(run("trtllm", 1), parse_protocol("steady"), "native").spec.decode_bound_at_dispatch
+
+
 def test_throughput_scales_with_pp_and_attention_dp():
     rank = refined([AGG_ROW]).iloc[0]
     system = refined([AGG_ROW | {"concurrency": 16}]).iloc[0]

@@ -86,12 +86,14 @@ def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.samp
                    osl=st.integers(1, 48), tokens_per_decode=progress):  # fmt: skip
     """(plan, spec, prefill pricer, decode pricer) of a tandem replay."""
     plan = run_plan(draw(protocol), draw(clients), draw(st.integers(1, 1500)), draw(osl))
+    bound = draw(st.booleans())
     spec = TandemSpec(
         draw(st.integers(1, 3)), draw(st.integers(1, 3)), prefill_batch=draw(st.integers(1, 4)), decode_max_seqs=draw(st.integers(1, 8)),
         prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(tokens_per_decode), turnaround_ms=draw(turnaround),
         handoff_ms=draw(st.sampled_from([0.0, 2.5])), encoder_ms=draw(st.sampled_from([0.0, 3.25])),
         prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])), first_token_on_admission=draw(st.booleans()),
-        admission_lag=draw(st.booleans()),
+        admission_lag=draw(st.booleans()), decode_bound_at_dispatch=bound,
+        decode_intake_interval=draw(st.sampled_from([1, 2, 3, 10])) if bound else 1,
     )  # fmt: skip
     return plan, spec, draw(prices), draw(prices)
 

@@ -284,3 +284,52 @@ def test_launcher_runs_take_their_launch_paths_client(sample, framework, per_c):
     for m, run in runs:
         assert run.protocol.num_prompts == per_c * m.concurrency and run.protocol.random_range_ratio == 0.8 and run.protocol.request_rate == math.inf
         assert "dynamo" in run.protocol.client_citation and "discarded" in run.protocol.client_citation
+
+
+def test_sglang_low_latency_recipes_carry_their_decode_recv_interval(sample):
+    """The GB200/GB300 low-latency recipes set scheduler-recv-interval 10 on the decode worker (rules.csv
+    decode_recv_interval): the published run and its estimator inputs carry it, cited; other recipes leave 1."""
+    from measurements.mapping import map_measurement
+
+    intervals = Counter()
+    for m in (m for m in sample if m.engine == "sglang" and m.mode == "disagg" and m.system in ("gb200", "gb300")):
+        topology = resolve(m)
+        published = published_run(m, topology) if isinstance(topology, Topology) else None
+        if published is None or isinstance(published, str):
+            continue
+        run, _ = published
+        intervals[run.settings.recv_interval] += 1
+        if topology.decode.recv_interval is not None:
+            assert f"decode scheduler-recv-interval {topology.decode.recv_interval}" in run.settings.citation
+            assert topology.recipe_file and topology.recipe_file in run.settings.citation
+        inputs = map_measurement(m).inputs
+        assert inputs is None or inputs.decode_recv_interval == run.settings.recv_interval
+    assert intervals[10] >= 40 and intervals[1] >= 100 and set(intervals) == {1, 10}
+
+
+RECIPE = """
+backend:
+  sglang_config:
+    prefill: {scheduler-recv-interval: 5, max-running-requests: 64}
+    decode: {scheduler-recv-interval: 10, max-running-requests: 256}
+benchmark: {concurrencies: "4x8"}
+"""
+
+
+def test_recipe_recv_interval_is_read_from_the_decode_stage(monkeypatch):
+    """derive reads scheduler-recv-interval from a recipe's decode stage (not the prefill's) into the rule row; a recipe
+    without it leaves the cell empty (the engine default)."""
+    monkeypatch.setattr(derive, "git", lambda gitdir, *args: RECIPE)
+    assert derive.Recipes("unused")._read("recipes/a.yaml", "f" * 40)["decode_recv_interval"] == 10
+    monkeypatch.setattr(derive, "git", lambda gitdir, *args: RECIPE.replace("scheduler-recv-interval: 10, ", ""))
+    assert derive.Recipes("unused")._read("recipes/a.yaml", "f" * 40)["decode_recv_interval"] is None
+    rows = derive.version_rows(CONFIG, COMMIT, WHEN, FakeRecipesWithIntervals())
+    by_recipe = {row["recipe_file"]: row["decode_recv_interval"] for _, _, row in rows if row["recipe_file"]}
+    assert by_recipe == {"recipes/a.yaml": 10, "recipes/b.yaml": ""}
+
+
+class FakeRecipesWithIntervals(FakeRecipes):
+    FACTS: ClassVar[dict[str, dict]] = {
+        "recipes/a.yaml": FakeRecipes.FACTS["recipes/a.yaml"] | {"decode_recv_interval": 10},
+        "recipes/b.yaml": FakeRecipes.FACTS["recipes/b.yaml"] | {"decode_recv_interval": None},
+    }

@@ -59,8 +59,10 @@ from estimator.closedloop.spec import (
     T_BOUND,
     T_CAP,
     T_CLIENTS,
+    T_DECODE_AT_DISPATCH,
     T_DECODE_MAX,
     T_DECODE_WORKERS,
+    T_INTAKE_INTERVAL,
     T_LAG,
     T_PREFILL_BATCH,
     T_PREFILL_WORKERS,
@@ -822,13 +824,36 @@ def _arrive(rq, rlen, rmin, w, c, rf):
 
 
 @njit(**LEAF)
-def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, plen, pmin, routed):
-    """Client c's next request into the prefill queues (static round robin); returns the new
-    round-robin counter (unchanged once the dispatch cap is reached)."""
+def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, plen, pmin, routed, at_dispatch, interval, n_coh,
+              bound_to, waiting, n_waiting):  # fmt: skip
+    """Client c's next request (nothing once the dispatch cap is reached). routed: the round-robin
+    counters [prefill, decode]. With at_dispatch its decode worker w is bound now (bound_to[c]),
+    and under an intake interval it waits for w's intake (waiting[w]) while w is busy (n_coh[w] > 0);
+    else it joins the prefill queues (static round robin)."""
     if not _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible):
-        return routed
-    _enqueue(pq, plen, pmin, routed % pq.shape[0], c, visible)
-    return routed + 1
+        return
+    if at_dispatch:
+        w = routed[1] % n_coh.shape[0]
+        routed[1] += 1
+        bound_to[c] = w
+        if interval > 1 and n_coh[w] > 0:
+            waiting[w, n_waiting[w]] = c
+            n_waiting[w] += 1
+            return
+    _enqueue(pq, plen, pmin, routed[0] % pq.shape[0], c, visible)
+    routed[0] += 1
+
+
+@njit(**LEAF)
+def _take_in(waiting, n_waiting, j, t, rf, pq, plen, pmin, routed):
+    """Decode worker j's intake at t (oracle.tandem take_in): the requests waiting for it join the
+    prefill queues in order (static round robin), visible from t at the earliest."""
+    for x in range(n_waiting[j]):
+        c = waiting[j, x]
+        rf[c, VISIBLE] = max(rf[c, VISIBLE], t)
+        _enqueue(pq, plen, pmin, routed[0] % pq.shape[0], c, rf[c, VISIBLE])
+        routed[0] += 1
+    n_waiting[j] = 0
 
 
 @njit(**LEAF)
@@ -954,11 +979,13 @@ def _stretch_runs(epoch, members, next_done):
 
 
 @njit(**LEAF)
-def _workers_stretch(t_fixed, d_free, d_last, lag, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, counting, it, bound,
-                     kind, params, data, hdr, fixed_n, fixed_i, fixed_f, starts, takes, cnt, run_v, run_c):  # fmt: skip
+def _workers_stretch(t_fixed, d_free, d_last, lag, epoch, kv, ring, base, members, next_done, next_handoff, decode_max, since, n_waiting,
+                     interval, counting, it, bound, kind, params, data, hdr, fixed_n, fixed_i, fixed_f, starts, takes, cnt, run_v,
+                     run_c):  # fmt: skip
     """Decode-only events of the cohort workers (members[j] > 0), in time order (ties by worker
     index, as the full loop serves them), while each launches before t_fixed (the next event of
-    anything else), no member completes and no hand-off joins: the full loop's float operations
+    anything else), no member completes, no hand-off joins and no intake finds a request waiting
+    (intake interval > 1: since, n_waiting): the full loop's float operations
     without its bookkeeping (the caller made room for _stretch_runs gap runs); under lag a hand-off
     joins once an iteration start (d_last) has seen it. Updates d_free, d_last, epoch, kv and ring
     (_cohort_decode) in place; returns (it, status). Engine prices come from
@@ -975,6 +1002,12 @@ def _workers_stretch(t_fixed, d_free, d_last, lag, epoch, kv, ring, base, member
         t = d_free[j]
         if t >= t_fixed or next_done[j] <= epoch[j] + 1 or (members[j] < decode_max and next_handoff[j] <= (d_last[j] if lag else t)):
             break
+        if interval > 1:
+            if since[j] >= interval:  # this pass's intake
+                if n_waiting[j] > 0:
+                    break
+                since[j] = 0
+            since[j] += 1
         it += 1
         d_last[j] = t
         if kind == AFFINE:
@@ -1009,6 +1042,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     bound, requests, admit, lag = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0, ints[T_LAG] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
     prefill_floor_ms = floats[TF_PREFILL_FLOOR]
+    at_dispatch, interval = ints[T_DECODE_AT_DISPATCH] != 0, ints[T_INTAKE_INTERVAL]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -1042,9 +1076,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     fin = np.empty(clients, dtype=np.int64)
     starts = np.empty(clients, dtype=np.int64)
     takes = np.empty(clients, dtype=np.int64)
-    routed_p = routed_d = 0
+    routed = np.zeros(2, dtype=np.int64)  # round-robin counters: prefill, decode
+    bound_to = np.full(clients, -1)  # at_dispatch: each client's decode worker
+    waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
+    n_waiting = np.zeros(n_decode, dtype=np.int64)
+    since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
     for c in range(clients):
-        routed_p = _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0, pq, plen, pmin, routed_p)
+        _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0, pq, plen, pmin, routed, at_dispatch, interval, n_coh, bound_to,
+                  waiting, n_waiting)  # fmt: skip
     status = LIMIT
     it = 0
     while it < bound:
@@ -1084,14 +1123,18 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 if ri[c, MADE] >= ri[c, OSL]:
                     _complete(ri, rf, c, end + handoff, warm, cnt, sc, tpots, lats, done_born, done_t)
                     t_next = end + handoff
-                    routed_p = _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t_next, t_next + turnaround, pq, plen, pmin, routed_p)
+                    _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t_next, t_next + turnaround, pq, plen, pmin, routed, at_dispatch,
+                              interval, n_coh, bound_to, waiting, n_waiting)  # fmt: skip
                 else:
                     rf[c, VISIBLE] = end + handoff
-                    w = routed_d % n_decode
+                    if at_dispatch:
+                        w = bound_to[c]
+                    else:
+                        w = routed[1] % n_decode
+                        routed[1] += 1
                     _arrive(rq, rlen, rmin, w, c, rf)
                     if n_coh[w] > 0:
                         rmin[w] = -np.inf
-                    routed_d += 1
         if status == NONFINITE:
             break
         for j in range(n_decode):
@@ -1111,6 +1154,11 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             if nb == 0:
                 continue
             d_last[j] = t
+            if interval > 1:  # the pass's intake, before it launches
+                if since[j] >= interval:
+                    _take_in(waiting, n_waiting, j, t, rf, pq, plen, pmin, routed)
+                    since[j] = 0
+                since[j] += 1
             kv_sum = kv_coh[j]
             for x in range(nj):
                 kv_sum += ri[rq[j, x], ISL] + ri[rq[j, x], MADE]
@@ -1167,10 +1215,17 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                     rq[j, x] = rq[j, x + nj]
             rlen[j] -= nj
             rmin[j] = -np.inf if n_coh[j] > 0 else _earliest(rq, j, rlen, rf)
+            if interval > 1:
+                if nj > 0:  # a pass that admits hand-offs (SGLang's prebuilt batch) weighs past the interval: the next pass takes in
+                    since[j] = interval
+                if n_waiting[j] > 0 and n_coh[j] == 0:  # idle now: its loop spins through an intake at once
+                    _take_in(waiting, n_waiting, j, end, rf, pq, plen, pmin, routed)
+                    since[j] = 0
             for x in range(n_fin):
                 c = fin[x]
                 _complete(ri, rf, c, end, warm, cnt, sc, tpots, lats, done_born, done_t)
-                routed_p = _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, end, end + turnaround, pq, plen, pmin, routed_p)
+                _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, end, end + turnaround, pq, plen, pmin, routed, at_dispatch, interval,
+                          n_coh, bound_to, waiting, n_waiting)  # fmt: skip
         if status == NONFINITE:
             break
         # ---- cohort decode iterations that are the next events: in a tight loop ----
@@ -1199,6 +1254,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             next_done,
             next_handoff,
             decode_max,
+            since,
+            n_waiting,
+            interval,
             cnt[DONE] >= warm,
             it,
             bound,

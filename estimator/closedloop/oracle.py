@@ -55,6 +55,7 @@ class Request:
     service: float = 0.0  # agg: pass durations from admission to the first token, ms
     t_first: float | None = None  # first token, ms
     t_last: float | None = None  # latest token, ms
+    decode_worker: int = -1  # tandem: the decode worker bound at dispatch (TandemSpec.decode_bound_at_dispatch); -1: chosen at its hand-off
 
 
 class _Run:
@@ -318,20 +319,51 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     server emits it as it schedules the transferred request, SGLang's decode server streams it
     from the request it holds KV for: estimator/docs/evidence/disagg-first-token.md), so a full
     decode batch holds it back (spec.first_token_on_admission; else at its hand-off, as the
-    reference's tandem); a request of one output token ends at its hand-off."""
+    reference's tandem); a request of one output token ends at its hand-off.
+    Decode intake (spec.decode_intake_interval > 1, requests bound to their decode worker at
+    dispatch): a request bound to a busy decode worker (one with admitted requests) waits for that
+    worker's next intake before its prefill may start; a worker takes in at the start of a pass
+    once `interval` passes have run since its last intake, at the pass after one that admitted
+    hand-offs, and at once when it goes idle (sglang-pd-decode-intake.md)."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
     runs: list[list[Request]] = [[] for _ in range(d)]
+    waiting: list[list[Request]] = [[] for _ in range(d)]  # bound to a busy decode worker, before its intake
+    since = [0] * d  # passes each decode worker ran since its last intake
+    interval = spec.decode_intake_interval
     p_free, d_free = [0.0] * p, [0.0] * d
     last_start = [0.0] * d  # each decode worker's latest iteration start, ms
     routed = {"prefill": 0, "decode": 0}
 
+    def to_prefill(r: Request) -> None:
+        pq[routed["prefill"] % p].append(r)
+        routed["prefill"] += 1
+
+    def next_decode() -> int:
+        routed["decode"] += 1
+        return (routed["decode"] - 1) % d
+
+    def busy(j: int) -> bool:
+        return any(r.admitted_at is not None for r in runs[j])
+
+    def take_in(j: int, t: float) -> None:
+        since[j] = 0
+        for r in waiting[j]:
+            r.visible = max(r.visible, t)
+            to_prefill(r)
+        waiting[j].clear()
+
     def dispatch(born: float, visible: float) -> None:
         r = run.new_request(born, visible)
-        if r is not None:
-            pq[routed["prefill"] % p].append(r)
-            routed["prefill"] += 1
+        if r is None:
+            return
+        if spec.decode_bound_at_dispatch:
+            r.decode_worker = next_decode()
+            if interval > 1 and busy(r.decode_worker):
+                waiting[r.decode_worker].append(r)
+                return
+        to_prefill(r)
 
     def complete(r: Request, t_end: float) -> None:
         run.complete(r, t_end)
@@ -368,19 +400,24 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                     complete(r, end + spec.handoff_ms)
                 else:
                     r.visible = end + spec.handoff_ms
-                    arrive(runs[routed["decode"] % d], r)
-                    routed["decode"] += 1
+                    arrive(runs[r.decode_worker if spec.decode_bound_at_dispatch else next_decode()], r)
         for j in range(d):
             if not runs[j] or d_free[j] > t:
                 continue
-            busy = any(r.admitted_at is not None for r in runs[j])  # members of its previous iteration, run back to back
-            seen = last_start[j] if spec.admission_lag and busy else t  # a hand-off seen at one iteration's start joins the next
+            busy_before = busy(j)  # members of its previous iteration, run back to back
+            seen = last_start[j] if spec.admission_lag and busy_before else t  # a hand-off seen at one iteration's start joins the next
             batch = [r for r in runs[j] if r.visible <= seen][: spec.decode_max_seqs]
             if not batch:
                 continue
             last_start[j] = t
+            if interval > 1:  # the pass's intake, before it launches
+                if since[j] >= interval:
+                    take_in(j, t)
+                since[j] += 1
             counting = run.counting
+            joined = False
             for r in batch:  # the decode worker admits a hand-off: its first token goes out now, before the iteration runs
+                joined = joined or r.admitted_at is None
                 r.admitted_at = t if r.admitted_at is None else r.admitted_at
                 if r.made == 0:
                     run.first_token(r, t, t - r.born, counting)
@@ -391,9 +428,15 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             d_free[j] = end
             for r in batch:
                 run.decode(r, end, spec.tokens_per_decode, counting)
-                if r.made >= r.osl:
-                    runs[j] = [x for x in runs[j] if x is not r]
-                    complete(r, end)
+            finished = [r for r in batch if r.made >= r.osl]
+            runs[j] = [x for x in runs[j] if not any(x is r for r in finished)]
+            if interval > 1:
+                if joined:  # a pass that admits hand-offs (SGLang's prebuilt batch) weighs past the interval: the next pass takes in
+                    since[j] = interval
+                if waiting[j] and not busy(j):  # idle now: its loop spins through an intake at once
+                    take_in(j, end)
+            for r in finished:
+                complete(r, end)
     if run.done >= plan.stop:
         return run.result()
     raise NoProgressError(LIMIT_MESSAGE)

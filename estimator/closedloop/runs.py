@@ -84,10 +84,14 @@ class DisaggRun:
     nextn_accepted: float = 0.0  # accepted draft tokens per decode step (0 <= this <= decode.nextn)
     visual_tokens: int = 0  # visual context tokens added to every prompt (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
+    decode_recv_interval: int = 1  # SGLang decode workers' --scheduler-recv-interval: a busy one takes requests in every this many passes (>= 1)
 
     def __post_init__(self) -> None:
-        _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch"),
-                       ("prefix", "visual_tokens"))  # fmt: skip
+        _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch",
+                              "decode_recv_interval"), ("prefix", "visual_tokens"))  # fmt: skip
+        if self.decode_recv_interval > 1 and self.decode.backend is not Backend.SGLANG:
+            raise InvalidInputError(f"decode_recv_interval is SGLang's --scheduler-recv-interval; backend {self.decode.backend.value!r} has none, "
+                                    f"got {self.decode_recv_interval}")  # fmt: skip
         for role in DISAGG_ROLES:  # each worker (field named by its role) prices its role's MoE all-to-all
             object.__setattr__(self, role.value, dataclasses.replace(getattr(self, role.value), role=role))
 
@@ -104,13 +108,14 @@ def agg_run(deployment: Deployment, point: AggPoint) -> AggRun:
     return AggRun(deployment, point.isl, point.osl, point.batch_size, point.prefix, point.nextn_accepted)
 
 
-def disagg_run(prefill: Deployment, decode: Deployment, point: DisaggPoint, concurrency: int | None = None) -> DisaggRun:
+def disagg_run(prefill: Deployment, decode: Deployment, point: DisaggPoint, concurrency: int | None = None,
+               decode_recv_interval: int = 1) -> DisaggRun:  # fmt: skip
     """The run of a closed-form disagg operating point at a system concurrency (None: every decode
     worker's batch full, the closed form's concurrency); batches span every attention-DP rank."""
     full = point.decode_batch_size * decode.attention_dp * decode.pp * point.decode_workers
     return DisaggRun(prefill, decode, point.isl, point.osl, concurrency or full, point.prefill_workers, point.decode_workers,
                      point.prefill_batch_size * prefill.attention_dp, point.decode_batch_size * decode.attention_dp, point.prefix,
-                     point.nextn_accepted)  # fmt: skip
+                     point.nextn_accepted, decode_recv_interval=decode_recv_interval)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,13 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
 # after the next iteration is launched (0.5.10 streams them at once: PR 19568; every SGLang disagg run
 # the sample holds is 0.5.8.x, and the tandem reads no engine version yet). vLLM: not read.
 ADMISSION_LAG = frozenset({Backend.TRTLLM, Backend.SGLANG})
+# P/D routers that send a request to its prefill and its decode worker at once, so the decode worker is chosen at
+# dispatch and its intake (pre-allocating the KV, handing the prefill its destination) gates the prefill
+# (estimator/docs/evidence/sglang-pd-decode-intake.md): Dynamo 0.8's PrefillRouter bootstrap path spawns the prefill
+# in the background and sends the decode request with its bootstrap_info at once; sgl-router's PD mode dispatches
+# both in one tokio::join! (sglang issue 22853). The intake interval is the decode workers' --scheduler-recv-interval
+# (SchedulerRecvSkipper: decode passes weigh 1, a prebuilt batch 1000).
+DECODE_BOUND_AT_DISPATCH = frozenset({Backend.SGLANG})
 
 
 def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> TandemCase:
@@ -184,7 +196,9 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
     spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
                       decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
                       encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
-                      first_token_on_admission=True, admission_lag=run.decode.backend in ADMISSION_LAG)  # fmt: skip
+                      first_token_on_admission=True, admission_lag=run.decode.backend in ADMISSION_LAG,
+                      decode_bound_at_dispatch=run.decode.backend in DECODE_BOUND_AT_DISPATCH,
+                      decode_intake_interval=run.decode_recv_interval)  # fmt: skip
     return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
                       PassModel(run.decode, pricer))  # fmt: skip
 

@@ -31,7 +31,7 @@ class NoProgressError(EstimatorError):
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
- T_REQUESTS, T_ADMIT, T_LAG, N_TANDEM_INTS) = range(14)  # fmt: skip
+ T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, N_TANDEM_INTS) = range(16)  # fmt: skip
 (TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
@@ -119,6 +119,8 @@ class TandemSpec:
     admission_lag: bool = (
         False  # True: a decode worker running a batch admits a hand-off at the iteration after the one whose start first sees it; an idle one at once
     )
+    decode_bound_at_dispatch: bool = False  # True: a request's decode worker is chosen (round robin) at its dispatch; False: at its hand-off
+    decode_intake_interval: int = 1  # a busy decode worker takes requests in every this many passes, then they prefill (>= 1; > 1: bound at dispatch)
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
@@ -129,15 +131,20 @@ class TandemSpec:
         _require_progress(self.tokens_per_decode)
         for name in ("turnaround_ms", "handoff_ms", "encoder_ms", "prefill_floor_ms"):
             _require_time(name, getattr(self, name))
+        interval = self.decode_intake_interval
+        _require(not isinstance(interval, bool) and isinstance(interval, int) and interval >= 1,
+                 f"decode_intake_interval must be an integer >= 1, got {interval!r}")  # fmt: skip
+        _require(interval == 1 or self.decode_bound_at_dispatch,
+                 f"decode_intake_interval {interval} needs decode_bound_at_dispatch: a request waits for the intake of the decode worker it is bound to")  # fmt: skip
 
     def pack(self, plan: RunPlan) -> tuple[np.ndarray, np.ndarray]:
         """(ints, floats): the tandem's parameters by slot (T_*, TF_*)."""
         ints = np.zeros(N_TANDEM_INTS, dtype=np.int64)
         ints[[T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
-              T_REQUESTS, T_ADMIT, T_LAG]] = (
+              T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL]] = (
             plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, self.prefill_workers, self.decode_workers,
             self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan), self.first_token_on_admission,
-            self.admission_lag,
+            self.admission_lag, self.decode_bound_at_dispatch, self.decode_intake_interval,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
         floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (

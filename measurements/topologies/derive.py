@@ -53,6 +53,7 @@ class Rule:
     decode_ep: int | str
     decode_attention_dp: str
     decode_max_batch_size: int | str
+    decode_recv_interval: int | str  # SGLang decode workers' scheduler-recv-interval in the recipe; empty: not set (the engine default, 1)
     spec_mode: str  # mtp / none; empty: not decided
     nextn: int | str  # draft tokens per step (0 without MTP)
     recipe_file: str  # srt-slurm recipe path; empty: none
@@ -140,6 +141,7 @@ class Recipes:
             spec = cfg.get("speculative_config") or {}
             steps = spec.get("num_nextn_predict_layers", cfg.get("speculative-num-steps"))
             out[f"{stage}_nextn"] = steps if steps is not None else (0 if stage == "decode" else None)
+        out["decode_recv_interval"] = (engine.get("decode") or {}).get("scheduler-recv-interval")
         return out
 
 
@@ -197,6 +199,7 @@ def _entry_rows(key, entry, slc, item_node, lines, recipes, commit, when):
             recipe_concurrency=rec.get("concurrencies", ""), conc_basis=_basis(conc, rec, dec["num-worker"]),
             prefill_workers=pre["num-worker"], decode_workers=dec["num-worker"],
             **_stage("prefill", pre, ps, rec, system, entry["framework"]), **_stage("decode", dec, ds, rec, system, entry["framework"]),
+            decode_recv_interval="" if rec.get("decode_recv_interval") is None else int(rec["decode_recv_interval"]),
             spec_mode=spec_mode, nextn="" if nextn in (None, "") else int(nextn),
             recipe_file=recipe_file, recipe_commit=rec.get("commit", "") if rec else "",
             file=CONFIG, lines=f"L{first + 1}-L{last + 1}", excerpt=conc_line, launch_script="",
@@ -290,7 +293,7 @@ def _trt_launch_rows(call: tuple[str, ...], seq: tuple[int, int], common: dict) 
     return [dict(common, key="launcher:dynamo-trtllm", model="deepseek-r1-0528-fp4-v2", precision="fp4", framework="trtllm", isl=seq[0],
                  osl=seq[1], conc=int(conc), prefill_workers=int(ctx), prefill_tp=TRT_CONTEXT_TP, prefill_ep=TRT_CONTEXT_TP,
                  prefill_attention_dp="true", prefill_max_batch_size=context_batch, decode_workers=int(gen), decode_tp=int(gen_tp),
-                 decode_ep=int(gen_tp), decode_attention_dp=dp, decode_max_batch_size=int(batch), spec_mode="mtp" if mtp == "on" else "none",
+                 decode_ep=int(gen_tp), decode_attention_dp=dp, decode_max_batch_size=int(batch), decode_recv_interval="", spec_mode="mtp" if mtp == "on" else "none",
                  nextn=int(nextn), launch_script=TRT_CONTEXT_SCRIPT)
             for conc in conc_list.split()]  # fmt: skip
 
@@ -304,7 +307,7 @@ def _sglang_launch_rows(call: tuple[str, ...], concs: str, seq: tuple[int, int],
     dp, pep, dep = ("", "", "") if undecided else ("true", ptp, dtp)
     return [dict(common, key="launcher:dynamo-sglang", model="deepseek-r1-0528", precision="fp8", framework="sglang", isl=seq[0], osl=seq[1],
                  conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="",
-                 decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", spec_mode="none", nextn=0,
+                 decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", decode_recv_interval="", spec_mode="none", nextn=0,
                  launch_script=f"{undecided or SGLANG_DEFAULT_SCRIPT}; {SGLANG_NO_SPEC}")
             for conc in concs.split("x")]  # fmt: skip
 

@@ -2,8 +2,8 @@
 speculative depth, and the benchmark client of its launch path (srt-slurm's sa-bench, or the GB200
 launcher's dynamo clients: measurements.topologies.resolver.multinode_client).
 
-``published_run`` returns the measurement with its layouts, mode, client protocol and MTP
-settings replaced by the published ones and a note saying what was replaced, or why the run
+``published_run`` returns the measurement with its layouts, mode, client protocol, MTP
+settings and decode workers' scheduler receive interval (SGLang recipes) replaced by the published ones and a note saying what was replaced, or why the run
 cannot be priced from its topology (a speculative mode the config leaves open, an acceptance
 figure not published). A stage whose batch cap the config does not set takes the engine's
 documented default, stated in the note; a prefill batch holds at most the whole prompts of the
@@ -62,8 +62,11 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
     if citation:
         notes.append(citation)
     protocol = multinode_protocol(multinode_client(topology), m.concurrency)
-    run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol,
-                              settings=m.settings.replace(nextn=nextn, nextn_accepted=accepted))  # fmt: skip
+    settings = m.settings.replace(nextn=nextn, nextn_accepted=accepted)
+    if topology.decode.recv_interval is not None:  # a disagg row's recv_interval is its decode workers' (EngineSettings.recv_interval)
+        cited = f"decode scheduler-recv-interval {topology.decode.recv_interval}: {topology.citation}"
+        settings = settings.replace(recv_interval=topology.decode.recv_interval, citation="; ".join(c for c in (settings.citation, cited) if c))
+    run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol, settings=settings)
     return run, "; ".join(notes)
 
 
