@@ -333,3 +333,32 @@ class FakeRecipesWithIntervals(FakeRecipes):
         "recipes/a.yaml": FakeRecipes.FACTS["recipes/a.yaml"] | {"decode_recv_interval": 10},
         "recipes/b.yaml": FakeRecipes.FACTS["recipes/b.yaml"] | {"decode_recv_interval": None},
     }
+
+
+@pytest.mark.parametrize(
+    ("stage", "budget"),
+    [
+        ({"max_num_tokens": 16384, "max_batch_size": 16}, 16384),  # TRT-LLM: per attention-DP rank already
+        ({"chunked-prefill-size": 32768, "max-prefill-tokens": 32768}, 32768),
+        ({"chunked-prefill-size": 65536, "max-prefill-tokens": 65536, "enable-dp-attention": True, "data-parallel-size": 8}, 8192),
+        ({"chunked-prefill-size": 65536, "max-prefill-tokens": 8192, "enable-dp-attention": True, "dp-size": 4}, 8192),
+        ({"chunked-prefill-size": 24576}, 16384),  # SGLang's default max-prefill-tokens binds
+        ({"chunked-prefill-size": -1, "max-prefill-tokens": 20000}, 20000),  # no chunk limit
+        ({"max-running-requests": 64}, None),  # left to the engine
+    ],
+)
+def test_prefill_budget_per_attention_dp_rank(stage, budget):
+    assert derive.prefill_budget(stage) == budget
+
+
+def test_published_prefill_batch_takes_the_recipes_budget(sample):
+    """A TRT-LLM recipe with max_num_tokens 16384 and max_batch_size 16 prefills 16 whole 1k prompts a pass per rank,
+    not the 8 of the engine's default 8192."""
+    m = next(m for m in sample if m.id == "dsr1_gb200_trtllm_fp4_disagg_1024x1024_c6144_cfg411")
+    topology = resolve(m)
+    assert isinstance(topology, Topology) and topology.prefill.token_budget == 16384 and topology.prefill.max_batch_size == 16
+    run, note = published_run(m, topology)
+    assert run.prefill.batch_size == 16 and "the recipe's budget" not in note
+    lower = replace(topology, prefill=replace(topology.prefill, token_budget=8192))
+    run, note = published_run(m, lower)
+    assert run.prefill.batch_size == 8 and "the whole prompts of the recipe's budget (8192 // 1024 = 8)" in note

@@ -24,6 +24,7 @@ SRT_SLURM = "NVIDIA/srt-slurm"  # ishandhanani/srt-slurm moved here; the configs
 CONFIG = ".github/configs/nvidia-master.yaml"
 LAUNCHER = "runners/launch_gb200-nv.sh"
 GB_GPUS_PER_NODE = 4  # GB200/GB300 trays: dynamo components/backends/sglang/slurm_jobs/submit_disagg.sh GPUS_PER_NODE=4
+SGLANG_MAX_PREFILL_TOKENS = 16384  # sglang ServerArgs max_prefill_tokens default (python/sglang/srt/server_args.py)
 FRAMEWORKS = {"dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm", "dynamo-sglang": "sglang", "dynamo-vllm": "vllm"}
 
 
@@ -48,6 +49,7 @@ class Rule:
     prefill_ep: int | str  # MoE expert parallel size
     prefill_attention_dp: str  # true / false
     prefill_max_batch_size: int | str  # running-request cap per attention-DP rank
+    prefill_token_budget: int | str  # prompt tokens one prefill pass takes per attention-DP rank (prefill_budget); empty: not set
     decode_workers: int
     decode_tp: int | str
     decode_ep: int | str
@@ -142,7 +144,25 @@ class Recipes:
             steps = spec.get("num_nextn_predict_layers", cfg.get("speculative-num-steps"))
             out[f"{stage}_nextn"] = steps if steps is not None else (0 if stage == "decode" else None)
         out["decode_recv_interval"] = (engine.get("decode") or {}).get("scheduler-recv-interval")
+        out["prefill_token_budget"] = prefill_budget(engine.get("prefill") or {})
         return out
+
+
+def prefill_budget(stage: dict) -> int | None:
+    """Prompt tokens one pass of a recipe's prefill stage takes per attention-DP rank, or None when the recipe
+    leaves it to the engine: TRT-LLM max_num_tokens (per rank); SGLang min(chunked-prefill-size, divided by the DP
+    size under DP attention (ServerArgs._handle_data_parallelism), max-prefill-tokens (default 16384)), the
+    PrefillAdder spending both on every prompt it takes (-1: no chunk limit)."""
+    if stage.get("max_num_tokens") is not None:
+        return int(stage["max_num_tokens"])
+    chunk = stage.get("chunked-prefill-size")
+    if chunk is None:
+        return None
+    limit = int(stage.get("max-prefill-tokens") or SGLANG_MAX_PREFILL_TOKENS)
+    if int(chunk) < 0:
+        return limit
+    dp = int(stage.get("data-parallel-size") or stage.get("dp-size") or 1)
+    return min(int(chunk) // dp if stage.get("enable-dp-attention") and dp > 1 else int(chunk), limit)
 
 
 def config_rules(gitdir: str, recipes: Recipes, before: str) -> list[tuple[str, str, dict]]:
@@ -199,6 +219,7 @@ def _entry_rows(key, entry, slc, item_node, lines, recipes, commit, when):
             recipe_concurrency=rec.get("concurrencies", ""), conc_basis=_basis(conc, rec, dec["num-worker"]),
             prefill_workers=pre["num-worker"], decode_workers=dec["num-worker"],
             **_stage("prefill", pre, ps, rec, system, entry["framework"]), **_stage("decode", dec, ds, rec, system, entry["framework"]),
+            prefill_token_budget="" if rec.get("prefill_token_budget") is None else rec["prefill_token_budget"],
             decode_recv_interval="" if rec.get("decode_recv_interval") is None else int(rec["decode_recv_interval"]),
             spec_mode=spec_mode, nextn="" if nextn in (None, "") else int(nextn),
             recipe_file=recipe_file, recipe_commit=rec.get("commit", "") if rec else "",
@@ -289,10 +310,10 @@ def _trt_launch_rows(call: tuple[str, ...], seq: tuple[int, int], common: dict) 
     """One row per concurrency of a TRT-LLM submit_disagg.sh call (its context workers: TRT_CONTEXT_SCRIPT)."""
     mtp, mode, ctx, gen, gen_tp, batch, _, nextn, _, conc_list = call
     dp = "true" if mode == "dep" else "false"
-    context_batch = 4 if seq[0] == seq[1] else 1
+    context_batch, context_tokens = (4, 4608) if seq[0] == seq[1] else (1, 8448)
     return [dict(common, key="launcher:dynamo-trtllm", model="deepseek-r1-0528-fp4-v2", precision="fp4", framework="trtllm", isl=seq[0],
                  osl=seq[1], conc=int(conc), prefill_workers=int(ctx), prefill_tp=TRT_CONTEXT_TP, prefill_ep=TRT_CONTEXT_TP,
-                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, decode_workers=int(gen), decode_tp=int(gen_tp),
+                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, prefill_token_budget=context_tokens, decode_workers=int(gen), decode_tp=int(gen_tp),
                  decode_ep=int(gen_tp), decode_attention_dp=dp, decode_max_batch_size=int(batch), decode_recv_interval="", spec_mode="mtp" if mtp == "on" else "none",
                  nextn=int(nextn), launch_script=TRT_CONTEXT_SCRIPT)
             for conc in conc_list.split()]  # fmt: skip
@@ -306,7 +327,7 @@ def _sglang_launch_rows(call: tuple[str, ...], concs: str, seq: tuple[int, int],
     ptp, dtp = pn * GB_GPUS_PER_NODE // pw, dn * GB_GPUS_PER_NODE // dw
     dp, pep, dep = ("", "", "") if undecided else ("true", ptp, dtp)
     return [dict(common, key="launcher:dynamo-sglang", model="deepseek-r1-0528", precision="fp8", framework="sglang", isl=seq[0], osl=seq[1],
-                 conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="",
+                 conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="", prefill_token_budget="",
                  decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", decode_recv_interval="", spec_mode="none", nextn=0,
                  launch_script=f"{undecided or SGLANG_DEFAULT_SCRIPT}; {SGLANG_NO_SPEC}")
             for conc in concs.split("x")]  # fmt: skip

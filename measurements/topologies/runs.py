@@ -6,9 +6,9 @@ launcher's dynamo clients: measurements.topologies.resolver.multinode_client).
 settings and decode workers' scheduler receive interval (SGLang recipes) replaced by the published ones and a note saying what was replaced, or why the run
 cannot be priced from its topology (a speculative mode the config leaves open, an acceptance
 figure not published). A stage whose batch cap the config does not set takes the engine's
-documented default, stated in the note; a prefill batch holds at most the whole prompts of the
-engine's default token budget (a prefill pass is bounded by max_num_tokens / chunked-prefill-size,
-which the configs do not carry).
+documented default, stated in the note; a prefill batch holds at most the whole prompts of its
+token budget per attention-DP rank: the recipe's (TRT-LLM max_num_tokens, SGLang chunked-prefill-size
+and max-prefill-tokens: derive.prefill_budget), else the engine's default.
 """
 
 from __future__ import annotations
@@ -49,10 +49,11 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
     prefill, decode, note = corrected_layouts(m, topology)
     defaults = system_defaults(m.engine, m.system)
     notes = [note]
-    whole = max(1, defaults.step_token_budget // m.isl)  # whole prompts one prefill pass holds at the engine's default budget
+    budget, whose = (topology.prefill.token_budget, "the recipe's") if topology.prefill.token_budget else (defaults.step_token_budget, "the engine default")
+    whole = max(1, budget // m.isl)  # whole prompts one prefill pass holds per attention-DP rank
     if prefill.batch_size is None or prefill.batch_size > whole:
         what = "not in the config" if prefill.batch_size is None else f"{prefill.batch_size} in the config (a running-request cap)"
-        notes.append(f"prefill batch {what}: the whole prompts of the engine default budget ({defaults.step_token_budget} // {m.isl} = {whole})")
+        notes.append(f"prefill batch {what}: the whole prompts of {whose} budget ({budget} // {m.isl} = {whole})")
         prefill = dataclasses.replace(prefill, batch_size=whole)
     if decode.batch_size is None:
         cap = defaults.max_num_seqs or math.ceil(m.concurrency / decode.workers / (decode.attention_dp or 1))
