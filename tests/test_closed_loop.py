@@ -682,7 +682,7 @@ def test_eager_prefill_passes_last_at_least_layers_times_the_per_layer_host_cost
     floor = prefill_floor_ms(deepseek, None)
     assert floor == pytest.approx(140.76, rel=1e-12)
     assert prefill_floor_ms(deepseek, 0.5) == pytest.approx(61 * 0.5)
-    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm"), None) == pytest.approx(160.18 - TRTLLM_REQUEST_PATH_MS)
+    assert prefill_floor_ms(dataclasses.replace(deepseek, backend="trtllm"), None) == pytest.approx(124.11 - TRTLLM_REQUEST_PATH_MS)
     assert prefill_floor_ms(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), None) == 0.0
     assert engine_defaults("sglang", "h200_sxm", 141 << 30).eager_layer_ms is None
     assert engine_defaults("vllm", "h200_sxm", 141 << 30).eager_layer_ms == 0.0

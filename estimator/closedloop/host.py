@@ -99,11 +99,13 @@ HOST_POINTS: Mapping[tuple[Backend, str], HostPoint] = MappingProxyType(
             ),
         ),
         (Backend.TRTLLM, "DeepseekV3ForCausalLM"): HostPoint(
-            160.18 - TRTLLM_REQUEST_PATH_MS,
+            124.11 - TRTLLM_REQUEST_PATH_MS,
             61,
             (
-                "NVIDIA/TensorRT-LLM issue 5929: DeepSeek-R1 FP4, 8xB200 TP8, TensorRT-LLM 0.21.0rc2, 1,600 input tokens, "
-                "concurrency 1, p50 TTFT 161.04 / 160.18 / 172.65 ms at EP 1 / 4 / 8 (the least), less trtllm-serve's request path"
+                "NVIDIA/TensorRT-LLM issue 5929: DeepSeek-R1, TensorRT-LLM 0.21.0rc2, 1,600 input tokens, concurrency 1, p50 TTFT "
+                "at EP none / 4 / 8: FP8 on 8xH200 TP8 164.63 / 134.36 / 124.11 ms, FP4 on 8xB200 TP8 161.04 / 160.18 / 172.65 ms; "
+                "the least of the table (each is an upper bound on the host time, which does not depend on the GPU), less "
+                "trtllm-serve's request path"
             ),
         ),
         (Backend.TRTLLM, "GptOssForCausalLM"): HostPoint(
