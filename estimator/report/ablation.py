@@ -12,6 +12,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | request_path | the fixed server-side cost on a request's first-token path | agg requests |
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
+| decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
@@ -87,6 +88,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("request_path", "request path", case=_agg_settings(request_path_ms=0.0)),
     Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
+    Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
