@@ -114,6 +114,7 @@ class DisaggInputs:
     decode_workers: int  # decode workers (>= 1)
     nextn_accepted: float = 0.0  # accepted MTP draft tokens per decode step (0 <= this <= decode.nextn)
     decode_recv_interval: int = 1  # the decode workers' scheduler receive interval (the row's EngineSettings.recv_interval, >= 1)
+    prefill_overlap: bool = True  # the prefill workers run the overlap scheduler (the row's EngineSettings.overlap_scheduler)
 
     @property
     def deployments(self) -> tuple[Deployment, ...]:
@@ -375,6 +376,7 @@ def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | D
     return DisaggInputs(
         _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,
         m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.settings.nextn_accepted, m.settings.recv_interval,
+        m.settings.overlap_scheduler,
     )  # fmt: skip
 
 

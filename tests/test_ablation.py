@@ -30,12 +30,13 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "admission": {"trtllm_disagg", "sglang_intake"},  # a disagg request's first token
     "admission_lag": {"trtllm_disagg", "sglang_intake"},
     "decode_intake": {"sglang_intake"},
+    "prefill_overlap": {"sglang_intake"},
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
-    "tokenizer": "mismatch", "decode_intake": "sglang_intake",
+    "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake",
 }  # fmt: skip
 
 

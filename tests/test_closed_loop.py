@@ -384,6 +384,20 @@ def test_a_busy_decode_workers_intake_gates_the_prefill(impl):
     assert means == {1: 6.25, 10: 9.0}
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_a_back_to_back_prefill_launch_delays_the_previous_batchs_hand_offs(impl):
+    """Prefill overlap: two clients, one prefill worker (batch 1, 5 ms, host floor 5 ms), one decode
+    worker (3 ms passes), osl 2. A prefills [0, 5]; B's batch launches at 5, back to back, so A's KV
+    goes out after that launch: A joins the decode worker at 10, with B (whose batch ends with the
+    queue empty): TTFTs 10, 10. Without it A is admitted at 5 (TTFT 5) and B at 10: mean 7.5."""
+    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0), 2, 100, 2)
+    means = {}
+    for overlap in (False, True):
+        spec = TandemSpec(1, 1, prefill_batch=1, prefill_floor_ms=5.0, first_token_on_admission=True, prefill_overlap=overlap)
+        means[overlap] = replay_tandem(plan, spec, INTAKE_PREFILL, INTAKE_DECODE, impl).stats.ttft_mean
+    assert means == {False: 7.5, True: 10.0}
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -398,7 +412,8 @@ def test_decode_intake_settings_are_checked(changes, message):
 
 
 def test_decode_recv_interval_is_sglangs_alone():
-    """A TRT-LLM disagg run has no receive interval to set; an SGLang one binds its decode worker at dispatch."""
+    """A TRT-LLM disagg run has no receive interval to set; an SGLang one binds its decode worker at dispatch and
+    replays its prefill workers' overlap loop unless the run turns it off."""
     from estimator.closedloop.protocol import parse_protocol
     from estimator.closedloop.runs import DisaggRun, tandem_engine_case
 
@@ -409,8 +424,11 @@ def test_decode_recv_interval_is_sglangs_alone():
     with pytest.raises(InvalidInputError, match="decode_recv_interval is SGLang's --scheduler-recv-interval; backend 'trtllm' has none, got 10"):
         run("trtllm", 10)
     spec = tandem_engine_case(run("sglang", 10), parse_protocol("steady"), "native").spec
-    assert (spec.decode_bound_at_dispatch, spec.decode_intake_interval) == (True, 10)
-    assert not tandem_engine_case(run("trtllm", 1), parse_protocol("steady"), "native").spec.decode_bound_at_dispatch
+    assert (spec.decode_bound_at_dispatch, spec.decode_intake_interval, spec.prefill_overlap) == (True, 10, True)
+    trtllm = tandem_engine_case(run("trtllm", 1), parse_protocol("steady"), "native").spec
+    assert not trtllm.decode_bound_at_dispatch and not trtllm.prefill_overlap
+    off = dataclasses.replace(run("sglang", 1), prefill_overlap=False)
+    assert not tandem_engine_case(off, parse_protocol("steady"), "native").spec.prefill_overlap
 
 
 def test_throughput_scales_with_pp_and_attention_dp():

@@ -94,6 +94,7 @@ def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.samp
         prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])), first_token_on_admission=draw(st.booleans()),
         admission_lag=draw(st.booleans()), decode_bound_at_dispatch=bound,
         decode_intake_interval=draw(st.sampled_from([1, 2, 3, 10])) if bound else 1,
+        prefill_overlap=draw(st.booleans()),
     )  # fmt: skip
     return plan, spec, draw(prices), draw(prices)
 

@@ -362,3 +362,17 @@ def test_published_prefill_batch_takes_the_recipes_budget(sample):
     lower = replace(topology, prefill=replace(topology.prefill, token_budget=8192))
     run, note = published_run(m, lower)
     assert run.prefill.batch_size == 8 and "the whole prompts of the recipe's budget (8192 // 1024 = 8)" in note
+
+
+@pytest.mark.parametrize(
+    ("stage", "environment", "off"),
+    [
+        ({"disable_overlap_scheduler": True}, {}, True),  # TRT-LLM context servers
+        ({"disable-overlap-schedule": True}, {}, True),
+        ({"speculative-algorithm": "EAGLE"}, {}, True),  # spec v1: SGLang turns the overlap scheduler off
+        ({"speculative-algorithm": "EAGLE"}, {"SGLANG_ENABLE_SPEC_V2": "1"}, False),
+        ({"chunked-prefill-size": 8192}, {}, False),
+    ],
+)
+def test_a_recipe_turning_the_prefill_overlap_off_is_read(stage, environment, off):
+    assert derive.prefill_overlap_off(stage, environment) is off

@@ -65,6 +65,7 @@ from estimator.closedloop.spec import (
     T_INTAKE_INTERVAL,
     T_LAG,
     T_PREFILL_BATCH,
+    T_PREFILL_OVERLAP,
     T_PREFILL_WORKERS,
     T_PREFIX,
     T_REQUESTS,
@@ -857,6 +858,25 @@ def _take_in(waiting, n_waiting, j, t, rf, pq, plen, pmin, routed):
 
 
 @njit(**LEAF)
+def _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh):
+    """Prefill overlap (oracle.tandem): the hand-offs of prefill worker i's latest batch (last_b[i,
+    :last_n[i]], none admitted yet: they arrive at its end) arrive `delay` ms later; each leaves its
+    decode worker's run list and joins it again in arrival order (_arrive)."""
+    for x in range(last_n[i]):
+        c = last_b[i, x]
+        w = bound_to[c]
+        at = 0
+        while rq[w, at] != c:
+            at += 1
+        for y in range(at, rlen[w] - 1):
+            rq[w, y] = rq[w, y + 1]
+        rlen[w] -= 1
+        rf[c, VISIBLE] = rf[c, VISIBLE] + delay
+        _arrive(rq, rlen, rmin, w, c, rf)
+        rmin[w] = -np.inf if n_coh[w] > 0 else _earliest(rq, w, rlen, rf)
+
+
+@njit(**LEAF)
 def _take_visible(queues, w, n, rf, t, limit, batch):
     """Move the first `limit` entries of queue w (queues[w, :n]) with visible <= t into batch (queue
     order) and compact the rest. Returns (batch size, new queue length, earliest visible of the rest)."""
@@ -1042,7 +1062,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     bound, requests, admit, lag = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0, ints[T_LAG] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
     prefill_floor_ms = floats[TF_PREFILL_FLOOR]
-    at_dispatch, interval = ints[T_DECODE_AT_DISPATCH] != 0, ints[T_INTAKE_INTERVAL]
+    at_dispatch, interval, overlap = ints[T_DECODE_AT_DISPATCH] != 0, ints[T_INTAKE_INTERVAL], ints[T_PREFILL_OVERLAP] != 0
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -1077,7 +1097,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     starts = np.empty(clients, dtype=np.int64)
     takes = np.empty(clients, dtype=np.int64)
     routed = np.zeros(2, dtype=np.int64)  # round-robin counters: prefill, decode
-    bound_to = np.full(clients, -1)  # at_dispatch: each client's decode worker
+    bound_to = np.full(clients, -1)  # each client's decode worker (bound at dispatch or at its hand-off)
+    last_b = np.empty((n_prefill, prefill_batch), dtype=np.int64)  # each prefill worker's latest batch
+    last_n = np.zeros(n_prefill, dtype=np.int64)
     waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
@@ -1098,9 +1120,13 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         for i in range(n_prefill):
             if plen[i] == 0 or p_free[i] > t:
                 continue
+            back_to_back = t == p_free[i]
             nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch)
             if nb == 0:
                 continue
+            if overlap and back_to_back:  # the previous batch's KV goes out after this launch
+                _delay_handoffs(last_b, last_n, i, prefill_floor_ms, rf, bound_to, rq, rlen, rmin, n_coh)
+            last_n[i] = 0  # filled with the batch's hand-offs below (a client's index names its next request once it completes)
             for b in range(nb):
                 starts[b] = prefix
                 takes[b] = ri[batch[b], NEW]
@@ -1127,11 +1153,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                               interval, n_coh, bound_to, waiting, n_waiting)  # fmt: skip
                 else:
                     rf[c, VISIBLE] = end + handoff
+                    last_b[i, last_n[i]] = c
+                    last_n[i] += 1
                     if at_dispatch:
                         w = bound_to[c]
                     else:
                         w = routed[1] % n_decode
                         routed[1] += 1
+                        bound_to[c] = w
                     _arrive(rq, rlen, rmin, w, c, rf)
                     if n_coh[w] > 0:
                         rmin[w] = -np.inf

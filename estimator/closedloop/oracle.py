@@ -55,7 +55,7 @@ class Request:
     service: float = 0.0  # agg: pass durations from admission to the first token, ms
     t_first: float | None = None  # first token, ms
     t_last: float | None = None  # latest token, ms
-    decode_worker: int = -1  # tandem: the decode worker bound at dispatch (TandemSpec.decode_bound_at_dispatch); -1: chosen at its hand-off
+    decode_worker: int = -1  # tandem: its decode worker, bound at dispatch (TandemSpec.decode_bound_at_dispatch) or at its hand-off; -1: none yet
 
 
 class _Run:
@@ -324,7 +324,11 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     dispatch): a request bound to a busy decode worker (one with admitted requests) waits for that
     worker's next intake before its prefill may start; a worker takes in at the start of a pass
     once `interval` passes have run since its last intake, at the pass after one that admitted
-    hand-offs, and at once when it goes idle (sglang-pd-decode-intake.md)."""
+    hand-offs, and at once when it goes idle (sglang-pd-decode-intake.md).
+    Prefill overlap (spec.prefill_overlap): a prefill worker that launches a batch the moment its
+    previous batch ends sends the previous batch's KV once this launch is done, so those hand-offs
+    arrive prefill_floor_ms (the batch's host launch time) later; a first token sent at the
+    hand-off (first_token_on_admission off) and a one-token request's end keep the batch's end."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
@@ -335,6 +339,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     p_free, d_free = [0.0] * p, [0.0] * d
     last_start = [0.0] * d  # each decode worker's latest iteration start, ms
     routed = {"prefill": 0, "decode": 0}
+    last_batch: list[list[Request]] = [[] for _ in range(p)]  # each prefill worker's latest batch
 
     def to_prefill(r: Request) -> None:
         pq[routed["prefill"] % p].append(r)
@@ -385,6 +390,13 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             batch = [r for r in pq[i] if r.visible <= t][: spec.prefill_batch]
             if not batch:
                 continue
+            if spec.prefill_overlap and t == p_free[i]:  # launched back to back: the previous batch's KV goes out after this launch
+                for r in last_batch[i]:
+                    if r.made < r.osl:
+                        runs[r.decode_worker] = [x for x in runs[r.decode_worker] if x is not r]
+                        r.visible = r.visible + spec.prefill_floor_ms
+                        arrive(runs[r.decode_worker], r)
+            last_batch[i] = batch
             dur = prefill_pricer.pass_ms(PassShape(tuple(spec.prefix for _ in batch), tuple(r.new for r in batch), 0, 0))
             dur = max(dur + spec.encoder_ms, spec.prefill_floor_ms)  # an eager batch lasts at least its host launch time
             if not (0.0 <= dur < math.inf):
@@ -400,7 +412,8 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                     complete(r, end + spec.handoff_ms)
                 else:
                     r.visible = end + spec.handoff_ms
-                    arrive(runs[r.decode_worker if spec.decode_bound_at_dispatch else next_decode()], r)
+                    r.decode_worker = r.decode_worker if spec.decode_bound_at_dispatch else next_decode()
+                    arrive(runs[r.decode_worker], r)
         for j in range(d):
             if not runs[j] or d_free[j] > t:
                 continue

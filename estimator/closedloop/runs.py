@@ -85,6 +85,7 @@ class DisaggRun:
     visual_tokens: int = 0  # visual context tokens added to every prompt (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
     decode_recv_interval: int = 1  # SGLang decode workers' --scheduler-recv-interval: a busy one takes requests in every this many passes (>= 1)
+    prefill_overlap: bool = True  # the prefill workers run the overlap scheduler (the engines' default; a launch may turn it off)
 
     def __post_init__(self) -> None:
         _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch",
@@ -109,13 +110,13 @@ def agg_run(deployment: Deployment, point: AggPoint) -> AggRun:
 
 
 def disagg_run(prefill: Deployment, decode: Deployment, point: DisaggPoint, concurrency: int | None = None,
-               decode_recv_interval: int = 1) -> DisaggRun:  # fmt: skip
+               decode_recv_interval: int = 1, prefill_overlap: bool = True) -> DisaggRun:  # fmt: skip
     """The run of a closed-form disagg operating point at a system concurrency (None: every decode
     worker's batch full, the closed form's concurrency); batches span every attention-DP rank."""
     full = point.decode_batch_size * decode.attention_dp * decode.pp * point.decode_workers
     return DisaggRun(prefill, decode, point.isl, point.osl, concurrency or full, point.prefill_workers, point.decode_workers,
                      point.prefill_batch_size * prefill.attention_dp, point.decode_batch_size * decode.attention_dp, point.prefix,
-                     point.nextn_accepted, decode_recv_interval=decode_recv_interval)  # fmt: skip
+                     point.nextn_accepted, decode_recv_interval=decode_recv_interval, prefill_overlap=prefill_overlap)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,12 @@ ADMISSION_LAG = frozenset({Backend.TRTLLM, Backend.SGLANG})
 # both in one tokio::join! (sglang issue 22853). The intake interval is the decode workers' --scheduler-recv-interval
 # (SchedulerRecvSkipper: decode passes weigh 1, a prebuilt batch 1000).
 DECODE_BOUND_AT_DISPATCH = frozenset({Backend.SGLANG})
+# Prefill servers whose overlap loop sends a batch's KV only after the next batch is launched: SGLang's
+# event_loop_overlap_disagg_prefill runs process_batch_result_disagg_prefill (send_kv_chunk) for the last batch
+# after run_batch of the next one, at once when idle (disagg-first-token.md Q3b, sglang-pd-decode-intake.md
+# candidate 2; 0.5.8.post1 disaggregation/prefill.py). TRT-LLM's context servers: not read (the recipes set
+# disable_overlap_scheduler on them).
+PREFILL_OVERLAP = frozenset({Backend.SGLANG})
 
 
 def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> TandemCase:
@@ -198,7 +205,8 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
                       encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
                       first_token_on_admission=True, admission_lag=run.decode.backend in ADMISSION_LAG,
                       decode_bound_at_dispatch=run.decode.backend in DECODE_BOUND_AT_DISPATCH,
-                      decode_intake_interval=run.decode_recv_interval)  # fmt: skip
+                      decode_intake_interval=run.decode_recv_interval,
+                      prefill_overlap=run.prefill_overlap and run.prefill.backend in PREFILL_OVERLAP)  # fmt: skip
     return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
                       PassModel(run.decode, pricer))  # fmt: skip
 

@@ -31,7 +31,7 @@ class NoProgressError(EstimatorError):
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
- T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, N_TANDEM_INTS) = range(16)  # fmt: skip
+ T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, T_PREFILL_OVERLAP, N_TANDEM_INTS) = range(17)  # fmt: skip
 (TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
@@ -121,6 +121,7 @@ class TandemSpec:
     )
     decode_bound_at_dispatch: bool = False  # True: a request's decode worker is chosen (round robin) at its dispatch; False: at its hand-off
     decode_intake_interval: int = 1  # a busy decode worker takes requests in every this many passes, then they prefill (>= 1; > 1: bound at dispatch)
+    prefill_overlap: bool = False  # True: a batch launched as the previous one ends delays its hand-offs' decode eligibility by prefill_floor_ms
 
     def __post_init__(self) -> None:
         for name in ("prefill_workers", "decode_workers", "prefill_batch", "decode_max_seqs"):
@@ -141,10 +142,10 @@ class TandemSpec:
         """(ints, floats): the tandem's parameters by slot (T_*, TF_*)."""
         ints = np.zeros(N_TANDEM_INTS, dtype=np.int64)
         ints[[T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
-              T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL]] = (
+              T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, T_PREFILL_OVERLAP]] = (
             plan.clients, plan.warm, plan.stop, plan.dispatch_cap, self.prefix, self.prefill_workers, self.decode_workers,
             self.prefill_batch, self.decode_max_seqs, tandem_event_bound(plan), request_bound(plan), self.first_token_on_admission,
-            self.admission_lag, self.decode_bound_at_dispatch, self.decode_intake_interval,
+            self.admission_lag, self.decode_bound_at_dispatch, self.decode_intake_interval, self.prefill_overlap,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
         floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (

@@ -13,6 +13,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
+| prefill_overlap | a prefill batch's KV sent after the next batch's launch (at its end instead) | SGLang disagg prefill workers |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
@@ -89,6 +90,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
+    Mechanism("prefill_overlap", "prefill KV sent after the next batch's launch", case=_tandem_spec(prefill_overlap=False)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip

@@ -292,7 +292,8 @@ def replay_input(row: MappedRow) -> AggRun | DisaggRun:
     inputs = _inputs(row)
     if isinstance(inputs, AggInputs):
         return agg_run(inputs.deployment, agg_point(inputs))
-    return disagg_run(inputs.prefill, inputs.decode, disagg_point(inputs), row.measurement.concurrency, inputs.decode_recv_interval)
+    return disagg_run(inputs.prefill, inputs.decode, disagg_point(inputs), row.measurement.concurrency, inputs.decode_recv_interval,
+                      inputs.prefill_overlap)  # fmt: skip
 
 
 def replay(row: MappedRow, protocol: str, off: Mechanism | None = None) -> Replayed:

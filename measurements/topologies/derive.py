@@ -50,6 +50,7 @@ class Rule:
     prefill_attention_dp: str  # true / false
     prefill_max_batch_size: int | str  # running-request cap per attention-DP rank
     prefill_token_budget: int | str  # prompt tokens one prefill pass takes per attention-DP rank (prefill_budget); empty: not set
+    prefill_overlap: str  # false: the recipe turns the prefill workers' overlap scheduler off (prefill_overlap_off); empty: not
     decode_workers: int
     decode_tp: int | str
     decode_ep: int | str
@@ -145,7 +146,17 @@ class Recipes:
             out[f"{stage}_nextn"] = steps if steps is not None else (0 if stage == "decode" else None)
         out["decode_recv_interval"] = (engine.get("decode") or {}).get("scheduler-recv-interval")
         out["prefill_token_budget"] = prefill_budget(engine.get("prefill") or {})
+        out["prefill_overlap"] = "false" if prefill_overlap_off(engine.get("prefill") or {}, backend.get("prefill_environment") or {}) else ""
         return out
+
+
+def prefill_overlap_off(stage: dict, environment: dict) -> bool:
+    """A recipe's prefill stage turns the overlap scheduler off: TRT-LLM disable_overlap_scheduler; SGLang
+    disable-overlap-schedule, or a speculative algorithm without SGLANG_ENABLE_SPEC_V2 (ServerArgs: "Overlap
+    scheduler is disabled because of using eagle3 or standalone speculative decoding")."""
+    if stage.get("disable_overlap_scheduler") or stage.get("disable-overlap-schedule"):
+        return True
+    return stage.get("speculative-algorithm") is not None and str(environment.get("SGLANG_ENABLE_SPEC_V2", "")).lower() not in ("1", "true")
 
 
 def prefill_budget(stage: dict) -> int | None:
@@ -220,6 +231,7 @@ def _entry_rows(key, entry, slc, item_node, lines, recipes, commit, when):
             prefill_workers=pre["num-worker"], decode_workers=dec["num-worker"],
             **_stage("prefill", pre, ps, rec, system, entry["framework"]), **_stage("decode", dec, ds, rec, system, entry["framework"]),
             prefill_token_budget="" if rec.get("prefill_token_budget") is None else rec["prefill_token_budget"],
+            prefill_overlap=rec.get("prefill_overlap", ""),
             decode_recv_interval="" if rec.get("decode_recv_interval") is None else int(rec["decode_recv_interval"]),
             spec_mode=spec_mode, nextn="" if nextn in (None, "") else int(nextn),
             recipe_file=recipe_file, recipe_commit=rec.get("commit", "") if rec else "",
@@ -313,7 +325,7 @@ def _trt_launch_rows(call: tuple[str, ...], seq: tuple[int, int], common: dict) 
     context_batch, context_tokens = (4, 4608) if seq[0] == seq[1] else (1, 8448)
     return [dict(common, key="launcher:dynamo-trtllm", model="deepseek-r1-0528-fp4-v2", precision="fp4", framework="trtllm", isl=seq[0],
                  osl=seq[1], conc=int(conc), prefill_workers=int(ctx), prefill_tp=TRT_CONTEXT_TP, prefill_ep=TRT_CONTEXT_TP,
-                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, prefill_token_budget=context_tokens, decode_workers=int(gen), decode_tp=int(gen_tp),
+                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, prefill_token_budget=context_tokens, prefill_overlap="", decode_workers=int(gen), decode_tp=int(gen_tp),
                  decode_ep=int(gen_tp), decode_attention_dp=dp, decode_max_batch_size=int(batch), decode_recv_interval="", spec_mode="mtp" if mtp == "on" else "none",
                  nextn=int(nextn), launch_script=TRT_CONTEXT_SCRIPT)
             for conc in conc_list.split()]  # fmt: skip
@@ -327,7 +339,7 @@ def _sglang_launch_rows(call: tuple[str, ...], concs: str, seq: tuple[int, int],
     ptp, dtp = pn * GB_GPUS_PER_NODE // pw, dn * GB_GPUS_PER_NODE // dw
     dp, pep, dep = ("", "", "") if undecided else ("true", ptp, dtp)
     return [dict(common, key="launcher:dynamo-sglang", model="deepseek-r1-0528", precision="fp8", framework="sglang", isl=seq[0], osl=seq[1],
-                 conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="", prefill_token_budget="",
+                 conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="", prefill_token_budget="", prefill_overlap="",
                  decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", decode_recv_interval="", spec_mode="none", nextn=0,
                  launch_script=f"{undecided or SGLANG_DEFAULT_SCRIPT}; {SGLANG_NO_SPEC}")
             for conc in concs.split("x")]  # fmt: skip

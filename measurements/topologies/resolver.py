@@ -46,6 +46,7 @@ class Stage:
     max_batch_size: int | None  # engine cap on running requests per attention-DP rank; None: not decided
     recv_interval: int | None = None  # SGLang --scheduler-recv-interval the recipe sets; None: not set (the engine default, 1)
     token_budget: int | None = None  # prompt tokens one pass takes per attention-DP rank (derive.prefill_budget); None: not set
+    overlap: bool | None = None  # False: the recipe turns the overlap scheduler off (derive.prefill_overlap_off); None: not set
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,8 @@ def _latest(rules: list[dict[str, str]], when: str) -> list[dict[str, str]]:
 
 
 def _signature(rule: dict[str, str]) -> tuple:
-    cols = ("prefill_workers", "prefill_tp", "prefill_ep", "prefill_attention_dp", "prefill_max_batch_size", "prefill_token_budget", "decode_workers",
+    cols = ("prefill_workers", "prefill_tp", "prefill_ep", "prefill_attention_dp", "prefill_max_batch_size", "prefill_token_budget",
+            "prefill_overlap", "decode_workers",
             "decode_tp", "decode_ep", "decode_attention_dp", "decode_max_batch_size", "decode_recv_interval", "nextn")  # fmt: skip
     return tuple(rule[c] for c in cols)
 
@@ -308,7 +310,8 @@ def _topology(rule: dict[str, str], concurrency: int | None) -> Topology:
         dp = rule[f"{s}_attention_dp"]
         return Stage(workers=int(rule[f"{s}_workers"]), tp=int(rule[f"{s}_tp"]), ep=_int(rule[f"{s}_ep"]),
                      attention_dp=None if dp == "" else dp == "true", max_batch_size=_int(rule[f"{s}_max_batch_size"]),
-                     recv_interval=_int(rule.get(f"{s}_recv_interval", "")), token_budget=_int(rule.get(f"{s}_token_budget", "")))  # fmt: skip
+                     recv_interval=_int(rule.get(f"{s}_recv_interval", "")), token_budget=_int(rule.get(f"{s}_token_budget", "")),
+                     overlap=False if rule.get(f"{s}_overlap") == "false" else None)  # fmt: skip
 
     citation = f"{rule['repository']} {rule['file']} @ {rule['commit']} {rule['lines']}: {rule['excerpt']}"
     if rule["recipe_file"]:

@@ -3,7 +3,8 @@ speculative depth, and the benchmark client of its launch path (srt-slurm's sa-b
 launcher's dynamo clients: measurements.topologies.resolver.multinode_client).
 
 ``published_run`` returns the measurement with its layouts, mode, client protocol, MTP
-settings and decode workers' scheduler receive interval (SGLang recipes) replaced by the published ones and a note saying what was replaced, or why the run
+settings, decode workers' scheduler receive interval (SGLang recipes) and prefill workers' overlap
+scheduler (a recipe that turns it off) replaced by the published ones and a note saying what was replaced, or why the run
 cannot be priced from its topology (a speculative mode the config leaves open, an acceptance
 figure not published). A stage whose batch cap the config does not set takes the engine's
 documented default, stated in the note; a prefill batch holds at most the whole prompts of its
@@ -18,7 +19,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from estimator.settings import system_defaults
+from estimator.settings import EngineSettings, system_defaults
 from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
 from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS, dsr1_mtp_accepted
 from measurements.schema import Measurement, Protocol
@@ -65,10 +66,17 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
     protocol = multinode_protocol(multinode_client(topology), m.concurrency)
     settings = m.settings.replace(nextn=nextn, nextn_accepted=accepted)
     if topology.decode.recv_interval is not None:  # a disagg row's recv_interval is its decode workers' (EngineSettings.recv_interval)
-        cited = f"decode scheduler-recv-interval {topology.decode.recv_interval}: {topology.citation}"
-        settings = settings.replace(recv_interval=topology.decode.recv_interval, citation="; ".join(c for c in (settings.citation, cited) if c))
+        settings = _cited(settings, f"decode scheduler-recv-interval {topology.decode.recv_interval}: {topology.citation}",
+                          recv_interval=topology.decode.recv_interval)  # fmt: skip
+    if topology.prefill.overlap is False:  # and its overlap_scheduler its prefill workers'
+        settings = _cited(settings, f"prefill overlap scheduler off: {topology.citation}", overlap_scheduler=False)
     run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol, settings=settings)
     return run, "; ".join(notes)
+
+
+def _cited(settings: EngineSettings, citation: str, **changes) -> EngineSettings:
+    """settings with `changes` and their citation appended."""
+    return settings.replace(**changes, citation="; ".join(c for c in (settings.citation, citation) if c))
 
 
 def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
