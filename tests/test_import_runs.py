@@ -446,6 +446,21 @@ def test_bad_profile_export_blocks_are_refused(tmp_path, deploy, capsys, name, b
     assert needle in _refused(tmp_path, capsys, result, "--deployment", deploy, "--concurrency", 4)
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "needle"),
+    [
+        ("mean_ttft_ms", math.nan, "vllm.json: mean TTFT nan ms is not a finite latency"),
+        ("p99_tpot_ms", math.inf, "vllm.json: p99 TPOT inf ms is not a finite latency"),
+        ("median_tpot_ms", "fast", "vllm.json: median_tpot_ms 'fast' is not a number"),
+    ],
+)
+def test_a_benchmark_serving_statistic_that_is_not_a_latency_is_named(tmp_path, deploy, capsys, key, value, needle):
+    """Before: a NaN or a string statistic was taken for a missing one ('no mean TTFT')."""
+    doc = json.loads((FIXTURES / "vllm_bench_serve.json").read_text()) | {key: value}
+    result = _write(tmp_path, "vllm.json", json.dumps(doc))
+    assert needle in _refused(tmp_path, capsys, result, "--deployment", deploy)
+
+
 @pytest.mark.parametrize("cell", ["inf", "nan", "-inf"])
 def test_a_non_finite_aiperf_csv_cell_is_refused(tmp_path, deploy, capsys, cell):
     text = (FIXTURES / "profile_export_aiperf.csv").read_text().replace("Request Count,40", f"Request Count,{cell}")

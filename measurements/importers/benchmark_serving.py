@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from estimator.errors import InvalidInputError
-from measurements.importers.document import Document, is_measure, latency, measure, not_measure, number
+from measurements.importers.document import Document, is_measure, measure, not_measure, number
 from measurements.importers.result import Lengths, ResultRun, stated
 from measurements.published.derive import replay_range_ratio
 from measurements.schema import STATISTICS
@@ -140,9 +140,9 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
     """The run one result object states."""
     kind = flavour(record)
     arrays = _per_request(record, where)
-    ttft = _file_statistics(record, "ttft") or (_statistics(arrays.ttft_ms) if arrays else {})
-    tpot = _file_statistics(record, "tpot") or (_statistics(arrays.tpot_ms) if arrays else {})
-    itl = _file_statistics(record, "itl")
+    ttft = _file_statistics(record, "ttft", where) or (_statistics(arrays.ttft_ms) if arrays else {})
+    tpot = _file_statistics(record, "tpot", where) or (_statistics(arrays.tpot_ms) if arrays else {})
+    itl = _file_statistics(record, "itl", where)
     tpot_ms = {s: (tpot[s], TPOT_DEFINITION) if s in tpot else (itl[s], ITL_DEFINITION) for s in STATISTICS if s in tpot or s in itl}
     random = record.get("dataset_name") == "random"  # SGLang saves its random dataset's length flags
     derived = []
@@ -244,8 +244,19 @@ def _statistics(values: np.ndarray) -> dict[str, float]:
         return {"mean": float(np.mean(values)), "median": float(np.median(values)), "p99": float(np.percentile(values, 99))}
 
 
-def _file_statistics(record: Mapping[str, Any], metric: str) -> dict[str, float]:
-    return {stat: value for stat in STATISTICS if (value := latency(record.get(f"{stat}_{metric}_ms"))) is not None}
+def _file_statistics(record: Mapping[str, Any], metric: str, where: str) -> dict[str, float]:
+    """The result's own statistics of a metric, ms; one present but not a finite number is kept as inf or NaN,
+    so that the row names it (result._headline) instead of reporting it missing."""
+    out = {}
+    for stat in STATISTICS:
+        key = f"{stat}_{metric}_ms"
+        if record.get(key) is None:
+            continue
+        value = number(record[key])
+        if value is None and not (isinstance(record[key], float) and math.isnan(record[key])):
+            raise InvalidInputError(f"{where}: {key} {record[key]!r} is not a number")
+        out[stat] = math.nan if value is None else value
+    return out
 
 
 def _lengths(record: Mapping[str, Any], arrays: _PerRequest | None, where: str) -> Lengths | None:
