@@ -860,14 +860,16 @@ def _take_in(waiting, n_waiting, j, t, rf, pq, plen, pmin, routed):
 @njit(**LEAF)
 def _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh):
     """Prefill overlap (oracle.tandem): the hand-offs of prefill worker i's latest batch (last_b[i,
-    :last_n[i]], none admitted yet: they arrive at its end) arrive `delay` ms later; each leaves its
-    decode worker's run list and joins it again in arrival order (_arrive)."""
+    :last_n[i]]) still in their decode worker's run list (not admitted) arrive `delay` ms later; each
+    leaves the list and joins it again in arrival order (_arrive)."""
     for x in range(last_n[i]):
         c = last_b[i, x]
         w = bound_to[c]
         at = 0
-        while rq[w, at] != c:
+        while at < rlen[w] and rq[w, at] != c:
             at += 1
+        if at == rlen[w]:  # already admitted (the oracle's admitted_at test; a launch at t precedes the admissions at t)
+            continue
         for y in range(at, rlen[w] - 1):
             rq[w, y] = rq[w, y + 1]
         rlen[w] -= 1

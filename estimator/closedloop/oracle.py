@@ -327,7 +327,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     hand-offs, and at once when it goes idle (sglang-pd-decode-intake.md).
     Prefill overlap (spec.prefill_overlap): a prefill worker that launches a batch the moment its
     previous batch ends sends the previous batch's KV once this launch is done, so those hand-offs
-    arrive prefill_floor_ms (the batch's host launch time) later; a first token sent at the
+    not admitted yet arrive prefill_floor_ms (the batch's host launch time) later; a first token sent at the
     hand-off (first_token_on_admission off) and a one-token request's end keep the batch's end."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
@@ -392,7 +392,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                 continue
             if spec.prefill_overlap and t == p_free[i]:  # launched back to back: the previous batch's KV goes out after this launch
                 for r in last_batch[i]:
-                    if r.made < r.osl:
+                    if r.admitted_at is None and r.made < r.osl:  # still on its way to its decode worker
                         runs[r.decode_worker] = [x for x in runs[r.decode_worker] if x is not r]
                         r.visible = r.visible + spec.prefill_floor_ms
                         arrive(runs[r.decode_worker], r)
