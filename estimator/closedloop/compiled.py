@@ -1102,6 +1102,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     bound_to = np.full(clients, -1)  # each client's decode worker (bound at dispatch or at its hand-off)
     last_b = np.empty((n_prefill, prefill_batch), dtype=np.int64)  # each prefill worker's latest batch
     last_n = np.zeros(n_prefill, dtype=np.int64)
+    last_d = np.zeros(n_prefill)  # and its duration, ms
     waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
@@ -1126,8 +1127,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch)
             if nb == 0:
                 continue
-            if overlap and back_to_back:  # the previous batch's KV goes out after this launch
-                _delay_handoffs(last_b, last_n, i, prefill_floor_ms, rf, bound_to, rq, rlen, rmin, n_coh)
+            delay = prefill_floor_ms - (last_d[i] - prefill_floor_ms)  # this launch's host time past the last batch's GPU time
+            if overlap and back_to_back and delay > 0.0:  # the last batch's KV goes out after this launch
+                _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)
             last_n[i] = 0  # filled with the batch's hand-offs below (a client's index names its next request once it completes)
             for b in range(nb):
                 starts[b] = prefix
@@ -1143,6 +1145,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 break
             end = t + dur
             p_free[i] = end
+            last_d[i] = dur
             counting = cnt[DONE] >= warm
             for b in range(nb):
                 c = batch[b]

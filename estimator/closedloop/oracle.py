@@ -327,7 +327,8 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     hand-offs, and at once when it goes idle (sglang-pd-decode-intake.md).
     Prefill overlap (spec.prefill_overlap): a prefill worker that launches a batch the moment its
     previous batch ends sends the previous batch's KV once this launch is done, so those hand-offs
-    not admitted yet arrive prefill_floor_ms (the batch's host launch time) later; a first token sent at the
+    not admitted yet arrive later by the launch's host time (prefill_floor_ms) less the previous
+    batch's GPU time beyond its own host launch, when positive (the agg calendar's overlap rule); a first token sent at the
     hand-off (first_token_on_admission off) and a one-token request's end keep the batch's end."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
@@ -340,6 +341,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     last_start = [0.0] * d  # each decode worker's latest iteration start, ms
     routed = {"prefill": 0, "decode": 0}
     last_batch: list[list[Request]] = [[] for _ in range(p)]  # each prefill worker's latest batch
+    last_dur = [0.0] * p  # and its duration, ms
 
     def to_prefill(r: Request) -> None:
         pq[routed["prefill"] % p].append(r)
@@ -390,11 +392,12 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             batch = [r for r in pq[i] if r.visible <= t][: spec.prefill_batch]
             if not batch:
                 continue
-            if spec.prefill_overlap and t == p_free[i]:  # launched back to back: the previous batch's KV goes out after this launch
+            delay = spec.prefill_floor_ms - (last_dur[i] - spec.prefill_floor_ms)  # this launch's host time past the last batch's GPU time
+            if spec.prefill_overlap and t == p_free[i] and delay > 0.0:  # launched back to back: the last batch's KV goes out after it
                 for r in last_batch[i]:
                     if r.admitted_at is None and r.made < r.osl:  # still on its way to its decode worker
                         runs[r.decode_worker] = [x for x in runs[r.decode_worker] if x is not r]
-                        r.visible = r.visible + spec.prefill_floor_ms
+                        r.visible = r.visible + delay
                         arrive(runs[r.decode_worker], r)
             last_batch[i] = batch
             dur = prefill_pricer.pass_ms(PassShape(tuple(spec.prefix for _ in batch), tuple(r.new for r in batch), 0, 0))
@@ -402,7 +405,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             if not (0.0 <= dur < math.inf):
                 raise NoProgressError(NONFINITE_MESSAGE)
             end = t + dur
-            p_free[i] = end
+            p_free[i], last_dur[i] = end, dur
             pq[i] = [r for r in pq[i] if not any(r is b for b in batch)]
             counting = run.counting  # decided at batch launch
             for r in batch:
