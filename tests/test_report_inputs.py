@@ -196,6 +196,9 @@ BAD_POINTS = {
     "covered-1": (_set("covered", "1"), "row good (legacy): covered must be True or False, got '1'"),
     "covered-yes": (_set("covered", "yes"), "row good (legacy): covered must be True or False, got 'yes'"),
     "header-only": (lambda f: f.iloc[:0], "holds no points (a header only)"),
+    "model-empty": (_set("model", ""), "row good (legacy): model must not be empty, got an empty cell"),  # was a 'nan' group label
+    "system-blank": (_set("system", "  "), "row good (legacy): system must not be empty, got '  '"),
+    "id-empty": (_set("id", ""), "line 2: id must not be empty, got an empty cell"),
 }
 
 

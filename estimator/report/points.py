@@ -182,6 +182,7 @@ def read_provenance(sidecar: Path) -> dict:
     return record
 
 
+LABEL_COLUMNS = ("id", "method", "backend", "mode", "model", "system", "concurrency_bucket", "source")  # never empty
 MEASURED_COLUMNS = ("ttft_meas_ms", "tpot_meas_ms")  # positive numbers; empty only where not covered (a row the loader refused)
 PREDICTED_COLUMNS = ("ttft_pred_ms", "tpot_pred_ms")  # empty where not predicted, else finite numbers >= 0
 _SETTINGS_TYPES = typing.get_type_hints(EngineSettings)
@@ -199,8 +200,11 @@ _DOMAINS = {
 
 def _checked(points: pd.DataFrame) -> pd.DataFrame:
     """The table with covered read as booleans and the numeric columns as floats; ValueError naming
-    the first point whose covered is not True or False, whose number is outside its column's
-    domain (_DOMAINS), or that repeats an earlier (id, method)."""
+    the first point with an empty label (LABEL_COLUMNS), whose covered is not True or False, whose
+    number is outside its column's domain (_DOMAINS), or that repeats an earlier (id, method)."""
+    for column in LABEL_COLUMNS:  # the keys the page groups and names points by
+        _refuse_first(points, points[column].isna() | (points[column].astype(str).str.strip() == ""), f"{column} must not be empty",
+                      points[column])  # fmt: skip
     flags = points["covered"].astype(str).str.lower()
     _refuse_first(points, ~flags.isin(["true", "false"]), "covered must be True or False", points["covered"])
     points = points.assign(covered=flags == "true")
@@ -225,7 +229,9 @@ def _refuse_first(points: pd.DataFrame, bad: pd.Series, problem: str, values: pd
 
 
 def _point(points: pd.DataFrame, i) -> str:
-    """How a message names the point at index i: its row id and method."""
+    """How a message names the point at index i: its row id and method, or its line when the id is empty."""
+    if pd.isna(points.at[i, "id"]) or not str(points.at[i, "id"]).strip():
+        return f"line {i + 2}"
     return f"row {points.at[i, 'id']} ({points.at[i, 'method']})"
 
 
