@@ -182,7 +182,7 @@ def read_provenance(sidecar: Path) -> dict:
     return record
 
 
-LABEL_COLUMNS = ("id", "method", "backend", "mode", "model", "system", "concurrency_bucket", "source")  # never empty
+LABEL_COLUMNS = ("id", "method", "backend", "mode", "model", "system", "concurrency_bucket", "source")  # never empty where covered
 MEASURED_COLUMNS = ("ttft_meas_ms", "tpot_meas_ms")  # positive numbers; empty only where not covered (a row the loader refused)
 PREDICTED_COLUMNS = ("ttft_pred_ms", "tpot_pred_ms")  # empty where not predicted, else finite numbers >= 0
 _SETTINGS_TYPES = typing.get_type_hints(EngineSettings)
@@ -200,14 +200,15 @@ _DOMAINS = {
 
 def _checked(points: pd.DataFrame) -> pd.DataFrame:
     """The table with covered read as booleans and the numeric columns as floats; ValueError naming
-    the first point with an empty label (LABEL_COLUMNS), whose covered is not True or False, whose
-    number is outside its column's domain (_DOMAINS), or that repeats an earlier (id, method)."""
-    for column in LABEL_COLUMNS:  # the keys the page groups and names points by
-        _refuse_first(points, points[column].isna() | (points[column].astype(str).str.strip() == ""), f"{column} must not be empty",
-                      points[column])  # fmt: skip
+    the first point whose covered is not True or False, with an empty id or method or, covered, an
+    empty label (LABEL_COLUMNS), whose number is outside its column's domain (_DOMAINS), or that
+    repeats an earlier (id, method)."""
     flags = points["covered"].astype(str).str.lower()
     _refuse_first(points, ~flags.isin(["true", "false"]), "covered must be True or False", points["covered"])
     points = points.assign(covered=flags == "true")
+    for column in LABEL_COLUMNS:  # the keys the page groups covered points by (a refused row may lack them)
+        empty = points[column].isna() | (points[column].astype(str).str.strip() == "")
+        _refuse_first(points, empty & (points["covered"] | (column in ("id", "method"))), f"{column} must not be empty", points[column])
     repeated = points.duplicated(["id", "method"])
     if repeated.any():
         raise ValueError(f"{_point(points, repeated.idxmax())} appears more than once: a table holds one point per measured row and method")
