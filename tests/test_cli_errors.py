@@ -456,6 +456,10 @@ def test_argument_errors_are_one_line_with_a_hint(argv, named, capsys):
     assert exit_.value.code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ") and named in err, err
 
 
+# The labels a covered point needs (report.points.LABEL_COLUMNS) beside the id and method.
+POINT_LABELS = {"backend": "vllm", "mode": "agg", "model": "Qwen/Qwen3-32B", "system": "h200_sxm", "concurrency_bucket": "2-4", "source": "user"}
+
+
 @pytest.mark.parametrize("column,value,named", [
     ("ttft_meas_ms", "0", "ttft_meas_ms must be a positive number, got '0"),
     ("tpot_meas_ms", "abc", "tpot_meas_ms must be a positive number, got 'abc'"),
@@ -464,8 +468,9 @@ def test_argument_errors_are_one_line_with_a_hint(argv, named, capsys):
 def test_a_points_file_with_a_bad_number_is_one_line_naming_the_row(tmp_path, column, value, named, capsys):
     from estimator.report.points import POINT_COLUMNS
 
-    row = dict.fromkeys(POINT_COLUMNS, "") | {"id": "r1", "method": "legacy", "covered": "True", "ttft_meas_ms": "100", "tpot_meas_ms": "10",
-                                               "ttft_pred_ms": "90", "tpot_pred_ms": "9", "concurrency": "4", "isl": "1024", "osl": "1024"}  # fmt: skip
+    row = dict.fromkeys(POINT_COLUMNS, "") | POINT_LABELS | {"id": "r1", "method": "legacy", "covered": "True", "ttft_meas_ms": "100",
+                                                             "tpot_meas_ms": "10", "ttft_pred_ms": "90", "tpot_pred_ms": "9", "concurrency": "4",
+                                                             "isl": "1024", "osl": "1024"}  # fmt: skip
     path = tmp_path / "points.csv"
     pd.DataFrame([row | {column: value}], columns=list(POINT_COLUMNS)).to_csv(path, index=False)
     line = one_error_line(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")], capsys)
@@ -475,8 +480,9 @@ def test_a_points_file_with_a_bad_number_is_one_line_naming_the_row(tmp_path, co
 def test_a_points_file_with_fewer_rows_than_its_provenance_is_refused_unless_allowed(tmp_path, capsys):
     from estimator.report.points import POINT_COLUMNS, write_points
 
-    row = dict.fromkeys(POINT_COLUMNS) | {"id": "r1", "method": "legacy", "covered": True, "ttft_meas_ms": 100.0, "tpot_meas_ms": 10.0,
-                                           "ttft_pred_ms": 90.0, "tpot_pred_ms": 9.0, "concurrency": 4, "isl": 1024, "osl": 1024}  # fmt: skip
+    row = dict.fromkeys(POINT_COLUMNS) | POINT_LABELS | {"id": "r1", "method": "legacy", "covered": True, "ttft_meas_ms": 100.0,
+                                                         "tpot_meas_ms": 10.0, "ttft_pred_ms": 90.0, "tpot_pred_ms": 9.0, "concurrency": 4,
+                                                         "isl": 1024, "osl": 1024}  # fmt: skip
     path = tmp_path / "points.csv"
     write_points(pd.DataFrame([row], columns=list(POINT_COLUMNS)), path, {"data_rows": 2})
     argv = ["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]

@@ -419,7 +419,7 @@ def test_decode_recv_interval_is_sglangs_alone():
     """A TRT-LLM disagg run has no receive interval to set; an SGLang one binds its decode worker at dispatch and
     replays its prefill workers' overlap loop unless the run turns it off."""
     from estimator.closedloop.protocol import parse_protocol
-    from estimator.closedloop.runs import DisaggRun, tandem_engine_case
+    from estimator.closedloop.runs import DisaggRun, replay_run, tandem_engine_case
 
     def run(backend, interval):
         worker = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", backend, tp=2)
@@ -433,6 +433,8 @@ def test_decode_recv_interval_is_sglangs_alone():
     assert not trtllm.decode_bound_at_dispatch and not trtllm.prefill_overlap
     off = dataclasses.replace(run("sglang", 1), prefill_overlap=False)
     assert not tandem_engine_case(off, parse_protocol("steady"), "native").spec.prefill_overlap
+    with pytest.raises(InvalidInputError, match="reads its launch facts from the run"):
+        replay_run(run("sglang", 10), EngineSettings(8192, True, recv_interval=10))
 
 
 def test_throughput_scales_with_pp_and_attention_dp():

@@ -5,10 +5,11 @@ settings and the client protocol in, a typed result out.
 (its rows converted once at the edge, estimator.closedloop.rows), ``estimate --closed-loop`` and
 the refined-SLA sweeps call. Agg runs replay one attention-DP rank at C = ``batch_size`` with the
 engine's scheduler settings (``None``: the backend's documented defaults); disagg runs replay the
-whole P/D system at C = ``concurrency``: the tandem reads no scheduler settings yet, its prefill
-batches take the framework's eager floor (host.py) and a request's first token goes out when a
-decode worker admits it (TandemSpec.first_token_on_admission), a busy TRT-LLM or SGLang worker one
-iteration after seeing it (ADMISSION_LAG).
+whole P/D system at C = ``concurrency``: the tandem reads two launch facts from the run (the SGLang
+decode workers' receive interval, the prefill workers' overlap scheduler) and no other scheduler
+setting, its prefill batches take the framework's eager floor (host.py) and a request's first token
+goes out when a decode worker admits it (TandemSpec.first_token_on_admission), a busy TRT-LLM or
+SGLang worker one iteration after seeing it (ADMISSION_LAG).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def replay_run(run: Run, settings: EngineSettings | None = None, protocol: Stead
     protocol = parse_protocol(protocol)
     if isinstance(run, DisaggRun):
         if settings is not None:
-            raise InvalidInputError("a disagg run's replay reads no engine settings yet (the P/D tandem); pass settings=None")
+            raise InvalidInputError("a disagg run's replay reads its launch facts from the run (DisaggRun), not engine settings; pass settings=None")
         case = tandem_engine_case(run, protocol, pricer)
     else:
         case = agg_engine_case(run, settings, protocol, pricer)
