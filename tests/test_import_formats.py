@@ -97,6 +97,16 @@ def test_inferencex_result_takes_lengths_from_the_kept_length_arrays_without_fai
     assert (row.measured_date, row.ttft_ms) == (f"{doc['date'][:4]}-{doc['date'][4:6]}-{doc['date'][6:8]}", doc["mean_ttft_ms"])
 
 
+@pytest.mark.parametrize(
+    ("name", "key", "stamp"),
+    [("inferencex_benchmark_serving.json", "date", "20261399-101500"), ("profile_export_aiperf.json", "start_time", "2026-02-30T10:00:00")],
+)
+def test_a_date_stamp_naming_no_calendar_day_is_not_a_measured_date(tmp_path, name, key, stamp):
+    """Before: '2026-13-99' went into the row as its measured date."""
+    (row,) = _rows(_write(tmp_path, name, _doc(name) | {key: stamp}))
+    assert row.measured_date is None
+
+
 def test_sglang_lines_take_the_random_dataset_flags_and_the_per_request_count():
     lines = [json.loads(line) for line in (FIXTURES / "sglang_bench_serving.jsonl").read_text().splitlines()]
     rows = _rows(FIXTURES / "sglang_bench_serving.jsonl")

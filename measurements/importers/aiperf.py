@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from measurements.importers import profile_export as pe
-from measurements.importers.document import Document, measure, section
+from measurements.importers.document import Document, calendar_date, measure, section
 from measurements.importers.result import ResultRun, stated
 
 CLIENT = "aiperf profile"
@@ -51,9 +51,9 @@ def matches(document: Document) -> str | None:
 def runs(document: Document) -> list[ResultRun]:
     doc = document.objects()[0]
     config = section(doc, "input_config")
-    date = re.match(r"^\d{4}-\d{2}-\d{2}", str(doc.get("start_time") or ""))
+    date = re.match(r"^(\d{4})-(\d{2})-(\d{2})", str(doc.get("start_time") or ""))
     notes = {"client": "aiperf", **({"was_cancelled": "true"} if doc.get("was_cancelled") else {})}
-    return [run(doc, config, str(document.path), CLIENT, CITATION, date[0] if date else None, notes)]
+    return [run(doc, config, str(document.path), CLIENT, CITATION, calendar_date(*date.groups()) if date else None, notes)]
 
 
 def run(metrics: Mapping[str, Any], config: Mapping[str, Any], where: str, client: str, citation: str, date: str | None,

@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from estimator.errors import InvalidInputError
-from measurements.importers.document import Document, is_measure, measure, not_measure, number
+from measurements.importers.document import Document, calendar_date, is_measure, measure, not_measure, number
 from measurements.importers.result import Lengths, ResultRun, stated
 from measurements.published.derive import replay_range_ratio
 from measurements.schema import STATISTICS
@@ -281,6 +281,6 @@ def _lengths(record: Mapping[str, Any], arrays: _PerRequest | None, where: str) 
 
 
 def _date(value: Any) -> str | None:
-    """The ISO date of the client's %Y%m%d-%H%M%S stamp (None when absent or another form)."""
+    """The ISO date of the client's %Y%m%d-%H%M%S stamp (None when absent, another form or no calendar day)."""
     match = re.match(r"^(\d{4})(\d{2})(\d{2})-\d{6}$", str(value)) if value else None
-    return f"{match[1]}-{match[2]}-{match[3]}" if match else None
+    return calendar_date(*match.groups()) if match else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +25,14 @@ class Document:
         if not self.json or not all(isinstance(v, Mapping) for v in self.json):
             return None
         return self.json
+
+
+def calendar_date(year: str, month: str, day: str) -> str | None:
+    """The ISO date YYYY-MM-DD of a client's date stamp, or None when it names no calendar day (2026-13-99)."""
+    try:
+        return datetime.date(int(year), int(month), int(day)).isoformat()
+    except ValueError:
+        return None
 
 
 def number(value: Any) -> float | None:
