@@ -87,6 +87,16 @@ def test_a_refused_row_is_reported_uncovered_and_the_others_complete(runs, tmp_p
     assert main(["report", "--from-points", str(tmp_path / "p.csv"), "--out", str(tmp_path / "again.html")]) == 0  # the table reads back
 
 
+def test_a_row_with_more_pipeline_stages_than_layers_is_uncovered_by_every_method(runs, tmp_path):
+    """pp 1000 on a 64-layer model was priced by every method (a silently wrong result)."""
+    report(tmp_path, "--measurements", str(with_bad_row(runs, tmp_path, {"agg_pp": "1000"})))
+    points = pd.read_csv(tmp_path / "p.csv")
+    bad = points[points["id"] == "bad"]
+    assert len(bad) > 0 and not bad["covered"].any()
+    assert bad["reason"].str.contains("pp size 1000 exceeds the 64 layers of 'Qwen/Qwen3-32B'", regex=False).all()
+    assert points[points["id"] == "good"]["covered"].all()
+
+
 @pytest.mark.parametrize(
     ("edit", "named"),
     [

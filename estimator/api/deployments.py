@@ -9,7 +9,7 @@ import math
 from estimator.api.flags import Param
 from estimator.deployment import Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
-from estimator.models.config import model_shape, require_native
+from estimator.models.config import model_shape, require_native, require_pipeline_fits
 from estimator.pricing import AUTO, PRICERS, resolve_pricer
 
 DEPLOYMENT, LAYOUT, QUANTIZATION, PRICING = "deployment", "parallel layout", "quantization", "pricing"
@@ -57,8 +57,7 @@ def check_fits_model(model: str, pp: int, tokens: int, allow_long_context: bool,
     """InvalidInputError unless the model has at least pp layers and, unless allow_long_context,
     its context holds the `tokens` (`what`) of a request."""
     shape = model_shape(model)
-    if shape.num_layers is not None and pp > shape.num_layers:
-        raise InvalidInputError(f"pp size {pp} exceeds the {shape.num_layers} layers of {model!r}")
+    require_pipeline_fits(model, pp, shape.num_layers)
     if not allow_long_context and shape.max_context is not None and tokens > shape.max_context:
         raise InvalidInputError(f"{what} ({tokens}) exceeds the max_position_embeddings ({shape.max_context}) of {model!r}; "
                                 "--allow-long-context estimates beyond it")  # fmt: skip

@@ -167,6 +167,13 @@ def linear_attention_layers(model: str) -> int:
     return sum(1 for kind in layer_types if kind == "linear_attention")
 
 
+def require_pipeline_fits(model: str, pp: int, layers: int | None) -> None:
+    """InvalidInputError when pp pipeline stages exceed the model's decoder layers (a stage holds at least one;
+    layers None: the config does not say)."""
+    if layers is not None and pp > layers:
+        raise InvalidInputError(f"pp size {pp} exceeds the {layers} layers of {model!r}: a pipeline stage holds at least one")
+
+
 @memo()
 def model_shape(model: str) -> ModelShape:
     """The layer count and context length of any model's config (its text config's for a multimodal

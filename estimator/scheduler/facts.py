@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from estimator.caching import memo
 from estimator.deployment import Deployment
 from estimator.models import QuantModes, resolve_model_config, weight_bytes
-from estimator.models.config import is_natively_modelled
+from estimator.models.config import is_natively_modelled, require_pipeline_fits
 from estimator.perf.system_spec import SystemSpec, load_system_spec, quant_profile
 from estimator.perf.versions import resolve_version
 from estimator.pricing import Pricer, make_pricer, native_model, resolve_pricer
@@ -65,10 +65,11 @@ class DeploymentFacts:
 
 @memo()
 def deployment_facts(deployment: Deployment) -> DeploymentFacts:
-    """DeploymentFacts of a deployment (cached): native for the dense families, else the reference's model."""
-    if is_natively_modelled(deployment.model):
-        return native_facts(deployment)
-    return reference_facts(deployment)
+    """DeploymentFacts of a deployment (cached): native for the dense families, else the reference's model.
+    InvalidInputError for more pipeline stages than the model has decoder layers (a stage holds at least one)."""
+    facts = native_facts(deployment) if is_natively_modelled(deployment.model) else reference_facts(deployment)
+    require_pipeline_fits(deployment.model, deployment.pp, facts.num_layers)
+    return facts
 
 
 def native_facts(deployment: Deployment) -> DeploymentFacts:
