@@ -489,6 +489,8 @@ def test_bad_aiperf_loadgen_facts_are_refused(tmp_path, deploy, capsys):
         ({"gemm_quant": "bogus"}, "unknown gemm quant mode 'bogus'"),
         ({"moe_quant": "fp9"}, "unknown moe quant mode 'fp9'"),
         ({"model": "deepseek-ai/DeepSeek-V3", "moe_quant": "fp9"}, "unknown moe quant mode 'fp9'"),  # no native builder
+        ({"image": ["a", "b"]}, "image must be a text value, got ['a', 'b']"),  # was written as the text "['a', 'b']"
+        ({"precision": {"fp8": True}}, "precision must be a text value, got {'fp8': True}"),
     ],
 )
 def test_bad_deployment_values_are_refused_when_the_file_is_read(tmp_path, capsys, change, needle):

@@ -152,8 +152,8 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
         agg=agg,
         prefill=prefill,
         decode=decode,
-        image=_opt_str(doc.get("image")),
-        precision=_opt_str(doc.get("precision")),
+        image=_opt_str(doc, "image", where),
+        precision=_opt_str(doc, "precision", where),
         gemm_quant=gemm_quant,
         moe_quant=moe_quant,
         settings=settings,
@@ -177,7 +177,7 @@ def _quant_modes(doc: Mapping, config: ModelConfig | None, backend: str, where: 
     """(gemm_quant, moe_quant) of the file (None: inferred from the checkpoint); InvalidInputError naming
     one that is not a known quant mode of its kind (every model), or one the natively modelled model's
     checkpoint cannot take (`infer_quant`)."""
-    gemm, moe = _opt_str(doc.get("gemm_quant")), _opt_str(doc.get("moe_quant"))
+    gemm, moe = _opt_str(doc, "gemm_quant", where), _opt_str(doc, "moe_quant", where)
     try:
         check_overrides(QuantOverrides(gemm=gemm, moe=moe))
     except InvalidInputError as exc:
@@ -251,7 +251,11 @@ def _settings(engine: Any, defaults: EngineSettings, path: str) -> tuple[EngineS
     return settings, tuple(k for k in engine if k not in IGNORED_ENGINE_KEYS and engine[k] is not None)
 
 
-def _opt_str(value: Any) -> str | None:
+def _opt_str(doc: Mapping[str, Any], key: str, where: str) -> str | None:
+    """An optional text key: None when absent or empty; InvalidInputError naming a list or mapping."""
+    value = doc.get(key)
+    if isinstance(value, (list, dict)):
+        raise InvalidInputError(f"{where}: {key} must be a text value, got {value!r}")
     return None if value in (None, "") else str(value)
 
 
