@@ -1057,8 +1057,10 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     next event costs O(P + D). A decode worker's run list is sorted by visible (oracle.arrive), so
     its eligible requests are a leading run, and its batch is a cohort that decodes in every
     iteration plus the first eligible hand-offs up to decode_max, which then join it (any k: see
-    decode_progress). ints and floats are TandemSpec.pack's slots.
-    Returns (status, stats, completed born, completed at)."""
+    decode_progress). Under a decode intake interval a request bound to a busy decode worker waits
+    in that worker's `waiting` list until an intake (_take_in); under prefill overlap a back-to-back
+    launch re-times the previous batch's hand-offs (_delay_handoffs). ints and floats are
+    TandemSpec.pack's slots. Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
     bound, requests, admit, lag = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0, ints[T_LAG] != 0
