@@ -131,6 +131,10 @@ class EngineSettings:
         """A copy with `changes` (validated)."""
         return dataclasses.replace(self, **changes)
 
+    def cited(self, citation: str, **changes: Any) -> EngineSettings:
+        """A copy with `changes` and `citation` (where they come from) appended to the citation."""
+        return self.replace(**changes, citation="; ".join(c for c in (self.citation, citation) if c))
+
 
 FIELDS: Mapping[str, dataclasses.Field] = MappingProxyType({f.name: f for f in dataclasses.fields(EngineSettings)})
 POINT_FIELDS = tuple(name for name, f in FIELDS.items() if f.metadata[POINT])  # the points table's settings columns, in order

@@ -834,15 +834,20 @@ def _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible, pq, 
     if not _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, born, visible):
         return
     if at_dispatch:
-        w = routed[1] % n_coh.shape[0]
-        routed[1] += 1
+        w = _round_robin(routed, 1, n_coh.shape[0])
         bound_to[c] = w
         if interval > 1 and n_coh[w] > 0:
             waiting[w, n_waiting[w]] = c
             n_waiting[w] += 1
             return
-    _enqueue(pq, plen, pmin, routed[0] % pq.shape[0], c, visible)
-    routed[0] += 1
+    _enqueue(pq, plen, pmin, _round_robin(routed, 0, pq.shape[0]), c, visible)
+
+
+@njit(**LEAF)
+def _round_robin(routed, slot, n):
+    """The next of n workers by round-robin counter routed[slot] (oracle.tandem to_prefill / next_decode), which advances."""
+    routed[slot] += 1
+    return (routed[slot] - 1) % n
 
 
 @njit(**LEAF)
@@ -852,8 +857,7 @@ def _take_in(waiting, n_waiting, j, t, rf, pq, plen, pmin, routed):
     for x in range(n_waiting[j]):
         c = waiting[j, x]
         rf[c, VISIBLE] = max(rf[c, VISIBLE], t)
-        _enqueue(pq, plen, pmin, routed[0] % pq.shape[0], c, rf[c, VISIBLE])
-        routed[0] += 1
+        _enqueue(pq, plen, pmin, _round_robin(routed, 0, pq.shape[0]), c, rf[c, VISIBLE])
     n_waiting[j] = 0
 
 
@@ -1162,12 +1166,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                     rf[c, VISIBLE] = end + handoff
                     last_b[i, last_n[i]] = c
                     last_n[i] += 1
-                    if at_dispatch:
-                        w = bound_to[c]
-                    else:
-                        w = routed[1] % n_decode
-                        routed[1] += 1
-                        bound_to[c] = w
+                    if not at_dispatch:
+                        bound_to[c] = _round_robin(routed, 1, n_decode)
+                    w = bound_to[c]
                     _arrive(rq, rlen, rmin, w, c, rf)
                     if n_coh[w] > 0:
                         rmin[w] = -np.inf

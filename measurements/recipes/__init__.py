@@ -51,7 +51,7 @@ def with_launch_kv_cache(settings: EngineSettings, source: str, engine: str, mod
     citation = launched_fp8_kv_cache(engine, model, precision, system, mode, image) if source == INFERENCEX else None
     if citation is None or settings.kv_cache_dtype is not None:
         return settings
-    return settings.replace(kv_cache_dtype="fp8", citation="; ".join(c for c in (settings.citation, f"KV cache: {citation}") if c))
+    return settings.cited(f"KV cache: {citation}", kv_cache_dtype="fp8")
 
 
 def with_vllm_async_scheduling(settings: EngineSettings, source: str, engine: str, model: str) -> EngineSettings:
@@ -61,7 +61,7 @@ def with_vllm_async_scheduling(settings: EngineSettings, source: str, engine: st
     if fact is None:
         return settings
     on, citation = fact
-    return settings.replace(overlap_scheduler=on, citation="; ".join(c for c in (settings.citation, f"async scheduling: {citation}") if c))
+    return settings.cited(f"async scheduling: {citation}", overlap_scheduler=on)
 
 
 def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:

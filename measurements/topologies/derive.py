@@ -144,9 +144,10 @@ class Recipes:
             spec = cfg.get("speculative_config") or {}
             steps = spec.get("num_nextn_predict_layers", cfg.get("speculative-num-steps"))
             out[f"{stage}_nextn"] = steps if steps is not None else (0 if stage == "decode" else None)
-        out["decode_recv_interval"] = (engine.get("decode") or {}).get("scheduler-recv-interval")
-        out["prefill_token_budget"] = prefill_budget(engine.get("prefill") or {})
-        out["prefill_overlap"] = "false" if prefill_overlap_off(engine.get("prefill") or {}, backend.get("prefill_environment") or {}) else ""
+        prefill, decode = engine.get("prefill") or {}, engine.get("decode") or {}
+        out["decode_recv_interval"] = decode.get("scheduler-recv-interval")
+        out["prefill_token_budget"] = prefill_budget(prefill)
+        out["prefill_overlap"] = "false" if prefill_overlap_off(prefill, backend.get("prefill_environment") or {}) else ""
         return out
 
 

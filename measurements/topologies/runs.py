@@ -19,7 +19,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from estimator.settings import EngineSettings, system_defaults
+from estimator.settings import system_defaults
 from measurements.clients import AIC_GAP_ANALYSIS, INFERENCEX
 from measurements.recipes.models import DSR1_MODELS, GPTOSS_MODELS, dsr1_mtp_accepted
 from measurements.schema import Measurement, Protocol
@@ -66,17 +66,12 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
     protocol = multinode_protocol(multinode_client(topology), m.concurrency)
     settings = m.settings.replace(nextn=nextn, nextn_accepted=accepted)
     if topology.decode.recv_interval is not None:  # a disagg row's recv_interval is its decode workers' (EngineSettings.recv_interval)
-        settings = _cited(settings, f"decode scheduler-recv-interval {topology.decode.recv_interval}: {topology.citation}",
-                          recv_interval=topology.decode.recv_interval)  # fmt: skip
+        settings = settings.cited(f"decode scheduler-recv-interval {topology.decode.recv_interval}: {topology.citation}",
+                                  recv_interval=topology.decode.recv_interval)  # fmt: skip
     if topology.prefill.overlap is False:  # and its overlap_scheduler its prefill workers'
-        settings = _cited(settings, f"prefill overlap scheduler off: {topology.citation}", overlap_scheduler=False)
+        settings = settings.cited(f"prefill overlap scheduler off: {topology.citation}", overlap_scheduler=False)
     run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol, settings=settings)
     return run, "; ".join(notes)
-
-
-def _cited(settings: EngineSettings, citation: str, **changes) -> EngineSettings:
-    """settings with `changes` and their citation appended."""
-    return settings.replace(**changes, citation="; ".join(c for c in (settings.citation, citation) if c))
 
 
 def _drafts(m: Measurement, topology: Topology) -> tuple[int, float, str] | str:
