@@ -96,6 +96,10 @@ class EngineSettings:
         "KV-cache share of the memory left after weights and activations (TRT-LLM "
         "kv_cache_config.free_gpu_memory_fraction) of a documented launch, 0 < this <= 1; empty: undocumented. The "
         "closed-loop replay caps running requests by it on natively modelled TRT-LLM agg rows only", point=True))  # fmt: skip
+    gpu_memory_utilization: float | None = field(default=None, metadata=_doc(
+        "share of each GPU's memory for weights, activations and the KV cache (vLLM --gpu-memory-utilization, 0.9 by "
+        "default), 0 < this <= 1; empty: undocumented. The closed-loop replay caps a vLLM agg rank's running requests by "
+        "the KV pool it leaves (estimator.closedloop.runs.kv_capped)", point=True))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))
@@ -116,9 +120,10 @@ class EngineSettings:
         _set(self, "kv_cache_dtype", _kv_cache_dtype(self.kv_cache_dtype))
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
-        fraction = self.kv_free_memory_fraction
-        if fraction is not None and (not _is_number(fraction) or not 0.0 < fraction <= 1.0):
-            raise InvalidInputError(f"kv_free_memory_fraction must be within (0, 1], got {fraction!r}")
+        for name in ("kv_free_memory_fraction", "gpu_memory_utilization"):
+            fraction = getattr(self, name)
+            if fraction is not None and (not _is_number(fraction) or not 0.0 < fraction <= 1.0):
+                raise InvalidInputError(f"{name} must be within (0, 1], got {fraction!r}")
         if self.origin not in (DEFAULT_ORIGIN, SOURCE_ORIGIN):
             raise InvalidInputError(f"origin must be {SOURCE_ORIGIN!r} or {DEFAULT_ORIGIN!r}, got {self.origin!r}")
 
@@ -229,7 +234,8 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
     {
         Backend.VLLM: (
             "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI API server; V1 chunks prefill by default); "
-            "vllm/config/scheduler.py SchedulerConfig.async_scheduling (on by default from 0.14.0, False through 0.13)"
+            "vllm/config/scheduler.py SchedulerConfig.async_scheduling (on by default from 0.14.0, False through 0.13); "
+            "vllm/config/cache.py CacheConfig.gpu_memory_utilization 0.9"
         ),  # fmt: skip
         Backend.SGLANG: (
             "sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory; max_running_requests from the KV "
@@ -250,6 +256,9 @@ TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 
 # (scheduler.py 0.13.0 L133). estimator/docs/evidence/first-token-path.md section 1c.
 VLLM_ASYNC_SCHEDULING_FROM = "0.14.0"
 
+# vLLM's default share of GPU memory for weights, activations and KV cache (CacheConfig.gpu_memory_utilization)
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
+
 
 def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, version: str | None = None) -> EngineSettings:
     """The serving engine's documented default settings on a GPU with gpu_memory_bytes of memory, for the
@@ -257,7 +266,7 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
 
     * vLLM V1 (``vllm serve``): budget 8192 and 1024 running requests on GPUs of at least 70 GiB
       that are not A100s, else 2048 and 256; chunked prefill on; async scheduling (overlap) from
-      VLLM_ASYNC_SCHEDULING_FROM, none before;
+      VLLM_ASYNC_SCHEDULING_FROM, none before; 0.9 of GPU memory for weights, activations and KV;
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
       running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
       (piecewise CUDA graphs off by default through 0.5.9) at the published per-architecture cost;
@@ -270,7 +279,8 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
     citation = ENGINE_DEFAULT_CITATIONS[backend]
     if backend is Backend.VLLM:
         overlap = not _released_before(version, VLLM_ASYNC_SCHEDULING_FROM)
-        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=overlap, eager_layer_ms=0.0, citation=citation)
+        return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=overlap, eager_layer_ms=0.0,
+                              gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION, citation=citation)  # fmt: skip
     if backend is Backend.SGLANG:
         return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False, citation=citation)
     return EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS, citation=citation)
@@ -296,11 +306,10 @@ def reference_settings(ctx_tokens: int) -> EngineSettings:
     return EngineSettings(int(ctx_tokens), True, None, overlap_scheduler=False)
 
 
-def kv_running_cap(pool_bytes: float, kv_bytes_per_sequence: Callable[[int], float], mean_isl: float, mean_osl: float) -> int | None:
-    """The running requests TensorRT-LLM's default capacity policy (``GUARANTEED_NO_EVICT``: a request
-    is admitted only with room for its whole prompt and output) holds in a KV-cache pool of pool_bytes
-    per GPU at mean lengths of mean_isl and mean_osl tokens (>= 1); None when the memory model leaves
-    no pool (it is then no evidence of a limit)."""
+def kv_running_cap(pool_bytes: float, kv_bytes_per_sequence: Callable[[int], float], held_tokens: float) -> int | None:
+    """The running requests a KV-cache pool of pool_bytes per GPU holds when each holds held_tokens
+    tokens (>= 1; rounded up), at least 1; None when the memory model leaves no pool (it is then no
+    evidence of a limit)."""
     if not pool_bytes > 0:
         return None
-    return max(1, int(pool_bytes // kv_bytes_per_sequence(math.ceil(mean_isl + mean_osl))))
+    return max(1, int(pool_bytes // kv_bytes_per_sequence(math.ceil(held_tokens))))

@@ -141,6 +141,7 @@ ADDED_COLUMNS = frozenset(
         "nextn_accepted",
         "shape_compile_ms",
         "kv_free_memory_fraction",
+        "gpu_memory_utilization",
         "num_warmups",
         *(f.name for f in dataclasses.fields(Statistics)),
     }

@@ -46,7 +46,7 @@ from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
 from estimator.scheduler import AggPoint, run_agg
 from estimator.scheduler.facts import deployment_facts
-from estimator.scheduler.memory import kv_pool_bytes
+from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
 from estimator.settings import TRTLLM_REQUEST_PATH_MS, EngineSettings, engine_defaults, kv_running_cap, served_kv_cache_dtype
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
@@ -293,8 +293,8 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
 @pytest.mark.parametrize(
     "backend,system,gib,want",
     [
-        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0)),
-        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0)),
+        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9)),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9)),
         ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False)),
         ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False)),
         ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS)),
@@ -1010,8 +1010,19 @@ def test_refine_command_round_trip(tmp_path, capsys):
         ("rows.csv", "out.csv", ["--budget", "8192", "--kv-free-memory-fraction", "1.5"]),
         ("rows.csv", "out.csv", ["--kv-free-memory-fraction", "0.9"]),
         ("rows.csv", "out.csv", ["--budget", "8192", "--pricing", "row", "--kv-free-memory-fraction", "0.9"]),
+        ("rows.csv", "out.csv", ["--gpu-memory-utilization", "0.9"]),
+        ("rows.csv", "out.csv", ["--budget", "8192", "--gpu-memory-utilization", "0"]),
     ],
-    ids=["bad-format", "bad-budget", "missing-input", "bad-kv-fraction", "kv-fraction-without-budget", "kv-fraction-row-pricing"],
+    ids=[
+        "bad-format",
+        "bad-budget",
+        "missing-input",
+        "bad-kv-fraction",
+        "kv-fraction-without-budget",
+        "kv-fraction-row-pricing",
+        "utilization-without-budget",
+        "bad-utilization",
+    ],  # fmt: skip
 )
 def test_refine_command_rejects_bad_input(tmp_path, capsys, source, target, flags):
     pd.DataFrame([AGG_ROW]).to_csv(tmp_path / "rows.csv", index=False)
@@ -1041,10 +1052,10 @@ def test_kv_running_cap_reserves_whole_requests():
     """GUARANTEED_NO_EVICT: a request holds the KV bytes of its prompt and output; at least one runs;
     no pool, no cap."""
     per_token = lambda n: 10.0 * n  # noqa: E731
-    assert kv_running_cap(10_500.0, per_token, 40.0, 60.0) == 10
-    assert kv_running_cap(9_950.0, per_token, 40.0, 59.5) == 9  # ceil(99.5) = 100 tokens a request (99 would hold 10)
-    assert kv_running_cap(999.0, per_token, 40.0, 60.0) == 1
-    assert kv_running_cap(0.0, per_token, 40.0, 60.0) is None and kv_running_cap(-5.0, per_token, 40.0, 60.0) is None
+    assert kv_running_cap(10_500.0, per_token, 100.0) == 10
+    assert kv_running_cap(9_950.0, per_token, 99.5) == 9  # ceil(99.5) = 100 tokens a request (99 would hold 10)
+    assert kv_running_cap(999.0, per_token, 100.0) == 1
+    assert kv_running_cap(0.0, per_token, 100.0) is None and kv_running_cap(-5.0, per_token, 100.0) is None
 
 
 def test_trtllm_kv_pool_is_the_fraction_of_what_the_reserve_leaves():
@@ -1072,12 +1083,60 @@ def test_trtllm_replay_caps_running_requests_at_the_kv_pool():
     facts = deployment_facts(KV_TRT)
     fraction = 0.02
     pool = kv_pool_bytes(facts, POLICIES[KV_TRT.backend], 8192, fraction)
-    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.9 * 4096, 0.9 * 256)
+    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.9 * 4096 + 0.9 * 256)
     assert 1 <= cap < 32
     capped, free = _kv_replay(32, fraction), _kv_replay(32, None)
     assert (capped["max_num_seqs"], free["max_num_seqs"]) == (cap, 32)
     assert capped["ttft"] > 2 * free["ttft"]
     assert _kv_replay(4, 0.9) == _kv_replay(4, None) | {"kv_free_memory_fraction": 0.9}
+
+
+KV_VLLM = Deployment("Qwen/Qwen3-32B", "h100_sxm", "vllm", tp=1)
+
+
+def _vllm_replay(bs, utilization, isl=4096, osl=256):
+    row = dict(run_agg(KV_VLLM, AggPoint(isl, osl, bs)).row)
+    settings = EngineSettings(8192, True, max_num_seqs=bs, gpu_memory_utilization=utilization)
+    return closed_loop_for_agg_row(row, KV_VLLM, settings=settings, protocol=Benchmark(prompts_per_client=2))
+
+
+def test_vllm_kv_pool_is_the_utilization_less_the_weights():
+    facts = deployment_facts(KV_VLLM)
+    assert vllm_kv_pool_bytes(facts, 0.9) == 0.9 * facts.capacity_bytes - facts.weights_bytes
+    assert vllm_kv_pool_bytes(facts, 0.5) < 0  # a share below the weights leaves no pool
+
+
+def test_vllm_replay_caps_running_requests_at_the_kv_pool():
+    """vLLM's 0.9 of an H100 less Qwen3-32B's BF16 weights holds fewer 4k-token requests than 32
+    clients: the replay caps them where each holds its prompt and half its output (blocks allocated
+    as tokens arrive, 0.9 L mean lengths), and the waiting clients queue, so TTFT grows; without a
+    documented utilization nothing is capped."""
+    facts = deployment_facts(KV_VLLM)
+    cap = kv_running_cap(vllm_kv_pool_bytes(facts, 0.9), facts.kv_bytes_per_sequence, 0.9 * 4096 + 0.5 * 0.9 * 256)
+    assert 1 <= cap < 32
+    capped, free = _vllm_replay(32, 0.9), _vllm_replay(32, None)
+    assert (capped["max_num_seqs"], free["max_num_seqs"]) == (cap, 32)
+    assert capped["ttft"] > 2 * free["ttft"]
+    assert _vllm_replay(2, 0.9) == _vllm_replay(2, None) | {"gpu_memory_utilization": 0.9}
+
+
+def test_vllm_defaults_cap_at_the_kv_pool():
+    """The engine defaults carry vLLM's 0.9, so a replay without settings is capped as with it."""
+    run = AggRun(KV_VLLM, 4096, 256, 32)
+    defaults = agg_engine_case(run, None, Steady(), "native").spec.settings
+    assert defaults.gpu_memory_utilization == 0.9 and defaults.max_num_seqs < 32
+
+
+@pytest.mark.parametrize(
+    "deployment, name",
+    [(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "trtllm", tp=2), "gpu_memory_utilization"),
+     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), "gpu_memory_utilization"),
+     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2), "kv_free_memory_fraction")],
+)  # fmt: skip
+def test_a_kv_memory_setting_belongs_to_its_engine(deployment, name):
+    settings = EngineSettings(8192, True, **{name: 0.9})
+    with pytest.raises(InvalidInputError, match=f"{name} is .*'s KV-cache setting; backend '{deployment.backend.value}' has none"):
+        kv_capped(settings, deployment, 4, 1024, 0, 64, Steady())
 
 
 def test_kv_cap_takes_the_protocols_mean_lengths_and_keeps_a_tighter_cap():
@@ -1089,8 +1148,8 @@ def test_kv_cap_takes_the_protocols_mean_lengths_and_keeps_a_tighter_cap():
     steady = kv_capped(settings, KV_TRT, 64, 4096, 0, 256, Steady()).max_num_seqs
     bench = kv_capped(settings, KV_TRT, 64, 4096, 0, 256, Benchmark(range_ratio=0.5)).max_num_seqs
     visual = kv_capped(settings, KV_TRT, 64, 2048, 2048, 256, Steady()).max_num_seqs
-    assert steady == kv_running_cap(pool, facts.kv_bytes_per_sequence, 4096, 256) < bench
-    assert bench == kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.75 * 4096, 0.75 * 256)
+    assert steady == kv_running_cap(pool, facts.kv_bytes_per_sequence, 4096 + 256) < bench
+    assert bench == kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.75 * 4096 + 0.75 * 256)
     assert visual == steady  # 2048 text + 2048 visual tokens hold as much KV as 4096 text tokens
     tighter = dataclasses.replace(settings, max_num_seqs=steady - 1)
     assert kv_capped(tighter, KV_TRT, 64, 4096, 0, 256, Steady()) is tighter
@@ -1112,10 +1171,11 @@ def test_a_kv_fraction_needs_engine_pricing():
         agg_case(AGG_ROW, ReplayOptions("row", settings=EngineSettings(8192, False, kv_free_memory_fraction=0.9)))
 
 
+@pytest.mark.parametrize("name", ["kv_free_memory_fraction", "gpu_memory_utilization"])
 @pytest.mark.parametrize("fraction", [0.0, 1.5, float("nan"), True, "0.9"])
-def test_kv_fraction_must_be_a_share(fraction):
-    with pytest.raises(InvalidInputError, match="kv_free_memory_fraction"):
-        EngineSettings(8192, False, kv_free_memory_fraction=fraction)
+def test_kv_fraction_must_be_a_share(name, fraction):
+    with pytest.raises(InvalidInputError, match=name):
+        EngineSettings(8192, False, **{name: fraction})
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -191,6 +191,9 @@ def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
     assert s.origin == "source" and s.citation == f"deployment file {path}"
     vllm = parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"max_num_batched_tokens": 2048}}, "d.yaml").settings
     assert (vllm.step_token_budget, vllm.max_num_seqs, vllm.overlap_scheduler) == (2048, 1024, True)  # the rest stays vLLM 1.0.0's default on an H200
+    assert vllm.gpu_memory_utilization == 0.9  # vLLM's default
+    launched = parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"gpu_memory_utilization": 1}}, "d.yaml").settings
+    assert launched.gpu_memory_utilization == 1.0 and isinstance(launched.gpu_memory_utilization, float)
     old = parse_deployment(DEPLOYMENT | {"backend": "vllm", "backend_version": "0.13.0"}, "d.yaml").settings
     assert not old.overlap_scheduler  # async scheduling is the default from vLLM 0.14.0
 

@@ -38,6 +38,12 @@ REFINE = Command(
             help="TRT-LLM agg: free_gpu_memory_fraction; caps running requests at the KV pool (with --budget)",
             group=SCHEDULER,
         ),
+        Param(
+            "gpu_memory_utilization",
+            float,
+            help="vLLM agg: --gpu-memory-utilization; caps running requests at the KV pool (with --budget; without, vLLM's 0.9)",
+            group=SCHEDULER,
+        ),
         LONG_CONTEXT_PARAM,
     ),
     example="python -m estimator refine sweep.csv refined.csv --protocol benchmark",
@@ -88,11 +94,13 @@ def refine_with(frame: pd.DataFrame, args) -> RefineResult:
 def replay_options(args) -> ReplayOptions:
     """The replay options of the arguments (scheduler settings only with a budget)."""
     protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio)
-    if args.kv_free_memory_fraction is not None and (args.budget is None or args.pricing != ENGINE):
-        raise InvalidInputError("--kv-free-memory-fraction needs --budget (the launch's scheduler settings) and engine pricing")
+    for name in ("kv_free_memory_fraction", "gpu_memory_utilization"):
+        if getattr(args, name) is not None and (args.budget is None or args.pricing != ENGINE):
+            raise InvalidInputError(f"--{name.replace('_', '-')} needs --budget (the launch's scheduler settings) and engine pricing")
     if args.budget is None:
         return ReplayOptions(args.pricing, protocol, None, args.pricer)
-    settings = EngineSettings(args.budget, args.chunked, args.max_num_seqs, kv_free_memory_fraction=args.kv_free_memory_fraction)
+    settings = EngineSettings(args.budget, args.chunked, args.max_num_seqs, kv_free_memory_fraction=args.kv_free_memory_fraction,
+                              gpu_memory_utilization=args.gpu_memory_utilization)  # fmt: skip
     return ReplayOptions(args.pricing, protocol, settings, args.pricer)
 
 

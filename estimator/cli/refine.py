@@ -10,8 +10,9 @@ warm-up and window; benchmark is a finite run of --prompts-per-client x C prompt
 start with lengths uniform on [--range-ratio x L, L]. --budget / --chunked / --max-num-seqs set
 the agg scheduler (default: the row's ctx_tokens with chunking for row pricing, the backend's
 engine defaults for engine pricing); with them and engine pricing, --kv-free-memory-fraction caps
-a TensorRT-LLM agg row's running requests at its KV-cache pool (natively modelled architectures;
-other agg rows report why in refine_reason; disagg rows replay without agg scheduler settings).
+a TensorRT-LLM agg row's running requests at its KV-cache pool (natively modelled architectures)
+and --gpu-memory-utilization a vLLM agg row's (vLLM's engine defaults cap at 0.9); other agg rows
+report why in refine_reason; disagg rows replay without agg scheduler settings.
 A bad row (a missing or NaN tp, a size out of range, a concurrency below 1, isl + osl beyond the
 model's max_position_embeddings without --allow-long-context, a malformed model config, a replay
 beyond what one holds) is reported in its refine_reason and the others are refined. OUT is checked

@@ -146,8 +146,9 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
         return agg_engine_case(run, options.settings, options.protocol, options.pricer)
     ctx_tokens = _integer(row, "ctx_tokens")
     steps = RowSteps(_time(row, "prefill_step_ms"), max(1, min(ctx_tokens, isl + visual - prefix)), _time(row, "genonly_step_ms"))
-    if options.settings is not None and options.settings.kv_free_memory_fraction is not None:
-        raise InvalidInputError("kv_free_memory_fraction needs engine pricing (the KV pool is the deployment's)")
+    for name in ("kv_free_memory_fraction", "gpu_memory_utilization"):
+        if options.settings is not None and getattr(options.settings, name) is not None:
+            raise InvalidInputError(f"{name} needs engine pricing (the KV pool is the deployment's)")
     spec = AggSpec(options.settings or reference_settings(ctx_tokens), prefix=prefix, tokens_per_decode=tokens_per_decode, encoder_ms=encoder_ms)
     return AggCase(bs, _number(row, "concurrency", bs) / bs, isl, visual, osl, options.protocol, spec, steps)
 

@@ -31,7 +31,7 @@ from estimator.errors import InvalidInputError
 from estimator.models.config import is_natively_modelled
 from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
-from estimator.scheduler.memory import kv_pool_bytes
+from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
 from estimator.settings import EngineSettings, kv_running_cap, system_defaults
 
@@ -158,7 +158,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     """The engine-priced replay case of an agg run: the settings (None: the backend's defaults at the
     deployment's version) with TRT-LLM's batch waiting dropped under attention DP and its attention-DP
     balance without it (PyExecutor._schedule), vLLM's async scheduling off under pipeline parallelism
-    (VLLM_ASYNC_SCHEDULING_FROM), capped by the KV-cache pool where a fraction is set (kv_capped)."""
+    (VLLM_ASYNC_SCHEDULING_FROM), capped by the KV-cache pool where the settings document one (kv_capped)."""
     deployment = run.deployment
     settings = settings or system_defaults(deployment.backend, deployment.system, deployment.version)
     if deployment.backend is Backend.VLLM and deployment.pp > 1:  # async scheduling is off under pipeline parallelism
@@ -218,27 +218,48 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 
+# Output tokens a running request holds KV for, as a share of its output length, by the engine's admission:
+# TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler admits a request only with room for its whole prompt and
+# output; vLLM V1 allocates blocks as tokens arrive (KVCacheManager.allocate_slots) and, when a step cannot get its
+# blocks, preempts the newest running request (Scheduler.schedule, RECOMPUTE), so its running requests hold their
+# prompts and, at outputs spread evenly through their lengths, half their outputs.
+KV_HELD_OUTPUT_SHARE = {Backend.TRTLLM: 1.0, Backend.VLLM: 0.5}
+
+
 def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,
               protocol: Protocol) -> EngineSettings:  # fmt: skip
-    """settings with max_num_seqs lowered to the running requests a TensorRT-LLM KV-cache pool holds
-    (kv_running_cap at the protocol's mean lengths: text input and output lengths L scale with the
-    benchmark's range, visual tokens do not; the pool at settings.kv_free_memory_fraction)
-    when that is fewer than the rank's clients and than its cap; settings unchanged otherwise or
-    without a fraction. InvalidInputError for a fraction on another backend (its admission differs)
-    or on an architecture that is not natively modelled: the pool is the small difference of the
-    GPU's memory and the memory model's weights, which only the native model derives from the
-    bundled config (the reference's accounting, e.g. DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4,
-    is not checked against the checkpoints)."""
-    if settings.kv_free_memory_fraction is None:
+    """settings with max_num_seqs lowered to the running requests the launch's KV-cache pool (kv_pool)
+    holds (kv_running_cap: each holds its prompt and KV_HELD_OUTPUT_SHARE of its output at the protocol's
+    mean lengths, text input and output lengths L scaling with the benchmark's range, visual tokens
+    not) when that is fewer than the rank's clients and than its cap; settings unchanged otherwise
+    or where the settings document no pool."""
+    pool = kv_pool(settings, deployment)
+    if pool is None:
         return settings
-    if deployment.backend is not Backend.TRTLLM:
-        raise InvalidInputError(f"kv_free_memory_fraction is TensorRT-LLM's KV-cache setting; backend {deployment.backend.value!r} has none")
-    if not is_natively_modelled(deployment.model):
-        raise InvalidInputError(f"kv_free_memory_fraction needs the native memory model; {deployment.model!r} is not natively modelled")
-    facts = deployment_facts(deployment)
-    pool = kv_pool_bytes(facts, POLICIES[deployment.backend], settings.step_token_budget, settings.kv_free_memory_fraction)
     share = (1.0 + protocol.range_ratio) / 2 if isinstance(protocol, Benchmark) else 1.0  # mean of U[r L, L] over L
-    cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, share * isl + visual, share * osl)
+    held = share * isl + visual + KV_HELD_OUTPUT_SHARE[deployment.backend] * share * osl
+    cap = kv_running_cap(pool, deployment_facts(deployment).kv_bytes_per_sequence, held)
     if cap is None or cap >= min(clients, settings.max_num_seqs or clients):
         return settings
     return settings.replace(max_num_seqs=cap)
+
+
+def kv_pool(settings: EngineSettings, deployment: Deployment) -> float | None:
+    """The KV-cache pool per GPU a launch's settings document, bytes, or None where they document none:
+    vLLM's at settings.gpu_memory_utilization (vllm_kv_pool_bytes, an upper bound), TensorRT-LLM's at
+    settings.kv_free_memory_fraction (kv_pool_bytes). InvalidInputError for either setting on another
+    backend, or TensorRT-LLM's on an architecture that is not natively modelled: its pool is the small
+    difference of the GPU's memory and the memory model's weights, activations and overheads, which
+    only the native model derives from the bundled config (the reference's accounting, e.g.
+    DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4, is not checked against the checkpoints)."""
+    backend = deployment.backend
+    for name, owner, engine in (("gpu_memory_utilization", Backend.VLLM, "vLLM"), ("kv_free_memory_fraction", Backend.TRTLLM, "TensorRT-LLM")):
+        if getattr(settings, name) is not None and backend is not owner:
+            raise InvalidInputError(f"{name} is {engine}'s KV-cache setting; backend {backend.value!r} has none")
+    if backend is Backend.VLLM and settings.gpu_memory_utilization is not None:
+        return vllm_kv_pool_bytes(deployment_facts(deployment), settings.gpu_memory_utilization)
+    if settings.kv_free_memory_fraction is None:
+        return None
+    if not is_natively_modelled(deployment.model):
+        raise InvalidInputError(f"kv_free_memory_fraction needs the native memory model; {deployment.model!r} is not natively modelled")
+    return kv_pool_bytes(deployment_facts(deployment), POLICIES[backend], settings.step_token_budget, settings.kv_free_memory_fraction)

@@ -316,7 +316,11 @@ def kv_cap_note(replayed: EngineSettings | None, m: Measurement) -> str:
     cap = replayed.max_num_seqs if replayed is not None else None
     if cap is None or cap == m.settings.max_num_seqs:
         return ""
-    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool (free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission)"
+    if m.settings.gpu_memory_utilization is not None:
+        pool = f"gpu_memory_utilization {m.settings.gpu_memory_utilization:g} less the weights, blocks allocated as tokens arrive"
+    else:
+        pool = f"free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission"
+    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool ({pool})"
 
 
 def replayed_statistic(stats: LatencyStats, m: Measurement, stated: bool = True) -> tuple[float, float]:

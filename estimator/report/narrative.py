@@ -93,7 +93,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         )
     fractions = rows["kv_free_memory_fraction"].dropna()
     if len(fractions):
-        capped = points["note"].fillna("").str.contains(KV_CAP_NOTE, regex=False) & (points["method"] == "closed_loop")
+        capped = _kv_capped(points, "trtllm")
         facts.insert(
             3,
             f"{len(fractions)} rows run TRT-LLM with the KV-cache memory fraction of the source's recipe, or "
@@ -105,6 +105,18 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             f"{int(capped.sum())} closed_loop points, whose notes give it. The other architectures' memory model is the "
             "reference's accounting, not checked against their checkpoints, and their pool (a small difference of large "
             "numbers) sets no cap.",
+        )
+    utilizations = rows.loc[rows["backend"] == "vllm", "gpu_memory_utilization"].dropna()
+    if len(utilizations):
+        facts.insert(
+            3,
+            f"{len(utilizations)} rows run vLLM with {' or '.join(f'{v:g}' for v in sorted(set(utilizations)))} of each GPU's "
+            "memory for weights, activations and KV cache (--gpu-memory-utilization: the source's launch, or vLLM's 0.9): "
+            "vLLM allocates KV blocks as tokens arrive and preempts the newest request when a step cannot get its blocks, "
+            "so the closed-loop replays of agg rows cap the running requests at what that share less the weights holds, "
+            "each request holding its prompt and half its output at the protocol's mean lengths (an upper bound on the "
+            "pool: vLLM also reserves activations and memory outside torch, which the memory model does not estimate "
+            f"reliably); the cap binds on {int(_kv_capped(points, 'vllm').sum())} closed_loop points, whose notes give it.",
         )
     if drafting:
         accepted = ", ".join(f"{1 + a:g} tokens per step with {n} draft{'s' * (n > 1)}" for n, a in sorted(DSR1_MTP_ACCEPTED.items()))
@@ -146,3 +158,9 @@ def _above(values: pd.Series, floor: int) -> tuple[int, str]:
     values = values.fillna(floor)
     above = sorted({int(v) for v in values[values > floor]})
     return int((values > floor).sum()), " or ".join(map(str, above)) or str(floor)
+
+
+def _kv_capped(points: pd.DataFrame, backend: str) -> pd.Series:
+    """The closed_loop points of a backend whose note says the KV-cache pool capped their running requests."""
+    noted = points["note"].fillna("").str.contains(KV_CAP_NOTE, regex=False)
+    return noted & (points["method"] == "closed_loop") & (points["backend"] == backend)

@@ -98,3 +98,13 @@ def kv_pool_bytes(facts: DeploymentFacts, policy: BackendPolicy, step_tokens: in
     runtime overheads)."""
     reserve = memory_uses(facts, policy, np.zeros(1, np.int64), 0, np.array([step_tokens], np.int64), None).total[0] * GIB
     return free_fraction * (facts.capacity_bytes - reserve)
+
+
+def vllm_kv_pool_bytes(facts: DeploymentFacts, utilization: float) -> float:
+    """An upper bound on the KV-cache pool vLLM allocates per GPU, bytes (<= 0: none): utilization
+    (``--gpu-memory-utilization``) of the GPU's memory less the weights. vLLM's worker
+    (``determine_available_memory``) also reserves the profile run's peak activations and the memory
+    outside torch; the memory model's estimates of those are not checked against vLLM's profile, and
+    where the pool is their small difference they decide it (Kimi-K2.5 NVFP4 on B200 TP 4: 9 GiB left
+    after 153 GiB estimated, against runs at C 64 that queue nothing), so the bound leaves them out."""
+    return utilization * facts.capacity_bytes - facts.weights_bytes

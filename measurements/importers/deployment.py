@@ -53,6 +53,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
         "chunked_prefill": "chunked_prefill",
         "enable_chunked_prefill": "chunked_prefill",  # TRT-LLM, vLLM
         "kv_cache_free_memory_fraction": "kv_free_memory_fraction",  # TRT-LLM kv_cache_config.free_gpu_memory_fraction
+        "gpu_memory_utilization": "gpu_memory_utilization",  # vLLM
         "kv_cache_dtype": "kv_cache_dtype",
         "overlap_scheduler": "overlap_scheduler",
         "num_nextn_predict_layers": "nextn",  # TRT-LLM speculative_config (MTP)
@@ -60,6 +61,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
         "stream_interval": "stream_interval",
     }
 )
+FRACTION_FIELDS = frozenset({"kv_free_memory_fraction", "gpu_memory_utilization"})  # an integer 1 there reads as 1.0
 IGNORED_ENGINE_KEYS = frozenset({"cuda_graph_batch_sizes"})  # accepted launch settings the estimate does not read
 CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "statistic", "ignore_eos", "concurrency", "num_prompts", "request_rate")
 
@@ -241,7 +243,7 @@ def _settings(engine: Any, defaults: EngineSettings, path: str) -> tuple[EngineS
             raise InvalidInputError(f"{where}: {key} must be true or false (a YAML boolean), got {value!r}")
         if name in values:
             raise InvalidInputError(f"{where}: {key} sets {name}, already set by another key")
-        values[name] = float(value) if name == "kv_free_memory_fraction" and isinstance(value, int) and not isinstance(value, bool) else value
+        values[name] = float(value) if name in FRACTION_FIELDS and isinstance(value, int) and not isinstance(value, bool) else value
     if not values:
         return defaults, ()
     try:

@@ -12,7 +12,7 @@ from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
-from measurements.recipes.vllm import vllm_async_scheduling
+from measurements.recipes.vllm import vllm_async_scheduling, vllm_memory_utilization
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
@@ -62,6 +62,17 @@ def with_vllm_async_scheduling(settings: EngineSettings, source: str, engine: st
         return settings
     on, citation = fact
     return settings.cited(f"async scheduling: {citation}", overlap_scheduler=on)
+
+
+def with_vllm_memory_utilization(settings: EngineSettings, source: str, engine: str, model: str, precision: str | None, system: str,
+                                 image: str | None) -> EngineSettings:  # fmt: skip
+    """The settings with the --gpu-memory-utilization an InferenceX vLLM launch ran (measurements.recipes.vllm), cited;
+    unchanged where it is vLLM's 0.9."""
+    fact = vllm_memory_utilization(model, precision, system, image) if source == INFERENCEX and engine == "vllm" else None
+    if fact is None:
+        return settings
+    utilization, citation = fact
+    return settings.cited(f"GPU memory utilization: {citation}", gpu_memory_utilization=utilization)
 
 
 def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> str | None:
