@@ -21,8 +21,9 @@ ROWS = {
     "trtllm_disagg": "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_disagg_8192x1024_c32_tp8_0_ep1_0_432",
     "mismatch": "dsr1_b300_sglang_fp4_agg_1024x1024_c4_cfg717",  # transformers-5 tokenizer mismatch
     "sglang_intake": "dsr1_gb200_sglang_fp8_disagg_8192x1024_c8_cfg536",  # decode recipe: scheduler-recv-interval 10
+    "vllm_kv": "2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_8192x1024_c64_tp4_ep4_1359",  # 64 clients, the pool holds fewer
 }
-AGG = {"sglang_agg", "trtllm_agg", "mismatch"}
+AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv"}
 MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the replay
     "overlap": AGG,  # agg passes only (the tandem replays no overlap)
     "eager_floor": set(ROWS),  # agg and prefill-stage passes
@@ -31,12 +32,13 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "admission_lag": {"trtllm_disagg", "sglang_intake"},
     "decode_intake": {"sglang_intake"},
     "prefill_overlap": {"sglang_intake"},
+    "kv_pool": {"vllm_kv"},
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
-    "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake",
+    "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
 }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
 | prefill_overlap | a prefill batch's KV sent after the next batch's launch (at its end instead) | SGLang disagg prefill workers |
+| kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
@@ -72,6 +73,14 @@ def _recorded_prompt(row: MappedRow) -> MappedRow:
     return dataclasses.replace(row, inputs=dataclasses.replace(row.inputs, isl=isl), checkpoint_inputs=checkpoint, granularity_fallbacks=fallbacks)
 
 
+def _no_gpu_memory_utilization(row: MappedRow) -> MappedRow:
+    """The row without its launch's GPU memory utilization (no vLLM KV-pool cap)."""
+    settings = row.measurement.settings
+    if settings.gpu_memory_utilization is None:
+        return row
+    return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(gpu_memory_utilization=None)))
+
+
 @dataclass(frozen=True)
 class Mechanism:
     """One replayed mechanism and how the ablation switches it off."""
@@ -91,6 +100,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
     Mechanism("prefill_overlap", "prefill KV sent after the next batch's launch", case=_tandem_spec(prefill_overlap=False)),
+    Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_no_gpu_memory_utilization),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
