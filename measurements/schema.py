@@ -245,7 +245,11 @@ def is_missing(value: Any) -> bool:
 _KINDS = tuple(_WORKER_KINDS)
 SIZES = frozenset({"isl", "osl", "concurrency", "num_prompts", *(f"{k}_{f}" for k in _KINDS for f in ("batch_size", "workers", "tp", "pp"))})
 SIZES_OR_ZERO = frozenset({"num_warmups", *(f"{k}_{f}" for k in _KINDS for f in ("attention_dp", "moe_tp", "moe_ep"))})
-POSITIVE = frozenset({"ttft_ms", "tpot_ms", "request_rate", *(f.name for f in dataclasses.fields(Statistics) if f.name.endswith("_ms"))})
+LATENCIES = frozenset({"ttft_ms", "tpot_ms", *(f.name for f in dataclasses.fields(Statistics) if f.name.endswith("_ms"))})
+# A latency below the nanosecond a benchmark client's clock resolves (time.perf_counter_ns) is not a measurement; smaller
+# ones (a subnormal 1e-320 ms) made a prediction's relative error overflow to inf.
+LATENCY_RESOLUTION_MS = 1e-6
+POSITIVE = frozenset({"request_rate"})
 MAY_BE_INFINITE = frozenset({"request_rate"})  # inf: every request dispatched at t = 0
 FRACTIONS = frozenset({"random_range_ratio"})  # in (0, 1]
 MODE_LAYOUTS: Mapping[str, tuple[str, ...]] = MappingProxyType({"agg": ("agg",), "disagg": ("prefill", "decode")})  # mode -> the layouts a row records
@@ -285,6 +289,7 @@ _BOUNDS = (
     (SIZES, lambda v: 1 <= v <= MAX_SIZE, f"within [1, {MAX_SIZE}]"),
     (SIZES_OR_ZERO, lambda v: 0 <= v <= MAX_SIZE, f"within [0, {MAX_SIZE}]"),
     (POSITIVE, lambda v: v > 0, "> 0"),
+    (LATENCIES, lambda v: v >= LATENCY_RESOLUTION_MS, f">= {LATENCY_RESOLUTION_MS:g} ms (a clock's nanosecond)"),
     (FRACTIONS, lambda v: 0 < v <= 1, "in (0, 1]"),
 )  # (columns, predicate on a recorded value, what it must be)
 

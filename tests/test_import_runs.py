@@ -455,6 +455,7 @@ def test_bad_profile_export_blocks_are_refused(tmp_path, deploy, capsys, name, b
         ("mean_ttft_ms", math.nan, "vllm.json: mean TTFT nan ms is not a finite latency"),
         ("p99_tpot_ms", math.inf, "vllm.json: p99 TPOT inf ms is not a finite latency"),
         ("median_tpot_ms", "fast", "vllm.json: median_tpot_ms 'fast' is not a number"),
+        ("mean_ttft_ms", 1e-320, "vllm.json: mean TTFT 1e-320 ms is below a clock's nanosecond, not a measured latency"),
     ],
 )
 def test_a_benchmark_serving_statistic_that_is_not_a_latency_is_named(tmp_path, deploy, capsys, key, value, needle):

@@ -57,8 +57,9 @@ def one_error(capsys) -> str:
 
 REFUSED_CELLS = {
     "ttft-empty": ({"ttft_ms": ""}, "ttft_ms is empty"),
-    "ttft-zero": ({"ttft_ms": "0"}, "ttft_ms must be > 0, got 0.0"),
-    "tpot-negative": ({"tpot_ms": "-1"}, "tpot_ms must be > 0, got -1.0"),
+    "ttft-zero": ({"ttft_ms": "0"}, "ttft_ms must be >= 1e-06 ms (a clock's nanosecond), got 0.0"),
+    "tpot-negative": ({"tpot_ms": "-1"}, "tpot_ms must be >= 1e-06 ms (a clock's nanosecond), got -1.0"),
+    "ttft-subnormal": ({"ttft_ms": "1e-320"}, "ttft_ms must be >= 1e-06 ms (a clock's nanosecond), got 1e-320"),
     "ttft-nan": ({"ttft_ms": "nan"}, "ttft_ms must be a finite number, got nan"),
     "tpot-inf": ({"tpot_ms": "inf"}, "tpot_ms must be a finite number, got inf"),
     "mode-other": ({"mode": "both"}, "mode must be one of agg, disagg, got 'both'"),

@@ -32,7 +32,7 @@ from estimator.errors import InvalidInputError, UnknownModelError
 from estimator.models import model_identity
 from measurements import builds
 from measurements.importers.deployment import CLIENT_KEYS, DeploymentFile
-from measurements.schema import STATISTICS, Measurement, Protocol, Statistics
+from measurements.schema import LATENCY_RESOLUTION_MS, STATISTICS, Measurement, Protocol, Statistics
 
 SOURCE = "import"  # the imported rows' source key
 
@@ -235,6 +235,8 @@ def _headline(run: ResultRun, statistic: str, label: str) -> tuple[float, float,
     for name, value in kept:
         if not math.isfinite(value):
             raise InvalidInputError(f"{label}: {name} {value} ms is not a finite latency")
+        if 0 < value < LATENCY_RESOLUTION_MS:
+            raise InvalidInputError(f"{label}: {name} {value} ms is below a clock's nanosecond, not a measured latency")
     if statistic not in run.ttft_ms:
         raise InvalidInputError(f"{label}: no {statistic} TTFT (has {', '.join(run.ttft_ms) or 'none'}; choose another with --statistic)")
     if statistic not in run.tpot_ms:
