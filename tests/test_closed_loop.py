@@ -1070,10 +1070,11 @@ def test_trtllm_kv_pool_is_the_fraction_of_what_the_reserve_leaves():
 KV_TRT = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "trtllm", tp=2)
 
 
-def _kv_replay(bs, fraction, isl=4096, osl=256):
-    row = dict(run_agg(KV_TRT, AggPoint(isl, osl, bs)).row)
-    settings = EngineSettings(8192, False, max_num_seqs=bs, kv_free_memory_fraction=fraction)
-    return closed_loop_for_agg_row(row, KV_TRT, settings=settings, protocol=Benchmark(prompts_per_client=2))
+def _kv_replay(deployment, bs, **memory):
+    """The 4096/256 benchmark replay of bs clients at a budget of 8192 (chunked on vLLM only) with the KV memory setting given."""
+    row = dict(run_agg(deployment, AggPoint(4096, 256, bs)).row)
+    settings = EngineSettings(8192, deployment.backend is Backend.VLLM, max_num_seqs=bs, **memory)
+    return closed_loop_for_agg_row(row, deployment, settings=settings, protocol=Benchmark(prompts_per_client=2))
 
 
 def test_trtllm_replay_caps_running_requests_at_the_kv_pool():
@@ -1085,19 +1086,13 @@ def test_trtllm_replay_caps_running_requests_at_the_kv_pool():
     pool = kv_pool_bytes(facts, POLICIES[KV_TRT.backend], 8192, fraction)
     cap = kv_running_cap(pool, facts.kv_bytes_per_sequence, 0.9 * 4096 + 0.9 * 256)
     assert 1 <= cap < 32
-    capped, free = _kv_replay(32, fraction), _kv_replay(32, None)
+    capped, free = _kv_replay(KV_TRT, 32, kv_free_memory_fraction=fraction), _kv_replay(KV_TRT, 32)
     assert (capped["max_num_seqs"], free["max_num_seqs"]) == (cap, 32)
     assert capped["ttft"] > 2 * free["ttft"]
-    assert _kv_replay(4, 0.9) == _kv_replay(4, None) | {"kv_free_memory_fraction": 0.9}
+    assert _kv_replay(KV_TRT, 4, kv_free_memory_fraction=0.9) == _kv_replay(KV_TRT, 4) | {"kv_free_memory_fraction": 0.9}
 
 
 KV_VLLM = Deployment("Qwen/Qwen3-32B", "h100_sxm", "vllm", tp=1)
-
-
-def _vllm_replay(bs, utilization, isl=4096, osl=256):
-    row = dict(run_agg(KV_VLLM, AggPoint(isl, osl, bs)).row)
-    settings = EngineSettings(8192, True, max_num_seqs=bs, gpu_memory_utilization=utilization)
-    return closed_loop_for_agg_row(row, KV_VLLM, settings=settings, protocol=Benchmark(prompts_per_client=2))
 
 
 def test_vllm_kv_pool_is_the_utilization_less_the_weights():
@@ -1114,10 +1109,10 @@ def test_vllm_replay_caps_running_requests_at_the_kv_pool():
     facts = deployment_facts(KV_VLLM)
     cap = kv_running_cap(vllm_kv_pool_bytes(facts, 0.9), facts.kv_bytes_per_sequence, 0.9 * 4096 + 0.5 * 0.9 * 256)
     assert 1 <= cap < 32
-    capped, free = _vllm_replay(32, 0.9), _vllm_replay(32, None)
+    capped, free = _kv_replay(KV_VLLM, 32, gpu_memory_utilization=0.9), _kv_replay(KV_VLLM, 32)
     assert (capped["max_num_seqs"], free["max_num_seqs"]) == (cap, 32)
     assert capped["ttft"] > 2 * free["ttft"]
-    assert _vllm_replay(2, 0.9) == _vllm_replay(2, None) | {"gpu_memory_utilization": 0.9}
+    assert _kv_replay(KV_VLLM, 2, gpu_memory_utilization=0.9) == _kv_replay(KV_VLLM, 2) | {"gpu_memory_utilization": 0.9}
 
 
 def test_vllm_defaults_cap_at_the_kv_pool():
