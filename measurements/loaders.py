@@ -68,7 +68,8 @@ def silicon_measurement(row: dict) -> Measurement:
     run = _run_agg_layout(str(row["id"]), row["system"], agg, concurrency)
     recipe = recipes.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
                                        _str(row["precision"]), run.tp * (run.attention_dp or 1) if run else None, row["mode"],
-                                       fields.get("image"), (run.attention_dp or 1) if run else 1, fields.get("measured"))  # fmt: skip
+                                       fields.get("image"), (run.attention_dp or 1) if run else 1, fields.get("measured"),
+                                       run.moe_ep if run else None)  # fmt: skip
     client = clients.CLIENTS[source]
     m = Measurement(
         id=str(row["id"]),

@@ -13,6 +13,7 @@ import pytest
 from estimator.errors import InvalidInputError
 from estimator.models import checkpoint_quant
 from estimator.perf.versions import version_slots
+from estimator.report import methods
 from estimator.settings import GIB, engine_defaults, system_defaults
 from measurements import builds, checkpoints, clients, recipes, tokenizers
 from measurements.layout import run_layout
@@ -350,6 +351,50 @@ def test_trtllm_mtp_recipe_runs_drafts_on_its_image_only(model, system, image, t
     assert ("spec-decoding: mtp" in s.citation) == (drafts > 0)
     disagg = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, 1024, concurrency, model, system, "fp8", None, "disagg", image)
     assert disagg.nextn == 0
+
+
+POST2_IMAGE = MTP_IMAGE.replace("post3", "post2")
+
+
+@pytest.mark.parametrize(
+    "precision, image, isl, osl, concurrency, tp, ep, attention_dp, piecewise, waits",
+    [("fp8", POST2_IMAGE, 1024, 1024, 64, 8, 1, 1, True, True),  # PR 594: 1k/1k from CONC 64, with DELAY_BATCHING
+     ("fp8", POST2_IMAGE, 1024, 1024, 32, 8, 1, 1, False, False),
+     ("fp8", POST2_IMAGE, 1024, 8192, 128, 8, 1, 1, True, False),  # 1k/8k: CONC 128 only (DEEPGEMM from 256)
+     ("fp8", POST2_IMAGE, 1024, 8192, 256, 8, 1, 1, False, False),
+     ("fp8", POST2_IMAGE, 8192, 1024, 64, 4, 1, 1, True, False),
+     ("fp4", POST2_IMAGE, 1024, 1024, 4, 8, 8, 1, True, False),  # PR 620: 1k/1k on TP 8 EP 8 only
+     ("fp4", POST2_IMAGE, 1024, 1024, 4, 8, 1, 1, False, False),
+     ("fp8", MTP_IMAGE, 1024, 1024, 8, 8, 1, 1, True, False),  # PR 632: above CONC 4 at 1k/1k, not under attention DP
+     ("fp8", MTP_IMAGE, 1024, 1024, 4, 8, 1, 1, False, False),
+     ("fp8", MTP_IMAGE, 8192, 1024, 64, 8, 8, 8, False, False),
+     ("fp4", MTP_IMAGE, 1024, 1024, 128, 8, 1, 1, True, False),  # PR 642: CONC 32, 64, and 128 without attention DP
+     ("fp4", MTP_IMAGE, 1024, 1024, 128, 8, 8, 8, False, False),
+     ("fp4", MTP_IMAGE, 1024, 8192, 64, 8, 1, 1, True, False),
+     ("fp8", "nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc2.post2", 1024, 1024, 64, 8, 1, 1, False, False)],  # before the PRs
+)  # fmt: skip
+def test_trtllm_dsr1_b200_recipes_launch_piecewise_cuda_graphs(precision, image, isl, osl, concurrency, tp, ep, attention_dp, piecewise, waits):
+    """TRT-LLM 1.2's DeepSeek-R1 B200 agg scripts (PRs 594, 620, 632, 642) capture the passes that prefill as piecewise
+    CUDA graphs where they set PIECEWISE_CUDA_GRAPHS: no eager prefill floor (eager_layer_ms 0, cited); PR 594 also
+    batch-waits its 1k/1k runs from CONC 64. Other runs keep the framework's floor; disagg workers are not these scripts'."""
+    s = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, osl, concurrency, "deepseek-ai/DeepSeek-R1", "b200_sxm", precision, tp, "agg",
+                                image, attention_dp, moe_ep=ep)  # fmt: skip
+    assert (s.eager_layer_ms == 0.0, "piecewise CUDA graphs" in s.citation) == (piecewise, piecewise)
+    assert s.eager_layer_ms is None or piecewise
+    assert (s.batch_wait_iters, s.batch_wait_tokens_ratio) == ((40, 0.8) if waits else (0, 0.0))
+    disagg = recipes.recipe_settings(clients.INFERENCEX, "trtllm", isl, osl, concurrency, "deepseek-ai/DeepSeek-R1", "b200_sxm", precision,
+                                     None, "disagg", image, moe_ep=ep)  # fmt: skip
+    assert disagg.eager_layer_ms is None
+
+
+def test_the_piecewise_runs_replay_without_the_eager_floor(sample):
+    """A run of PR 594's piecewise configs is replayed with no prefill floor; the same run with the framework's floor
+    predicts a longer TTFT (the floor binds on its passes that prefill)."""
+    m = next(m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.system == "b200_sxm" and m.settings.eager_layer_ms == 0.0
+             and m.settings.nextn == 0 and (m.isl, m.osl, m.concurrency) == (8192, 1024, 64))  # fmt: skip
+    row = map_measurement(m)
+    floored = dataclasses.replace(row, measurement=dataclasses.replace(m, settings=m.settings.replace(eager_layer_ms=None)))
+    assert methods.METHODS["closed_loop"](floored).ttft_ms > methods.METHODS["closed_loop"](row).ttft_ms
 
 
 def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):

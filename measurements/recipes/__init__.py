@@ -17,7 +17,7 @@ from measurements.recipes.vllm import vllm_async_scheduling, vllm_memory_utiliza
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
                     precision: str | None = None, tp: int | None = None, mode: str = "agg", image: str | None = None,
-                    attention_dp: int = 1, measured: str | None = None) -> EngineSettings | None:  # fmt: skip
+                    attention_dp: int = 1, measured: str | None = None, moe_ep: int | None = None) -> EngineSettings | None:  # fmt: skip
     """The engine settings a source's launch recipe documents for a run, or None when it documents none.
 
     InferenceX's TRT-LLM recipes leave chunked prefill off and size max_num_tokens per model
@@ -36,7 +36,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
         return None
     if engine == "trtllm":
         agg = mode == "agg"
-        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image, precision, measured)
+        return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image, precision, measured,
+                             moe_ep if agg else None)  # fmt: skip
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
     return None

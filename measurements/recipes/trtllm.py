@@ -104,9 +104,60 @@ def trtllm_dsr1_free_memory(system: str, precision: str | None, isl: int, osl: i
     return None
 
 
+# The DeepSeek-R1 B200 agg scripts of TRT-LLM 1.2 (perf-changelog.yaml PRs 594, 620, 632, 642): the sample's runs on
+# 1.2.0rc6.post2 (FP8 measured 2026-01-29, FP4 2026-02-03) and 1.2.0rc6.post3 (the MTP keys, 2026-02-05 and 2026-02-06) are
+# each PR's runs, measured the day it merged. Where a script sets PIECEWISE_CUDA_GRAPHS it adds torch_compile_config
+# enable_piecewise_cuda_graph with capture_num_tokens up to max_num_tokens: passes that prefill replay graphs for the
+# non-attention layers instead of launching every layer eagerly, so the framework's eager host floor does not apply.
+TRTLLM_DSR1_B200_GRAPH_IMAGES = {False: ("tensorrt-llm/release", "1.2.0rc6.post2"), True: TRTLLM_DSR1_MTP_IMAGE}  # MTP recipe -> image
+TRTLLM_DSR1_B200_PIECEWISE_CITATION = {
+    ("fp8", False): "dsr1_fp8_b200_trt.sh @ ec7bafaae (PR 594): PIECEWISE_CUDA_GRAPHS at 1k/1k and 8k/1k from CONC 64, at 1k/8k CONC 128",
+    ("fp4", False): "dsr1_fp4_b200_trt.sh @ 6eecc0e66 (PR 620): PIECEWISE_CUDA_GRAPHS at 1k/1k on TP 8 EP 8",
+    ("fp8", True): "dsr1_fp8_b200_trt_mtp.sh @ 5d517074c (PR 632): PIECEWISE_CUDA_GRAPHS without attention DP, above CONC 4 (1k/1k), "
+                   "8 (1k/8k), 16 (8k/1k)",
+    ("fp4", True): "dsr1_fp4_b200_trt_mtp.sh @ 0aae52d4c (PR 642): PIECEWISE_CUDA_GRAPHS at 1k/1k CONC 32 and 64 (and 128 without "
+                   "attention DP), at 1k/8k CONC 64",
+}  # fmt: skip
+TRTLLM_DSR1_B200_DELAY_BATCHING = (40, 0.8)  # batch_wait_timeout_iters, batch_wait_max_tokens_ratio: PR 594's DELAY_BATCHING
+TRTLLM_DSR1_B200_DELAY_CITATION = "dsr1_fp8_b200_trt.sh @ ec7bafaae (PR 594): DELAY_BATCHING at 1k/1k from CONC 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8"
+
+
+def dsr1_b200_piecewise(precision: str | None, mtp: bool, isl: int, osl: int, concurrency: int, tp: int, ep: int | None, attention_dp: int) -> bool:
+    """Whether the DeepSeek-R1 B200 agg script of TRT-LLM 1.2 (TRTLLM_DSR1_B200_PIECEWISE_CITATION) launches a run of
+    `tp` GPUs (its TP), MoE expert parallel `ep` and attention DP with piecewise CUDA graphs."""
+    lengths, c, dp = (isl, osl), concurrency, attention_dp > 1
+    if (precision, mtp) == ("fp8", False):
+        return (lengths in ((1024, 1024), (8192, 1024)) and c >= 64) or (lengths == (1024, 8192) and 128 <= c < 256)
+    if (precision, mtp) == ("fp4", False):
+        return lengths == (1024, 1024) and tp == 8 and ep == 8
+    if (precision, mtp) == ("fp8", True):
+        floor = {(1024, 1024): 4, (1024, 8192): 8, (8192, 1024): 16}.get(lengths)
+        return not dp and floor is not None and c > floor
+    if (precision, mtp) == ("fp4", True):
+        return (lengths == (1024, 1024) and (c in (32, 64) or (c == 128 and not dp))) or (lengths == (1024, 8192) and c == 64)
+    return False
+
+
+def dsr1_b200_graph_settings(settings: EngineSettings, precision: str | None, image: str | None, isl: int, osl: int, concurrency: int,
+                             tp: int, ep: int | None, attention_dp: int) -> EngineSettings:  # fmt: skip
+    """settings with the piecewise CUDA graphs (no eager prefill floor) and the batch waiting of a DeepSeek-R1 B200 agg run
+    of TRT-LLM 1.2's scripts (its image names the recipe: MTP or not), cited; unchanged for other runs."""
+    mtp = settings.nextn > 0
+    if not _on_image(image, TRTLLM_DSR1_B200_GRAPH_IMAGES[mtp]) or (precision, mtp) not in TRTLLM_DSR1_B200_PIECEWISE_CITATION:
+        return settings
+    if (precision, mtp, isl, osl) == ("fp8", False, 1024, 1024) and concurrency >= 64:
+        iters, ratio = TRTLLM_DSR1_B200_DELAY_BATCHING
+        settings = settings.cited(f"SemiAnalysisAI/InferenceX benchmarks/{TRTLLM_DSR1_B200_DELAY_CITATION}", batch_wait_iters=iters,
+                                  batch_wait_tokens_ratio=ratio)  # fmt: skip
+    if not dsr1_b200_piecewise(precision, mtp, isl, osl, concurrency, tp, ep, attention_dp):
+        return settings
+    return settings.cited(f"SemiAnalysisAI/InferenceX benchmarks/{TRTLLM_DSR1_B200_PIECEWISE_CITATION[precision, mtp]}: piecewise CUDA "
+                          "graphs, no eager prefill floor", eager_layer_ms=0.0)  # fmt: skip
+
+
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
                   agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None,
-                  measured: str | None = None) -> EngineSettings | None:  # fmt: skip
+                  measured: str | None = None, moe_ep: int | None = None) -> EngineSettings | None:  # fmt: skip
     """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
     gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
@@ -115,7 +166,8 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     agg runs (the scripts read) their fp8 KV cache (the checkpoint's for gpt-oss on H200), and for the agg DeepSeek-R1 runs of the MTP
     recipes' image, or of the H200 MTP run (dsr1_mtp_drafts; `measured`: the run's UTC time), their MTP drafts and token budget, and for the agg runs of the
     recipes read their KV-cache memory fraction (`precision`: the row's, which picks the DeepSeek-R1
-    recipe); None for other models."""
+    recipe), and for the agg DeepSeek-R1 B200 runs of TRT-LLM 1.2's scripts their piecewise CUDA graphs and
+    batch waiting (dsr1_b200_graph_settings; `moe_ep`: the run's MoE expert parallel size); None for other models."""
     wait_iters, wait_ratio, balance, nextn, free_memory = 0, 0.0, (0, 0), 0, None
     if model in DSR1_MODELS:
         budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
@@ -149,11 +201,14 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
             kv_cache_dtype, citation = TRTLLM_KV_CACHE_DTYPE, citation + TRTLLM_KV_CACHE_CITATION
         if free_memory is not None:
             fraction, citation = free_memory[0], citation + free_memory[1]
-    return engine_defaults(Backend.TRTLLM, system, 0).replace(  # TRT-LLM's defaults do not depend on GPU memory
+    settings = engine_defaults(Backend.TRTLLM, system, 0).replace(  # TRT-LLM's defaults do not depend on GPU memory
         step_token_budget=budget, chunked_prefill=False, max_num_seqs=concurrency, origin=SOURCE_ORIGIN, citation=citation,
                           batch_wait_iters=wait_iters, batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0],
                           adp_batching_wait_iters=balance[1], kv_cache_dtype=kv_cache_dtype, nextn=nextn,
                           nextn_accepted=DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
+    if agg and tp is not None and model in DSR1_MODELS and system == TRTLLM_DSR1_MTP_SYSTEM:
+        settings = dsr1_b200_graph_settings(settings, precision, image, isl, osl, concurrency, tp, moe_ep, attention_dp)
+    return settings
 
 
 def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int, measured: str | None = None) -> int:
