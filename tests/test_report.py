@@ -598,6 +598,17 @@ def test_shape_compiling_rows_are_counted_in_the_protocol_facts(fixture_points):
     assert fact.startswith("1 rows run SGLang builds") and "adds 90 ms" in fact
 
 
+def test_piecewise_graphed_rows_are_counted_apart_from_the_eager_ones(fixture_points):
+    """Rows launched with piecewise CUDA graphs (eager_layer_ms 0) leave the eager count and get their own sentence."""
+    trt = fixture_points.assign(backend="trtllm", eager_layer_ms=math.nan)
+    (plain,) = [f for f in protocol_facts(trt) if "run eagerly" in f]
+    assert "piecewise" not in plain
+    graphed = trt.assign(eager_layer_ms=[0.0 if i == "row-a" else math.nan for i in trt["id"]])
+    (fact,) = [f for f in protocol_facts(graphed) if "run eagerly" in f]
+    rows = trt["id"].nunique()
+    assert fact.startswith(f"{rows - 1} rows run SGLang or TensorRT-LLM") and "1 TensorRT-LLM rows launch piecewise CUDA graphs" in fact
+
+
 def test_closing_note_shows_latency_in_step_prices(fixture_points):
     text = " ".join(outline(render_report(fixture_points, PROVENANCE, list(METHOD_NAMES))).text)
     assert "in units of the legacy step prices" in text

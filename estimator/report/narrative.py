@@ -141,7 +141,9 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "request does not reach, which the engines document without a published duration, so none is replayed "
         "(estimator/docs/evidence/cold-start.md); their closed_loop notes say so."
     )
-    eager = rows[rows["backend"].isin(["sglang", "trtllm"])]
+    engines = rows[rows["backend"].isin(["sglang", "trtllm"])]
+    graphed = engines["eager_layer_ms"].eq(0).sum()
+    eager = engines[~engines["eager_layer_ms"].eq(0)]
     facts.append(
         f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
         "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the model's decoder layers "
@@ -149,6 +151,8 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "median TTFT over the layers it ran, or a measured forward time): "
         + "; ".join(f"{b.value} {arch} {p.per_layer_ms:.3f} ms" for (b, arch), p in HOST_POINTS.items())
         + ". Another MoE architecture takes its framework's least cost, a dense one none."
+        + (f" {graphed} TensorRT-LLM rows launch piecewise CUDA graphs (their recipe's torch_compile_config): their passes "
+           "that prefill replay graphs and take no floor." if graphed else "")
     )
     return facts
 
