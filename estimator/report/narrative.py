@@ -151,8 +151,12 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "median TTFT over the layers it ran, or a measured forward time): "
         + "; ".join(f"{b.value} {arch} {p.per_layer_ms:.3f} ms" for (b, arch), p in HOST_POINTS.items())
         + ". Another MoE architecture takes its framework's least cost, a dense one none."
-        + (f" {graphed} TensorRT-LLM rows launch piecewise CUDA graphs (their recipe's torch_compile_config): their passes "
-           "that prefill replay graphs and take no floor." if graphed else "")
+        + (
+            f" {graphed} TensorRT-LLM rows launch piecewise CUDA graphs (their recipe's torch_compile_config): their passes "
+            "that prefill replay graphs and take no floor."
+            if graphed
+            else ""
+        )
     )
     return facts
 

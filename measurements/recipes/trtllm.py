@@ -119,7 +119,9 @@ TRTLLM_DSR1_B200_PIECEWISE_CITATION = {
                    "attention DP), at 1k/8k CONC 64",
 }  # fmt: skip
 TRTLLM_DSR1_B200_DELAY_BATCHING = (40, 0.8)  # batch_wait_timeout_iters, batch_wait_max_tokens_ratio: PR 594's DELAY_BATCHING
-TRTLLM_DSR1_B200_DELAY_CITATION = "dsr1_fp8_b200_trt.sh @ ec7bafaae (PR 594): DELAY_BATCHING at 1k/1k from CONC 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8"
+TRTLLM_DSR1_B200_DELAY_CITATION = (
+    "dsr1_fp8_b200_trt.sh @ ec7bafaae (PR 594): DELAY_BATCHING at 1k/1k from CONC 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8"
+)
 
 
 def dsr1_b200_piecewise(precision: str | None, mtp: bool, isl: int, osl: int, concurrency: int, tp: int, ep: int | None, attention_dp: int) -> bool:
