@@ -125,7 +125,8 @@ def test_undocumented_sources_leave_the_client_protocol_empty(sample):
 def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(sample):
     """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule; its SGLang agg rows with a
     resolved recipe (DeepSeek-R1/V3 FP8 on H200/B200/B300, FP4 on B200/B300, Qwen3.5 FP8 on
-    H200/B300) the recipe's flags; every other row the engine defaults."""
+    H200/B300) the recipe's flags; its MiniMax-M2.5 vLLM B200/B300 rows on v0.19.0 twice the ISL as
+    budget; every other row the engine defaults."""
     resolved = {(f, p, s) for f, p, s in sglang_recipes.SGLANG_RECIPES}
     for m in sample:
         p = m.settings
@@ -137,6 +138,9 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
         elif m.source == clients.INFERENCEX and m.engine == "sglang" and m.mode == "agg" and (family, m.precision, m.system) in resolved:
             assert p.origin == "source" and p.mixed_batches is False and p.chunked_prefill is True, m.id
             assert f"{family}_{m.precision}_" in p.citation
+        elif m.source == clients.INFERENCEX and m.engine == "vllm" and m.model == "MiniMaxAI/MiniMax-M2.5" and "v0.19.0" in (m.image or "") \
+                and m.system in ("b200_sxm", "b300_sxm"):  # fmt: skip
+            assert p.origin == "source" and p.step_token_budget == 2 * m.isl and "minimaxm2.5_" in p.citation, m.id
         elif "InferenceX twin" not in m.protocol.client_citation:  # a gap-analysis twin takes its InferenceX run's settings
             assert p.origin == "engine default", m.id
 
@@ -324,6 +328,26 @@ def test_sample_vllm_rows_carry_their_launchs_gpu_memory_utilization(sample):
     assert {m.settings.gpu_memory_utilization for m in vllm} == {0.9, 0.95}
     assert all("--gpu-memory-utilization 0.95" in m.settings.citation for m in vllm if m.settings.gpu_memory_utilization == 0.95)
     assert all(m.settings.gpu_memory_utilization is None for m in sample if m.engine != "vllm")
+
+
+@pytest.mark.parametrize(
+    "precision, system, image, isl, budget",
+    [("fp8", "b200_sxm", "vllm/vllm-openai:v0.19.0-cu130", 1024, 2048),
+     ("fp4", "b300_sxm", "vllm/vllm-openai:v0.19.0-cu130", 8192, 16384),
+     ("fp8", "b200_sxm", "vllm/vllm-openai:v0.17.0-cu130", 1024, None),  # before PR 947: the engine default
+     ("fp4", "b200_sxm", "vllm/vllm-openai:nightly-5b8c30d62b754b575e043ce2fc0dcbf8a64f6306", 1024, None),  # PR 996's branch runs
+     ("fp8", "h200_sxm", "vllm/vllm-openai:v0.19.0-cu130", 1024, None)],
+)  # fmt: skip
+def test_vllm_minimax_blackwell_recipe_sets_twice_the_isl_as_budget(precision, system, image, isl, budget):
+    """InferenceX's MiniMax-M2.5 B200/B300 scripts on the v0.19.0 image launch --max-num-batched-tokens $((ISL * 2))
+    --stream-interval 20; runs on other images, systems and models keep vLLM's defaults (no recipe)."""
+    s = recipes.recipe_settings(clients.INFERENCEX, "vllm", isl, 1024, 64, "MiniMaxAI/MiniMax-M2.5", system, precision, 2, "agg", image)
+    if budget is None:
+        assert s is None
+        return
+    assert (s.step_token_budget, s.stream_interval, s.chunked_prefill, s.origin) == (budget, 20, True, "source")
+    assert "--max-num-batched-tokens $((ISL * 2))" in s.citation and s.overlap_scheduler
+    assert recipes.recipe_settings(clients.INFERENCEX, "vllm", isl, 1024, 64, "openai/gpt-oss-120b", system, precision, 2, "agg", image) is None
 
 
 MTP_IMAGE = "nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3"

@@ -12,7 +12,7 @@ from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
-from measurements.recipes.vllm import vllm_async_scheduling, vllm_memory_utilization
+from measurements.recipes.vllm import vllm_async_scheduling, vllm_memory_utilization, vllm_recipe
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
@@ -31,7 +31,7 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     other recipes; `tp` is the run's tensor-parallel size); Qwen3.5 FP8 on B200 by the versions of
     the sample's images and dates, for runs on those images only (SGLANG_RECIPE_IMAGES; later
     versions differ); GLM-5, whose versions disagree, is not resolved. Its vLLM recipes keep the engine default budget
-    (8192, chunked)."""
+    (8192, chunked) but MiniMax-M2.5's on B200 and B300 on the v0.19.0 image (vllm_recipe: twice the ISL)."""
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
@@ -40,6 +40,8 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
                              moe_ep if agg else None)  # fmt: skip
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
         return sglang_recipe(model, precision, system, tp, concurrency, image)
+    if engine == "vllm" and mode == "agg":
+        return vllm_recipe(model, precision, system, image, isl)
     return None
 
 

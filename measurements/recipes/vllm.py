@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from estimator.deployment import Backend
+from estimator.settings import SOURCE_ORIGIN, EngineSettings, system_defaults
 from measurements.recipes.models import LLAMA_70B_MODELS
 
 GPT_OSS_MODELS = frozenset({"openai/gpt-oss-120b"})
@@ -58,3 +60,28 @@ def vllm_memory_utilization(model: str, precision: str | None, system: str, imag
         if rule.model == model and rule.precision == precision and system in rule.systems and (image or "").startswith(rule.image):
             return rule.utilization, rule.citation
     return None
+
+
+# InferenceX's MiniMax-M2.5 B200/B300 vLLM scripts on the v0.19.0 image (every version from each script's first on that
+# image to 2026-05): --max-num-batched-tokens $((ISL * 2)) --stream-interval 20 (the first token goes out at once:
+# OutputProcessor sends at the first token, then every stream-interval tokens, v0.19.0 v1/engine/output_processor.py L285-L298).
+MINIMAX_BLACKWELL_SCRIPTS = (
+    "minimaxm2.5_fp4_b200.sh @ 79bd988e9 L50-L51, 13962fcfa L52-L53; minimaxm2.5_fp4_b300.sh @ 22d0f12f7 L54-L55, 633fd2377 "
+    "L56-L57; minimaxm2.5_fp8_b200.sh @ bddbf4031 (PR 947) L51-L52, 41ed82dc1 L51-L52; minimaxm2.5_fp8_b300.sh @ 340d7854c "
+    "L55-L56, 0c2467c15 L55-L56: --max-num-batched-tokens $((ISL * 2)) --stream-interval 20, image vllm/vllm-openai:v0.19.0"
+)
+MINIMAX_BLACKWELL_IMAGE = "vllm/vllm-openai:v0.19.0"
+MINIMAX_BLACKWELL_STREAM_INTERVAL = 20
+
+
+def vllm_recipe(model: str, precision: str | None, system: str, image: str | None, isl: int) -> EngineSettings | None:
+    """The scheduler settings an InferenceX vLLM agg script launches a run with where it sets them apart from vLLM's
+    defaults (MiniMax-M2.5 FP4 and FP8 on B200 and B300 on the v0.19.0 image: a step budget of twice the ISL, stream
+    interval 20), or None (the engine defaults hold)."""
+    if model != "MiniMaxAI/MiniMax-M2.5" or precision not in ("fp4", "fp8") or system not in ("b200_sxm", "b300_sxm"):
+        return None
+    if not (image or "").startswith(MINIMAX_BLACKWELL_IMAGE):
+        return None
+    defaults = system_defaults(Backend.VLLM, system, image.rpartition(":")[2].removeprefix("v").split("-")[0])
+    return defaults.replace(step_token_budget=2 * isl, stream_interval=MINIMAX_BLACKWELL_STREAM_INTERVAL, origin=SOURCE_ORIGIN,
+                            citation=f"SemiAnalysisAI/InferenceX benchmarks/single_node/{MINIMAX_BLACKWELL_SCRIPTS}")  # fmt: skip
