@@ -223,13 +223,12 @@ def test_replays_are_deterministic(agg, tandem):
 
 def solo_prefill(plan, spec, pricer) -> float:
     """The request's own prefill passes, added in order: chunks of at most the budget, the encoder
-    in the first one, the dispatch overhead in each, each pass at least the prefill floor."""
+    in the first one, each pass at least the prefill floor."""
     new, budget = int(plan.isl[0]) - spec.prefix, spec.settings.step_token_budget
     total, done = 0.0, 0
     while done < new:
         take = min(budget, new - done)
-        total += max(pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0) + spec.dispatch_ms,
-                     spec.prefill_floor_ms)  # fmt: skip
+        total += max(pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0), spec.prefill_floor_ms)
         done += take
     return total
 
@@ -245,13 +244,13 @@ fixed_lengths = st.one_of(st.builds(Steady, st.integers(0, 3), st.just(4)), st.b
 
 @given(agg_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths, compile_ms=st.just(0.0), path=st.sampled_from([0.0, 9.97])))
 def test_single_client_agg_ttft_is_the_solo_prefill_plus_the_request_path(config):
-    """Exactly the solo prefill without a request path (EngineSettings.request_path_ms); with one, that
-    path adds to every TTFT one for one (to the clock's rounding: t - born)."""
+    """Exactly the solo prefill without a request path (EngineSettings.request_path_ms and the reference's per-request
+    dispatch overhead, AggSpec.path_ms); with one, that path adds to every TTFT one for one (to the clock's rounding: t - born)."""
     stats = outcome(replay_agg, *config, impl="numba")
     if isinstance(stats, str):
         assert "chunked prefill is off" in stats
         return
-    path = config[1].settings.request_path_ms
+    path = config[1].path_ms
     if path == 0.0:
         assert_every_ttft_is(stats.stats, solo_prefill(*config))
     else:

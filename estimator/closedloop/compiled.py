@@ -47,7 +47,6 @@ from estimator.closedloop.spec import (
     A_WAIT_ITERS,
     A_WARM,
     AF_COMPILE,
-    AF_DISPATCH,
     AF_ENCODER,
     AF_K,
     AF_PATH,
@@ -510,7 +509,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     recv_interval, wait_iters, adp_timeout, adp_batching_wait = ints[A_RECV_INTERVAL], ints[A_WAIT_ITERS], ints[A_ADP_TIMEOUT], ints[A_ADP_BATCHING_WAIT]
     decode_budget, bound, requests, overlap = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS], ints[A_OVERLAP] != 0
     wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
-    dispatch_ms, prefill_floor_ms, compile_ms, path = floats[AF_DISPATCH], floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH]
+    prefill_floor_ms, compile_ms, path = floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -601,7 +600,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
         dur = dur + encoder_ms * new_starts
         host = 0.0
         if nc > 0:
-            dur = max(dur + dispatch_ms, prefill_floor_ms)
+            dur = max(dur, prefill_floor_ms)
             host = prefill_floor_ms
             if compile_ms > 0.0 and _first_of_shape(compiled, takes, nc, nd * decode_budget):
                 dur = dur + compile_ms

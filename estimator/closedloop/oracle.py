@@ -220,7 +220,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     active: list[Request] = []
     waiting: deque[Request] = deque()
     held_out: list[Request] = []  # overlap: next requests of the clients the last pass completed, visible at once
-    path = spec.settings.request_path_ms  # a request reaches the engine this long after its dispatch (settings.py)
+    path = spec.path_ms  # a request reaches the engine this long after its dispatch (settings.py; AggSpec.path_ms)
     for _ in range(plan.clients):
         waiting.append(run.new_request(0.0, path))
     for _ in range(agg_pass_bound(plan, spec.prefix)):
@@ -261,7 +261,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         dur = dur + spec.encoder_ms * new_starts
         host = 0.0  # the pass's host launch time (eager prefill launches and inline compiles)
         if takes:
-            dur = max(dur + spec.dispatch_ms, spec.prefill_floor_ms)
+            dur = max(dur, spec.prefill_floor_ms)
             host = spec.prefill_floor_ms
             tokens = sum(takes) + len(decs) * spec.decode_budget_tokens
             if spec.settings.shape_compile_ms > 0.0 and tokens not in compiled:

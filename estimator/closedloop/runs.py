@@ -213,8 +213,9 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
 
 
 def dispatch_overhead_ms(deployment: Deployment) -> float:
-    """The CPU dispatch overhead of a forward pass that prefills, as the reference's legacy TTFT models
-    it (vLLM: 0.8 ms per decoder layer, eager prefill launches; SGLang, TRT-LLM: none), ms."""
+    """The prefill dispatch overhead the reference's legacy TTFT charges once per request (vLLM: 0.8 ms per
+    decoder layer, AIConfigurator PR 1166, fitted to each request's TTFT beyond its kernels; SGLang,
+    TRT-LLM: none), ms: the replay adds it to each request's path (AggSpec.path_ms), holding no pass up."""
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 

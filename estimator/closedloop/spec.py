@@ -29,7 +29,7 @@ class NoProgressError(EstimatorError):
 # float64 array, read by slot (AggSpec.pack, TandemSpec.pack) instead of a long positional list.
 (A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
-(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(9)
+(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, N_AGG_FLOATS) = range(8)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
  T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, T_PREFILL_OVERLAP, N_TANDEM_INTS) = range(17)  # fmt: skip
 (TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
@@ -49,7 +49,7 @@ class AggSpec:
     tokens_per_decode: float = 1.0  # k: output tokens per decode pass per request (1 + accepted drafts, >= 1)
     turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
     encoder_ms: float = 0.0  # encoder GPU time per request, charged in its first chunk's pass, ms (>= 0)
-    dispatch_ms: float = 0.0  # engine's CPU dispatch overhead of a pass that prefills (eager prefill launches), ms (>= 0)
+    dispatch_ms: float = 0.0  # the reference's prefill dispatch overhead per request, on its path to the engine (path_ms), ms (>= 0)
     prefill_floor_ms: float = 0.0  # host launch time of an eager pass that prefills: it lasts at least this long, ms (>= 0)
 
     def __post_init__(self) -> None:
@@ -73,11 +73,18 @@ class AggSpec:
             s.overlap_scheduler,
         )  # fmt: skip
         floats = np.zeros(N_AGG_FLOATS)
-        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_DISPATCH, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH]] = (
-            s.batch_wait_tokens_ratio, self.tokens_per_decode, self.turnaround_ms, self.encoder_ms, self.dispatch_ms,
-            self.prefill_floor_ms, s.shape_compile_ms, s.request_path_ms,
+        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH]] = (
+            s.batch_wait_tokens_ratio, self.tokens_per_decode, self.turnaround_ms, self.encoder_ms, self.prefill_floor_ms,
+            s.shape_compile_ms, self.path_ms,
         )  # fmt: skip
         return ints, floats
+
+    @property
+    def path_ms(self) -> float:
+        """Time from a request's dispatch to the engine seeing it, ms: the settings' request path plus the reference's
+        per-request prefill dispatch overhead (AIConfigurator's legacy TTFT charges it once per request: PR 1166 fits it
+        to each request's TTFT beyond its kernels, so it holds no pass up)."""
+        return self.settings.request_path_ms + self.dispatch_ms
 
     def check(self, plan: RunPlan) -> None:
         """Raise InvalidInputError for a prefix not below every input or for batch waiting set
