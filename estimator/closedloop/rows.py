@@ -22,9 +22,9 @@ row's deployment (agg: the given deployment or the row's model, system, backend,
 parallel and quant columns; disagg: the ``(p)`` and ``(d)`` columns), with the engine's default
 scheduler settings (estimator.settings) unless settings are given; decode requests
 take nextn + 1 budget tokens and advance ``decode_tokens_per_iteration`` tokens per pass; agg
-passes that prefill also pay the engine's dispatch overhead as the reference's legacy TTFT does
-(vLLM 0.8 ms per layer: eager prefill launches, once per pass); tandem workers price each pass at
-the busiest attention-DP rank's share.
+requests also pay the engine's prefill dispatch overhead as the reference's legacy TTFT does
+(vLLM 0.8 ms per layer, once per request, on its path to the engine); tandem workers price each
+pass at the busiest attention-DP rank's share.
 """
 
 from __future__ import annotations
