@@ -142,6 +142,18 @@ class EngineSettings:
 
 
 FIELDS: Mapping[str, dataclasses.Field] = MappingProxyType({f.name: f for f in dataclasses.fields(EngineSettings)})
+# The KV-cache memory settings and the engine each belongs to (the replay's KV pool: closedloop.runs.kv_pool)
+KV_MEMORY_SETTINGS: Mapping[str, Backend] = MappingProxyType({"kv_free_memory_fraction": Backend.TRTLLM, "gpu_memory_utilization": Backend.VLLM})
+
+
+def foreign_kv_memory_setting(settings: EngineSettings, backend: Backend) -> str | None:
+    """The message naming a KV-cache memory setting of these settings that another engine than `backend` reads, or None."""
+    for name, owner in KV_MEMORY_SETTINGS.items():
+        if getattr(settings, name) is not None and backend is not owner:
+            return f"{name} is {owner.value}'s KV-cache setting; backend {backend.value!r} has none"
+    return None
+
+
 POINT_FIELDS = tuple(name for name, f in FIELDS.items() if f.metadata[POINT])  # the points table's settings columns, in order
 
 

@@ -194,6 +194,9 @@ def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
     assert vllm.gpu_memory_utilization == 0.9  # vLLM's default
     launched = parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"gpu_memory_utilization": 1}}, "d.yaml").settings
     assert launched.gpu_memory_utilization == 1.0 and isinstance(launched.gpu_memory_utilization, float)
+    for backend, key, owner in (("trtllm", "gpu_memory_utilization", "vllm"), ("vllm", "kv_cache_free_memory_fraction", "trtllm")):
+        with pytest.raises(InvalidInputError, match=f"engine: .* is {owner}'s KV-cache setting; backend '{backend}' has none"):
+            parse_deployment(DEPLOYMENT | {"backend": backend, "engine": {key: 0.9}}, "d.yaml")
     old = parse_deployment(DEPLOYMENT | {"backend": "vllm", "backend_version": "0.13.0"}, "d.yaml").settings
     assert not old.overlap_scheduler  # async scheduling is the default from vLLM 0.14.0
 

@@ -33,7 +33,7 @@ from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import EngineSettings, kv_running_cap, system_defaults
+from estimator.settings import EngineSettings, foreign_kv_memory_setting, kv_running_cap, system_defaults
 
 
 @dataclass(frozen=True)
@@ -254,9 +254,9 @@ def kv_pool(settings: EngineSettings, deployment: Deployment) -> float | None:
     only the native model derives from the bundled config (the reference's accounting, e.g.
     DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4, is not checked against the checkpoints)."""
     backend = deployment.backend
-    for name, owner, engine in (("gpu_memory_utilization", Backend.VLLM, "vLLM"), ("kv_free_memory_fraction", Backend.TRTLLM, "TensorRT-LLM")):
-        if getattr(settings, name) is not None and backend is not owner:
-            raise InvalidInputError(f"{name} is {engine}'s KV-cache setting; backend {backend.value!r} has none")
+    foreign = foreign_kv_memory_setting(settings, backend)
+    if foreign is not None:
+        raise InvalidInputError(foreign)
     if backend is Backend.VLLM and settings.gpu_memory_utilization is not None:
         return vllm_kv_pool_bytes(deployment_facts(deployment), settings.gpu_memory_utilization)
     if settings.kv_free_memory_fraction is None:

@@ -32,7 +32,7 @@ import yaml
 from estimator.deployment import MAX_SIZE, Backend, QuantOverrides
 from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
 from estimator.models import ModelConfig, check_overrides, infer_quant, resolve_model_config
-from estimator.settings import SOURCE_ORIGIN, EngineSettings, system_defaults
+from estimator.settings import SOURCE_ORIGIN, EngineSettings, foreign_kv_memory_setting, system_defaults
 from measurements.schema import Layout
 
 MODES = ("agg", "disagg")
@@ -139,6 +139,9 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
                 raise InvalidInputError(f"{where}: disagg deployment sets {key!r} at the top level (put it in the prefill and decode blocks)")
         agg, prefill, decode = None, _block(doc, "prefill", where), _block(doc, "decode", where)
     settings, engine_keys = _settings(doc.get("engine"), defaults, path)
+    foreign = foreign_kv_memory_setting(settings, Backend.parse(backend))
+    if foreign is not None:
+        raise InvalidInputError(f"{where}: engine: {foreign}")
     gemm_quant, moe_quant = _quant_modes(doc, config, backend, where)
     client = doc.get("client") or {}
     if not isinstance(client, Mapping):
