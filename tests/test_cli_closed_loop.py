@@ -37,3 +37,14 @@ def test_one_output_token_has_no_inter_token_latency(capsys):
     assert refined["ttft"] > 0 and refined["tpot"] == 0.0
     assert main([*POINT, "--closed-loop", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["closed_loop"]["itl"] > 0
+
+
+def test_text_report_says_when_the_kv_pool_caps_the_running_requests(capsys):
+    """vLLM's 0.9 of an H100 less Qwen3-32B's weights holds fewer 4k-token requests than 64: the report says
+    how many ran and why; a batch the pool holds gets no such line."""
+    vllm = "estimate --model-path Qwen/Qwen3-32B --system h100_sxm --backend vllm --isl 4096 --osl 256 --closed-loop".split()
+    assert main([*vllm, "--batch-size", "64"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "capped" in x]
+    assert "of 64 per rank by the KV-cache pool (gpu_memory_utilization 0.9 less the weights)" in line
+    assert main([*vllm, "--batch-size", "2"]) == 0
+    assert "capped" not in capsys.readouterr().out

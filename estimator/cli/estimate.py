@@ -22,6 +22,7 @@ from estimator.api.status import describe
 from estimator.cli.common import register_command
 from estimator.disagg import DisaggResult
 from estimator.scheduler import AggResult
+from estimator.settings import system_defaults
 from estimator.steps import StepCost
 
 EXAMPLE = ESTIMATE.example
@@ -126,6 +127,11 @@ def render_closed_loop(row: dict, refined: dict) -> str:
     for name in ("ttft", "tpot", "request_latency"):
         lines.append(f"  {name:<16} {row[name]:>11.3f} ms {refined[name]:>11.3f} ms")
     lines.append(f"  {'ttft p50 / p99':<16} {'':>14} {refined['ttft_p50']:>7.1f} / {refined['ttft_p99']:.1f} ms")
+    cap = refined.get("max_num_seqs")
+    if cap is not None and cap < min(row["bs"], system_defaults(row["backend"], row["system"], row["version"]).max_num_seqs or row["bs"]):
+        pool = (f"gpu_memory_utilization {refined['gpu_memory_utilization']:g} less the weights"
+                if refined.get("gpu_memory_utilization") is not None else f"free_gpu_memory_fraction {refined.get('kv_free_memory_fraction'):g}")  # fmt: skip
+        lines.append(f"  running requests capped at {cap} of {row['bs']} per rank by the KV-cache pool ({pool}); the others queue")
     return "\n".join(lines)
 
 
