@@ -15,8 +15,9 @@ SGLang worker one iteration after seeing it (ADMISSION_LAG).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from estimator.closedloop.cases import AggCase, Case, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
@@ -224,7 +225,7 @@ def dispatch_overhead_ms(deployment: Deployment) -> float:
 # output; vLLM V1 allocates blocks as tokens arrive (KVCacheManager.allocate_slots) and, when a step cannot get its
 # blocks, preempts the newest running request (Scheduler.schedule, RECOMPUTE), so its running requests hold their
 # prompts and, at outputs spread evenly through their lengths, half their outputs.
-KV_HELD_OUTPUT_SHARE = {Backend.TRTLLM: 1.0, Backend.VLLM: 0.5}
+KV_HELD_OUTPUT_SHARE: Mapping[Backend, float] = MappingProxyType({Backend.TRTLLM: 1.0, Backend.VLLM: 0.5})
 
 
 def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, isl: int, visual: int, osl: int,

@@ -109,15 +109,17 @@ def trtllm_dsr1_free_memory(system: str, precision: str | None, isl: int, osl: i
 # each PR's runs, measured the day it merged. Where a script sets PIECEWISE_CUDA_GRAPHS it adds torch_compile_config
 # enable_piecewise_cuda_graph with capture_num_tokens up to max_num_tokens: passes that prefill replay graphs for the
 # non-attention layers instead of launching every layer eagerly, so the framework's eager host floor does not apply.
-TRTLLM_DSR1_B200_GRAPH_IMAGES = {False: ("tensorrt-llm/release", "1.2.0rc6.post2"), True: TRTLLM_DSR1_MTP_IMAGE}  # MTP recipe -> image
-TRTLLM_DSR1_B200_PIECEWISE_CITATION = {
+TRTLLM_DSR1_B200_GRAPH_IMAGES: Mapping[bool, tuple[str, str]] = MappingProxyType(
+    {False: ("tensorrt-llm/release", "1.2.0rc6.post2"), True: TRTLLM_DSR1_MTP_IMAGE}
+)  # MTP recipe -> image
+TRTLLM_DSR1_B200_PIECEWISE_CITATION: Mapping[tuple[str, bool], str] = MappingProxyType({
     ("fp8", False): "dsr1_fp8_b200_trt.sh @ ec7bafaae (PR 594): PIECEWISE_CUDA_GRAPHS at 1k/1k and 8k/1k from CONC 64, at 1k/8k CONC 128",
     ("fp4", False): "dsr1_fp4_b200_trt.sh @ 6eecc0e66 (PR 620): PIECEWISE_CUDA_GRAPHS at 1k/1k on TP 8 EP 8",
     ("fp8", True): "dsr1_fp8_b200_trt_mtp.sh @ 5d517074c (PR 632): PIECEWISE_CUDA_GRAPHS without attention DP, above CONC 4 (1k/1k), "
                    "8 (1k/8k), 16 (8k/1k)",
     ("fp4", True): "dsr1_fp4_b200_trt_mtp.sh @ 0aae52d4c (PR 642): PIECEWISE_CUDA_GRAPHS at 1k/1k CONC 32 and 64 (and 128 without "
                    "attention DP), at 1k/8k CONC 64",
-}  # fmt: skip
+})  # fmt: skip
 TRTLLM_DSR1_B200_DELAY_BATCHING = (40, 0.8)  # batch_wait_timeout_iters, batch_wait_max_tokens_ratio: PR 594's DELAY_BATCHING
 TRTLLM_DSR1_B200_DELAY_CITATION = (
     "dsr1_fp8_b200_trt.sh @ ec7bafaae (PR 594): DELAY_BATCHING at 1k/1k from CONC 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8"
