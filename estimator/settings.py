@@ -120,7 +120,7 @@ class EngineSettings:
         _set(self, "kv_cache_dtype", _kv_cache_dtype(self.kv_cache_dtype))
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
-        for name in ("kv_free_memory_fraction", "gpu_memory_utilization"):
+        for name in KV_MEMORY_SETTINGS:
             fraction = getattr(self, name)
             if fraction is not None and (not _is_number(fraction) or not 0.0 < fraction <= 1.0):
                 raise InvalidInputError(f"{name} must be within (0, 1], got {fraction!r}")

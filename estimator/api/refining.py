@@ -17,7 +17,7 @@ from estimator.closedloop.protocol import PROTOCOLS
 from estimator.deployment import require_positive
 from estimator.errors import EstimatorError, InvalidInputError, is_interrupt
 from estimator.models.config import model_shape
-from estimator.settings import EngineSettings
+from estimator.settings import KV_MEMORY_SETTINGS, EngineSettings
 
 REPLAY, SCHEDULER = "replay", "agg scheduler (engine pricing)"
 
@@ -94,7 +94,7 @@ def refine_with(frame: pd.DataFrame, args) -> RefineResult:
 def replay_options(args) -> ReplayOptions:
     """The replay options of the arguments (scheduler settings only with a budget)."""
     protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio)
-    for name in ("kv_free_memory_fraction", "gpu_memory_utilization"):
+    for name in KV_MEMORY_SETTINGS:
         if getattr(args, name) is not None and (args.budget is None or args.pricing != ENGINE):
             raise InvalidInputError(f"--{name.replace('_', '-')} needs --budget (the launch's scheduler settings) and engine pricing")
     if args.budget is None:

@@ -40,7 +40,7 @@ from estimator.closedloop.runs import AggRun, DisaggRun, Replayed, agg_engine_ca
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.deployment import MAX_SIZE, Deployment, QuantOverrides
 from estimator.errors import InvalidInputError
-from estimator.settings import EngineSettings, reference_settings
+from estimator.settings import KV_MEMORY_SETTINGS, EngineSettings, reference_settings
 
 _ABSENT = object()
 
@@ -146,7 +146,7 @@ def agg_case(row: Mapping, options: ReplayOptions, deployment: Deployment | None
         return agg_engine_case(run, options.settings, options.protocol, options.pricer)
     ctx_tokens = _integer(row, "ctx_tokens")
     steps = RowSteps(_time(row, "prefill_step_ms"), max(1, min(ctx_tokens, isl + visual - prefix)), _time(row, "genonly_step_ms"))
-    for name in ("kv_free_memory_fraction", "gpu_memory_utilization"):
+    for name in KV_MEMORY_SETTINGS:
         if options.settings is not None and getattr(options.settings, name) is not None:
             raise InvalidInputError(f"{name} needs engine pricing (the KV pool is the deployment's)")
     spec = AggSpec(options.settings or reference_settings(ctx_tokens), prefix=prefix, tokens_per_decode=tokens_per_decode, encoder_ms=encoder_ms)

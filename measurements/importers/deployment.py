@@ -32,7 +32,7 @@ import yaml
 from estimator.deployment import MAX_SIZE, Backend, QuantOverrides
 from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
 from estimator.models import ModelConfig, check_overrides, infer_quant, resolve_model_config
-from estimator.settings import SOURCE_ORIGIN, EngineSettings, foreign_kv_memory_setting, system_defaults
+from estimator.settings import KV_MEMORY_SETTINGS, SOURCE_ORIGIN, EngineSettings, foreign_kv_memory_setting, system_defaults
 from measurements.schema import Layout
 
 MODES = ("agg", "disagg")
@@ -61,7 +61,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
         "stream_interval": "stream_interval",
     }
 )
-FRACTION_FIELDS = frozenset({"kv_free_memory_fraction", "gpu_memory_utilization"})  # an integer 1 there reads as 1.0
+FRACTION_FIELDS = frozenset(KV_MEMORY_SETTINGS)  # the fraction-valued settings: an integer 1 there reads as 1.0
 IGNORED_ENGINE_KEYS = frozenset({"cuda_graph_batch_sizes"})  # accepted launch settings the estimate does not read
 CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "statistic", "ignore_eos", "concurrency", "num_prompts", "request_rate")
 
