@@ -20,9 +20,10 @@ from estimator.api.deployments import layout_label
 from estimator.api.estimating import price
 from estimator.api.status import describe
 from estimator.cli.common import register_command
+from estimator.closedloop.runs import kv_pool_setting
 from estimator.disagg import DisaggResult
 from estimator.scheduler import AggResult
-from estimator.settings import system_defaults
+from estimator.settings import FIELDS, EngineSettings, system_defaults
 from estimator.steps import StepCost
 
 EXAMPLE = ESTIMATE.example
@@ -129,8 +130,7 @@ def render_closed_loop(row: dict, refined: dict) -> str:
     lines.append(f"  {'ttft p50 / p99':<16} {'':>14} {refined['ttft_p50']:>7.1f} / {refined['ttft_p99']:.1f} ms")
     cap = refined.get("max_num_seqs")
     if cap is not None and cap < min(row["bs"], system_defaults(row["backend"], row["system"], row["version"]).max_num_seqs or row["bs"]):
-        pool = (f"gpu_memory_utilization {refined['gpu_memory_utilization']:g} less the weights"
-                if refined.get("gpu_memory_utilization") is not None else f"free_gpu_memory_fraction {refined.get('kv_free_memory_fraction'):g}")  # fmt: skip
+        pool = kv_pool_setting(EngineSettings(**{k: v for k, v in refined.items() if k in FIELDS}))
         lines.append(f"  running requests capped at {cap} of {row['bs']} per rank by the KV-cache pool ({pool}); the others queue")
     return "\n".join(lines)
 

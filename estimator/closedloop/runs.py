@@ -246,6 +246,15 @@ def kv_capped(settings: EngineSettings, deployment: Deployment, clients: int, is
     return settings.replace(max_num_seqs=cap)
 
 
+def kv_pool_setting(settings: EngineSettings) -> str:
+    """The KV-cache memory setting that sizes a launch's pool, as a note names it ("" where none is set)."""
+    if settings.gpu_memory_utilization is not None:
+        return f"gpu_memory_utilization {settings.gpu_memory_utilization:g} less the weights"
+    if settings.kv_free_memory_fraction is not None:
+        return f"free_gpu_memory_fraction {settings.kv_free_memory_fraction:g}"
+    return ""
+
+
 def kv_pool(settings: EngineSettings, deployment: Deployment) -> float | None:
     """The KV-cache pool per GPU a launch's settings document, bytes, or None where they document none:
     vLLM's at settings.gpu_memory_utilization (vllm_kv_pool_bytes, an upper bound), TensorRT-LLM's at

@@ -31,6 +31,7 @@ from types import MappingProxyType
 
 from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
+from estimator.closedloop.runs import kv_pool_setting
 from estimator.closedloop.stats import LatencyStats
 from estimator.disagg import DISAGG_ROLES, DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
@@ -316,11 +317,8 @@ def kv_cap_note(replayed: EngineSettings | None, m: Measurement) -> str:
     cap = replayed.max_num_seqs if replayed is not None else None
     if cap is None or cap == m.settings.max_num_seqs:
         return ""
-    if m.settings.gpu_memory_utilization is not None:
-        pool = f"gpu_memory_utilization {m.settings.gpu_memory_utilization:g} less the weights, blocks allocated as tokens arrive"
-    else:
-        pool = f"free_gpu_memory_fraction {m.settings.kv_free_memory_fraction:g}, guaranteed-no-evict admission"
-    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool ({pool})"
+    admission = "blocks allocated as tokens arrive" if m.settings.gpu_memory_utilization is not None else "guaranteed-no-evict admission"
+    return f"{KV_CAP_NOTE} {cap} per rank by the KV-cache pool ({kv_pool_setting(m.settings)}, {admission})"
 
 
 def replayed_statistic(stats: LatencyStats, m: Measurement, stated: bool = True) -> tuple[float, float]:

@@ -70,7 +70,8 @@ MINIMAX_BLACKWELL_SCRIPTS = (
     "L56-L57; minimaxm2.5_fp8_b200.sh @ bddbf4031 (PR 947) L51-L52, 41ed82dc1 L51-L52; minimaxm2.5_fp8_b300.sh @ 340d7854c "
     "L55-L56, 0c2467c15 L55-L56: --max-num-batched-tokens $((ISL * 2)) --stream-interval 20, image vllm/vllm-openai:v0.19.0"
 )
-MINIMAX_BLACKWELL_IMAGE = "vllm/vllm-openai:v0.19.0"
+MINIMAX_BLACKWELL_VERSION = "0.19.0"
+MINIMAX_BLACKWELL_IMAGE = f"vllm/vllm-openai:v{MINIMAX_BLACKWELL_VERSION}"
 MINIMAX_BLACKWELL_STREAM_INTERVAL = 20
 
 
@@ -82,6 +83,6 @@ def vllm_recipe(model: str, precision: str | None, system: str, image: str | Non
         return None
     if not (image or "").startswith(MINIMAX_BLACKWELL_IMAGE):
         return None
-    defaults = system_defaults(Backend.VLLM, system, image.rpartition(":")[2].removeprefix("v").split("-")[0])
+    defaults = system_defaults(Backend.VLLM, system, MINIMAX_BLACKWELL_VERSION)
     return defaults.replace(step_token_budget=2 * isl, stream_interval=MINIMAX_BLACKWELL_STREAM_INTERVAL, origin=SOURCE_ORIGIN,
                             citation=f"SemiAnalysisAI/InferenceX benchmarks/single_node/{MINIMAX_BLACKWELL_SCRIPTS}")  # fmt: skip
