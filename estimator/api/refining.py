@@ -41,7 +41,8 @@ REFINE = Command(
         Param(
             "gpu_memory_utilization",
             float,
-            help="vLLM agg: --gpu-memory-utilization; caps running requests at the KV pool (with --budget; without, vLLM's 0.9)",
+            help="vLLM agg: --gpu-memory-utilization, the share of GPU memory in (0, 1], e.g. 0.9; caps running requests at the KV pool "
+            "(with --budget; without, vLLM's 0.9)",
             group=SCHEDULER,
         ),
         LONG_CONTEXT_PARAM,
