@@ -100,6 +100,11 @@ class EngineSettings:
         "share of each GPU's memory for weights, activations and the KV cache (vLLM --gpu-memory-utilization, 0.9 by "
         "default), 0 < this <= 1; empty: undocumented. The closed-loop replay caps a vLLM agg rank's running requests by "
         "the KV pool it leaves (estimator.closedloop.runs.kv_capped)", point=True))  # fmt: skip
+    qk_norm_allreduces: int = field(default=0, metadata=_doc(
+        "all-reduces per decoder layer of a q/k RMSNorm that spans every attention head (MiniMax-M2) under attention TP > "
+        "1, each of the tokens' sums of squares: vLLM 2 through 0.13, 1 from 0.14.0 (PR 31493); SGLang 2 through 0.5.7, 1 "
+        "from 0.5.8 (PR 14416); 0: not replayed (TensorRT-LLM: its code not read). The closed-loop replay adds them to "
+        "every pass (estimator.closedloop.qk_norm), >= 0; empty: 0"))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))
@@ -109,7 +114,7 @@ class EngineSettings:
         if self.max_num_seqs is not None:
             _set(self, "max_num_seqs", _integer("max_num_seqs", self.max_num_seqs, 1))
         for name, minimum in (("stream_interval", 1), ("recv_interval", 1), ("batch_wait_iters", 0), ("adp_balance_iters", 0),
-                              ("adp_batching_wait_iters", 0), ("nextn", 0)):  # fmt: skip
+                              ("adp_batching_wait_iters", 0), ("nextn", 0), ("qk_norm_allreduces", 0)):  # fmt: skip
             _set(self, name, _integer(name, getattr(self, name), minimum))
         for name in ("chunked_prefill", "mixed_batches", "overlap_scheduler"):
             _set(self, name, bool(getattr(self, name)))
@@ -268,6 +273,11 @@ TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 
 # (scheduler.py 0.13.0 L133). estimator/docs/evidence/first-token-path.md section 1c.
 VLLM_ASYNC_SCHEDULING_FROM = "0.14.0"
 
+# The engine releases from which MiniMax-M2's q and k sums of squares are all-reduced together, one all-reduce per layer
+# (forward_qk); each had its own before (estimator.closedloop.qk_norm). vLLM PR 31493: 0.13.0 wheel two, 0.14.0 one;
+# SGLang PR 14416: 0.5.7 wheel two, 0.5.8.post1 one.
+QK_NORM_FUSED_FROM: Mapping[Backend, str] = MappingProxyType({Backend.VLLM: "0.14.0", Backend.SGLANG: "0.5.8"})
+
 # vLLM's default share of GPU memory for weights, activations and KV cache (CacheConfig.gpu_memory_utilization)
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
 
@@ -279,6 +289,7 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
     * vLLM V1 (``vllm serve``): budget 8192 and 1024 running requests on GPUs of at least 70 GiB
       that are not A100s, else 2048 and 256; chunked prefill on; async scheduling (overlap) from
       VLLM_ASYNC_SCHEDULING_FROM, none before; 0.9 of GPU memory for weights, activations and KV;
+      MiniMax-M2's q/k norm all-reduces per layer by release (qk_norm_allreduces; SGLang likewise);
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
       running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
       (piecewise CUDA graphs off by default through 0.5.9) at the published per-architecture cost;
@@ -292,10 +303,20 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
     if backend is Backend.VLLM:
         overlap = not _released_before(version, VLLM_ASYNC_SCHEDULING_FROM)
         return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=overlap, eager_layer_ms=0.0,
-                              gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION, citation=citation)  # fmt: skip
+                              gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION, qk_norm_allreduces=qk_norm_allreduces(backend, version),
+                              citation=citation)  # fmt: skip
     if backend is Backend.SGLANG:
-        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False, citation=citation)
+        return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False,
+                              qk_norm_allreduces=qk_norm_allreduces(backend, version), citation=citation)  # fmt: skip
     return EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS, citation=citation)
+
+
+def qk_norm_allreduces(backend: Backend, version: str | None) -> int:
+    """All-reduces per layer of the engine's cross-head q/k RMSNorm (EngineSettings.qk_norm_allreduces) at `version`
+    (None or a nightly: a current build): 1 from QK_NORM_FUSED_FROM, 2 before; 0 for an engine not in it."""
+    if backend not in QK_NORM_FUSED_FROM:
+        return 0
+    return 2 if _released_before(version, QK_NORM_FUSED_FROM[backend]) else 1
 
 
 def system_defaults(backend: Backend | str, system: str, version: str | None = None) -> EngineSettings:

@@ -142,6 +142,7 @@ ADDED_COLUMNS = frozenset(
         "shape_compile_ms",
         "kv_free_memory_fraction",
         "gpu_memory_utilization",
+        "qk_norm_allreduces",
         "num_warmups",
         *(f.name for f in dataclasses.fields(Statistics)),
     }

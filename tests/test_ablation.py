@@ -33,12 +33,14 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "decode_intake": {"sglang_intake"},
     "prefill_overlap": {"sglang_intake"},
     "kv_pool": {"vllm_kv"},
+    "qk_norm": {"vllm_kv"},  # MiniMax-M2 at TP 4
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
     "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
+    "qk_norm": "vllm_kv",
 }  # fmt: skip
 
 

@@ -293,10 +293,15 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
 @pytest.mark.parametrize(
     "backend,system,gib,want",
     [
-        ("vllm", "h200_sxm", 141, EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9)),
-        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9)),
-        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False)),
-        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False)),
+        (
+            "vllm",
+            "h200_sxm",
+            141,
+            EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9, qk_norm_allreduces=1),
+        ),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9, qk_norm_allreduces=1)),
+        ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False, qk_norm_allreduces=1)),
+        ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False, qk_norm_allreduces=1)),
         ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS)),
     ],
 )

@@ -43,6 +43,7 @@ import numpy as np
 from estimator.caching import memo, register
 from estimator.closedloop import tablecache
 from estimator.closedloop.pricing import PassTables
+from estimator.closedloop.qk_norm import qk_norm_ms
 from estimator.deployment import Deployment
 from estimator.errors import PerfDataMissingError
 from estimator.pricing import PRICERS
@@ -84,6 +85,7 @@ class PassModel:
     pricer: str = "native"  # one of OP_PRICERS
     seq_scale: float = 1.0  # seq imbalance correction on context attention
     gen_scale: float = 1.0  # gen seq imbalance correction on generation attention
+    qk_norm_allreduces: int = 0  # all-reduces per layer of a cross-head q/k norm the pricer's graph omits (EngineSettings'; >= 0)
 
     @property
     def query_multiplier(self) -> int:
@@ -206,10 +208,10 @@ def _shared_axes(model: PassModel, tokens_top: int):
 
 
 def _price_shared(model: PassModel, nodes: np.ndarray) -> np.ndarray:
-    """Context ops except attention, one request of t tokens (nodes: t)."""
+    """Context ops except attention, one request of t tokens (nodes: t), and the q/k norm all-reduces."""
     tokens = nodes[:, 0]
     shapes = np.column_stack((np.ones_like(tokens), tokens, np.zeros_like(tokens)))
-    return _component_pricers(model).context(shapes, exclude=CONTEXT_KV_OPS)
+    return _component_pricers(model).context(shapes, exclude=CONTEXT_KV_OPS) + _omitted_ms(model, tokens)
 
 
 def _chunk_attention_axes(model: PassModel, chunks_top: int, chunk_top: int, start_top: int):
@@ -236,8 +238,16 @@ def _decode_other_axes(model: PassModel, rows_top: int):
 
 
 def _price_decode_other(model: PassModel, nodes: np.ndarray) -> np.ndarray:
-    """Generation ops except attention at query-row nodes."""
-    return _component_pricers(model).generation(np.column_stack((nodes[:, 0], np.ones(len(nodes)))), exclude=GENERATION_KV_OPS)
+    """Generation ops except attention at query-row nodes, and the q/k norm all-reduces."""
+    rows = nodes[:, 0]
+    return _component_pricers(model).generation(np.column_stack((rows, np.ones(len(nodes)))), exclude=GENERATION_KV_OPS) + _omitted_ms(model, rows)
+
+
+def _omitted_ms(model: PassModel, tokens: np.ndarray) -> np.ndarray:
+    """What the engine runs per pass of `tokens` tokens beyond the pricer's op graph (the cross-head q/k
+    norm all-reduces, estimator.closedloop.qk_norm), ms; none for the SOL roofline, which prices no
+    measured kernel."""
+    return np.zeros(len(tokens)) if model.pricer == "sol" else qk_norm_ms(model.deployment, model.qk_norm_allreduces, tokens)
 
 
 _shared = _GrownGrid(_shared_axes, _price_shared, "shared")

@@ -34,7 +34,7 @@ from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import EngineSettings, foreign_kv_memory_setting, kv_running_cap, system_defaults
+from estimator.settings import EngineSettings, foreign_kv_memory_setting, kv_running_cap, qk_norm_allreduces, system_defaults
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,8 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
         encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment),
         prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
     )  # fmt: skip
-    return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(deployment, pricer))
+    model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces)
+    return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, model)
 
 
 # Decode servers that admit a transferred request one iteration after the iteration start that sees it
@@ -209,8 +210,14 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
                       decode_bound_at_dispatch=run.decode.backend in DECODE_BOUND_AT_DISPATCH,
                       decode_intake_interval=run.decode_recv_interval,
                       prefill_overlap=run.prefill_overlap and run.prefill.backend in PREFILL_OVERLAP)  # fmt: skip
-    return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, PassModel(run.prefill, pricer),
-                      PassModel(run.decode, pricer))  # fmt: skip
+    return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, _worker_model(run.prefill, pricer),
+                      _worker_model(run.decode, pricer))  # fmt: skip
+
+
+def _worker_model(deployment: Deployment, pricer: str) -> PassModel:
+    """A disaggregated worker's pass model: its engine's q/k norm all-reduces at the worker's data version (a
+    disagg run records no engine version per worker)."""
+    return PassModel(deployment, pricer, qk_norm_allreduces=qk_norm_allreduces(deployment.backend, deployment.version))
 
 
 def dispatch_overhead_ms(deployment: Deployment) -> float:

@@ -15,6 +15,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
 | prefill_overlap | a prefill batch's KV sent after the next batch's launch (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
+| qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
@@ -30,6 +31,7 @@ from types import MappingProxyType
 import pandas as pd
 
 from estimator.closedloop.cases import AggCase, Case, TandemCase
+from estimator.closedloop.engine import PassModel
 from estimator.report import metrics
 from measurements.mapping import MappedRow
 from measurements.tokenizers import served_prompt
@@ -61,6 +63,19 @@ def _tandem_spec(**changes) -> Callable[[Case], Case]:
         return dataclasses.replace(case, spec=dataclasses.replace(case.spec, **changes))
 
     return off
+
+
+def _no_qk_norm(case: Case) -> Case:
+    """The case with its pass models pricing no cross-head q/k norm all-reduce."""
+    if isinstance(case, AggCase):
+        return case if not isinstance(case.steps, PassModel) else dataclasses.replace(case, steps=_without_qk_norm(case.steps))
+    if not isinstance(case.decode, PassModel):
+        return case
+    return dataclasses.replace(case, prefill=_without_qk_norm(case.prefill), decode=_without_qk_norm(case.decode))
+
+
+def _without_qk_norm(model: PassModel) -> PassModel:
+    return dataclasses.replace(model, qk_norm_allreduces=0)
 
 
 def _recorded_prompt(row: MappedRow) -> MappedRow:
@@ -101,6 +116,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
     Mechanism("prefill_overlap", "prefill KV sent after the next batch's launch", case=_tandem_spec(prefill_overlap=False)),
     Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_no_gpu_memory_utilization),
+    Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_no_qk_norm),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
