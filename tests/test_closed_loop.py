@@ -763,12 +763,14 @@ def test_overlap_scheduling_returns_a_pass_s_first_tokens_after_the_next_pass_is
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-def test_overlap_scheduling_takes_a_completed_client_s_next_request_in_the_pass_after_the_next(impl):
-    """Under overlap scheduling the engine launches pass n+1 before it returns pass n's tokens, so a
-    client whose request completes in pass n sends its next one after pass n+1 was formed. Two
-    clients (osl 2 and 6), flat prices (a prefill pass 10 ms, a decode pass 5 ms, no host floor so
-    no first-token delay): the first client's next request waits out the other client's decode pass
-    (TTFT 15 ms, not 10); an engine with nothing else to run takes it at once (C = 1: unchanged)."""
+def test_overlap_scheduling_takes_a_completed_client_s_next_request_two_passes_after_the_next(impl):
+    """Under overlap scheduling the loop iteration that launches pass n+1 returns pass n's tokens
+    only after the launch, and the next iteration polls for requests at once, while pass n+1 runs, to
+    form pass n+2: a client whose request completes in pass n sends its next one after pass n+2 was
+    formed, so it joins pass n+3. Two clients (osl 2 and 6), flat prices (a prefill pass 10 ms, a
+    decode pass 5 ms, no host floor so no first-token delay): the first client's next request waits
+    out two of the other client's decode passes (TTFT 20 ms, not 10); an engine with nothing else to
+    run takes it at once (C = 1: unchanged)."""
     pricer = flat_pricer(10.0, 5.0)
 
     def run(overlap, clients=2, osl=(2, 6, 2)):
@@ -776,8 +778,8 @@ def test_overlap_scheduling_takes_a_completed_client_s_next_request_in_the_pass_
         return replay_agg(plan, AggSpec(EngineSettings(600, False, mixed_batches=False, overlap_scheduler=overlap)), pricer, impl).stats
 
     on, off = run(True), run(False)
-    assert (off.ttft_max, on.ttft_max) == (10.0, 15.0)
-    assert on.ttft_mean == pytest.approx(off.ttft_mean + 5.0 / 3, rel=1e-12)
+    assert (off.ttft_max, on.ttft_max) == (10.0, 20.0)
+    assert on.ttft_mean == pytest.approx(off.ttft_mean + 10.0 / 3, rel=1e-12)
     alone_on, alone_off = run(True, 1, (2, 2, 2)), run(False, 1, (2, 2, 2))
     assert alone_on.ttft_max == pytest.approx(alone_off.ttft_max, rel=1e-12) == 10.0
 

@@ -526,7 +526,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     hj = np.empty((1, clients), dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty((1, clients), dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
-    n_held_out = np.int64(0)  # overlap: the last entries of wq, next requests of the clients the last pass completed (oracle's held_out)
+    launched = -1.0  # overlap: the previous pass's launch, when this pass's intake polls (< 0: no overlap, or idle since; oracle.seen)
     can_cohort = k == 1.0
     cohort = can_cohort  # decoders are a cohort (else: per request)
     since_recv = recv_interval  # weighted passes since the last intake of requests
@@ -555,12 +555,11 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
         it += 1
         if since_recv >= recv_interval:
             since_recv = 0
-            while n_wait > n_held_out and rf[wq[head], VISIBLE] <= t:
+            while n_wait > 0 and _seen(rf[wq[head], VISIBLE], t, launched):
                 order[n_act] = wq[head]
                 n_act += 1
                 head = (head + 1) % clients
                 n_wait -= 1
-        n_held_out = np.int64(0)  # past this pass's intake
         if cohort and (n_coh * decode_budget > budget or (not mixed and n_act > 0)):  # a decoder would starve or pause: walk per request
             n_act = _leave_cohort(ri, rf, hk, hj, hc, n_coh, order, n_act, epoch, t)
             cohort = False
@@ -595,6 +594,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             t = max(t, rf[wq[head], VISIBLE])
             since_recv = recv_interval
             n_held = np.int64(0)
+            launched = -1.0  # an idle scheduler polls until it receives
             continue
         dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
         dur = dur + encoder_ms * new_starts
@@ -611,6 +611,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
         if overlap:
             _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, host - held_slack)
         t_prev = t
+        launched = t if overlap else -1.0
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if nc > 0 else 1
         for i in range(ns):
@@ -674,25 +675,23 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             if _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, t, t + turnaround + path):
                 wq[(head + n_wait) % clients] = c
                 n_wait += 1
-                if overlap and rf[c, VISIBLE] <= t:
-                    n_held_out += 1
         if cohort and n_act == 0 and 0 < n_coh * decode_budget <= budget and hk[0, 0] > epoch + 1 and cnt[DONE] < stop:
-            next_due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
-            first_due = rf[wq[head], VISIBLE] if n_wait > n_held_out else np.inf  # the first pass's intake holds them out
+            due = rf[wq[head], VISIBLE] if n_wait > 0 else np.inf
             it_before = it
             passes = hk[0, 0] - epoch - 1
             if cnt[DONE] >= warm and _short(run_v, cnt, passes):
                 run_v, run_c = _room(run_v, run_c, cnt, passes)
-            t, epoch, kv_coh, it, since_recv, status = _decode_stretch(
+            t, launched, epoch, kv_coh, it, since_recv, status = _decode_stretch(
                 t,
+                launched,
+                overlap,
                 epoch,
                 kv_coh,
                 it,
                 bound,
                 passes,
                 n_coh,
-                first_due,
-                next_due,
+                due,
                 since_recv,
                 recv_interval,
                 cnt[DONE] >= warm,
@@ -709,14 +708,19 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             )
             if adp_timeout > 0:  # each decode-only pass counted, the count restarting at the timeout
                 adp_count = (adp_count + (it - it_before)) % adp_timeout
-            if it > it_before:  # decode-only passes launched after the held pass: its tokens went out, its completions' next requests past an intake
+            if it > it_before:  # decode-only passes launched after the held pass: its tokens went out
                 n_held = np.int64(0)
-                n_held_out = np.int64(0)
             if status == NONFINITE:
                 break
     if status == LIMIT and cnt[DONE] >= stop:
         status = OK
     return status, _stats(cnt, sc, ttfts, tpots, lats, run_v, run_c), done_born[: cnt[N_DONE]].copy(), done_t[: cnt[N_DONE]].copy()
+
+
+@njit(**LEAF)
+def _seen(visible, t, launched):
+    """oracle.seen, launched < 0 standing for None (times are >= 0)."""
+    return visible <= t if launched < 0.0 else visible < launched
 
 
 @njit(**LEAF)
@@ -732,14 +736,14 @@ def _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, delay):
 
 
 @njit(**LEAF)
-def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, first_due, next_due, since_recv, recv_interval, counting, encoder_ms,
+def _decode_stretch(t, launched, overlap, epoch, kv, it, bound, passes, n_coh, due, since_recv, recv_interval, counting, encoder_ms,
                     kind, params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
-    whose intake of requests (every recv_interval weighted passes, see agg_calendar) would find one
-    visible (first_due for the first pass, which the requests held out under overlap skip, next_due
-    for the others, <= the pass's start). The same float operations as the full pass loop,
-    without its bookkeeping (engine prices from what the fixed cohort size fixes, decode_fixed;
-    the caller made room for `passes` gap runs). Returns (t, epoch, kv, it, since_recv, status)."""
+    whose intake of requests (every recv_interval weighted passes, see agg_calendar) would take in
+    the first waiting one, visible from `due` (_seen at the pass's start t and the previous pass's
+    launch). The same float operations as the full pass loop, without its bookkeeping (engine
+    prices from what the fixed cohort size fixes, decode_fixed; the caller made room for `passes`
+    gap runs). Returns (t, launched, epoch, kv, it, since_recv, status)."""
     status = LIMIT
     flat = kind == AFFINE and params[DECODE_PER_KV] == 0.0  # the price ignores the KV: one evaluation serves every pass
     flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
@@ -749,7 +753,7 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, first_due, next_due,
         if it >= bound:
             break
         if since_recv >= recv_interval:  # this pass's intake
-            if (first_due if p == 0 else next_due) <= t:
+            if _seen(due, t, launched):
                 break
             since_recv = 0
         it += 1
@@ -764,13 +768,14 @@ def _decode_stretch(t, epoch, kv, it, bound, passes, n_coh, first_due, next_due,
             status = NONFINITE
             break
         t_prev = t
+        launched = t if overlap else -1.0
         t += dur
         since_recv += 1
         epoch += 1
         kv += n_coh
         if counting:
             _add_gaps(t - t_prev, n_coh, cnt, run_v, run_c)
-    return t, epoch, kv, it, since_recv, status
+    return t, launched, epoch, kv, it, since_recv, status
 
 
 @njit(**KERNEL)

@@ -9,8 +9,8 @@ the engine's max_num_seqs (admission stops at that many running requests, FIFO),
 requests that take several budget tokens (speculative queries), a run plan's dispatch cap
 (benchmark protocol), SGLang's intake interval (new requests are taken in only every
 recv_interval weighted passes, settings.py), overlap scheduling (a pass's first tokens go out
-once the next pass is launched, and a completed client's next request is held out of the intake
-that forms the next pass), and a pass price that must be finite (else NoProgressError). The
+once the next pass is launched, and the intake that forms a pass polls when the previous pass is
+launched: ``seen``), and a pass price that must be finite (else NoProgressError). The
 tandem's window closes at its last completion; the reference closed it at the launch of the last
 decode iteration, one decode step early.
 """
@@ -205,6 +205,18 @@ class _AdpBalance:
         return walked > 0
 
 
+def seen(visible: float, t: float, launched: float | None) -> bool:
+    """Whether the intake that forms the pass starting at t takes in a request visible from `visible`.
+    Without overlap the scheduler polls when the pass is formed, at t (launched None). Under overlap
+    it forms pass n+1 while pass n runs: the loop iteration that launches pass n+1 polls right after
+    it returned pass n-1's results, at pass n's launch (`launched`), and a request visible exactly
+    then (the next request of a client whose completion that iteration returned) arrives after the
+    poll (SGLang 0.5.9 ``event_loop_overlap``: ``recv_requests``, then ``run_batch``, then
+    ``pop_and_process`` of the previous batch; TRT-LLM ``_executor_loop_overlap``; vLLM V1
+    ``EngineCore.step_with_batch_queue``)."""
+    return visible <= t if launched is None else visible < launched
+
+
 def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     """The fused continuous-batching pass calendar of one rank (closed-loop.md section 1)."""
     run = _Run(plan, spec.prefix)
@@ -219,7 +231,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
-    held_out: list[Request] = []  # overlap: next requests of the clients the last pass completed, visible at once
+    launched: float | None = None  # overlap: the previous pass's launch, when this pass's intake polls (None: no overlap, or idle since)
     path = spec.path_ms  # a request reaches the engine this long after its dispatch (settings.py; AggSpec.path_ms)
     for _ in range(plan.clients):
         waiting.append(run.new_request(0.0, path))
@@ -228,10 +240,8 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             return run.result()
         if since_recv >= recv_interval:
             since_recv = 0
-            while waiting and waiting[0].visible <= t:
+            while waiting and seen(waiting[0].visible, t, launched):
                 active.append(waiting.popleft())
-        waiting.extend(held_out)  # past this pass's intake: the engine formed it before it returned their completions
-        held_out.clear()
         # ---- form one pass: walk active in order, spending the token budget ----
         hold = False
         if settings.batch_waiting or (balance.timeout > 0 and active):  # TRT-LLM batch waiting / attention-DP balance: decide on the pass as it would be formed
@@ -254,6 +264,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             if not waiting:
                 raise NoProgressError(STALLED_MESSAGE)
             t = max(t, waiting[0].visible)  # idle jump to the next dispatch
+            launched = None  # an idle scheduler polls until it receives
             since_recv = recv_interval  # an idle scheduler loops on to its next intake at once
             held = []
             continue
@@ -272,6 +283,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             raise NoProgressError(NONFINITE_MESSAGE)
         if spec.settings.overlap_scheduler:  # the previous pass's tokens go out once this pass is launched
             run.delay_first_tokens(held, host - held_slack)
+        launched = t if spec.settings.overlap_scheduler else None
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if takes else 1
         for r in active:
@@ -295,7 +307,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             if r.made >= r.osl:
                 replacement = run.new_request(t, t + spec.turnaround_ms + path)
                 if replacement is not None:
-                    (held_out if spec.settings.overlap_scheduler and replacement.visible <= t else waiting).append(replacement)
+                    waiting.append(replacement)
     if run.done >= plan.stop:
         return run.result()
     raise NoProgressError(LIMIT_MESSAGE)

@@ -7,7 +7,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 
 | key | switched off | acts on |
 |---|---|---|
-| overlap | overlap scheduling: a pass's tokens out when it ends, a completed client's next request in the next pass | agg passes |
+| overlap | overlap scheduling: a pass's tokens out when it ends, requests taken in when the pass is formed | agg passes |
 | eager_floor | the host floor of eager prefill passes (layers x per-layer eager cost) | agg and prefill-stage passes |
 | request_path | the fixed server-side cost on a request's first-token path | agg requests |
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
