@@ -88,6 +88,9 @@ class Deployment:
 # The largest size any input takes (tokens, requests, ranks): far past every model's context, and
 # small enough that sizes multiplied together stay exact in the int64 and float64 arithmetic.
 MAX_SIZE = 2**31 - 1
+# The least latency any input takes, ms: the nanosecond a benchmark client's clock resolves (time.perf_counter_ns);
+# a smaller one (a subnormal 1e-320 ms) made a ratio to it (a relative error, a target's miss factor) overflow to inf.
+LATENCY_RESOLUTION_MS = 1e-6
 # The most KV tokens one batch may hold (batch x sequence length): times the bytes one token
 # needs (below 2**22 for every bundled model) the byte counts stay within int64.
 MAX_BATCH_TOKENS = 2**40

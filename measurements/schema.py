@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
-from estimator.deployment import MAX_SIZE, Backend
+from estimator.deployment import LATENCY_RESOLUTION_MS, MAX_SIZE, Backend
 from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.settings import EngineSettings
 
@@ -247,9 +247,6 @@ _KINDS = tuple(_WORKER_KINDS)
 SIZES = frozenset({"isl", "osl", "concurrency", "num_prompts", *(f"{k}_{f}" for k in _KINDS for f in ("batch_size", "workers", "tp", "pp"))})
 SIZES_OR_ZERO = frozenset({"num_warmups", *(f"{k}_{f}" for k in _KINDS for f in ("attention_dp", "moe_tp", "moe_ep"))})
 LATENCIES = frozenset({"ttft_ms", "tpot_ms", *(f.name for f in dataclasses.fields(Statistics) if f.name.endswith("_ms"))})
-# A latency below the nanosecond a benchmark client's clock resolves (time.perf_counter_ns) is not a measurement; smaller
-# ones (a subnormal 1e-320 ms) made a prediction's relative error overflow to inf.
-LATENCY_RESOLUTION_MS = 1e-6
 POSITIVE = frozenset({"request_rate"})
 MAY_BE_INFINITE = frozenset({"request_rate"})  # inf: every request dispatched at t = 0
 FRACTIONS = frozenset({"random_range_ratio"})  # in (0, 1]

@@ -162,6 +162,8 @@ def test_the_internal_entry_points_default_to_the_commands_pricer():
     ("estimate", AGG | {"system": "h900"}, ["--system", "h900"]),
     ("estimate", AGG | {"estimate_mode": "disagg"}, ["--estimate-mode", "disagg"]),
     ("sweep", SWEEP_ARGS | {"tpot": -1.0}, ["--tpot", "-1.0"]),
+    ("sweep", SWEEP_ARGS | {"ttft": 1e-320}, ["--ttft", "1e-320"]),  # below the least latency: an inf miss factor before
+    ("recommend", RECOMMEND_ARGS | {"tpot": 1e-320}, ["--tpot", "1e-320"]),
     ("sweep", SWEEP_ARGS | {"tp_list": (1, "x")}, ["--tp-list", "1", "x"]),
     ("recommend", RECOMMEND_ARGS | {"total_gpus": 0}, ["--total-gpus", "0"]),
     ("recommend", RECOMMEND_ARGS | {"backend": "tgi"}, ["--backend", "tgi"]),

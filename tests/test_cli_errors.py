@@ -94,6 +94,10 @@ def config_file(tmp_path, model: str = "Qwen/Qwen3-32B", text: str | None = None
     ({"num_key_value_heads": -8}, "'num_key_value_heads' must be an integer >= 0, got -8"),
     ({"max_position_embeddings": True}, "'max_position_embeddings' must be an integer >= 1, got true"),
     ({"architectures": "Qwen3ForCausalLM"}, "'architectures' must be a list of names, got \"Qwen3ForCausalLM\""),
+    ({"head_dim": None, "attention_head_dim": "x"}, "'attention_head_dim' must be an integer >= 0, got \"x\""),  # a TypeError before
+    ({"head_dim": None, "attention_head_dim": [1]}, "'attention_head_dim' must be an integer >= 0, got [1]"),
+    ({"num_attention_heads": 2**63}, "'num_attention_heads' must be at most 2147483647, got 9223372036854775808"),  # OverflowErrors before
+    ({"num_hidden_layers": 10**400}, "'num_hidden_layers' must be at most 2147483647, got 10000000000000000000...00000000000000000000"),
 ])  # fmt: skip
 @pytest.mark.parametrize("model", ["Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3"], ids=["native", "reference"])
 def test_malformed_model_config_names_the_field(model, fields, named, tmp_path, capsys):
@@ -106,6 +110,7 @@ def test_malformed_model_config_names_the_field(model, fields, named, tmp_path, 
     ('"Qwen3ForCausalLM"', "must hold a JSON object, not a str"),
     ("{\"architectures\": [\"Qwen3ForCausalLM\"], \"num_hidden_layers\": NaN}", "'num_hidden_layers' must be an integer >= 1, got null or NaN"),
     ("{\"architectures\": [\"Qwen3ForCausalLM\"], \"num_hidden_la", "cannot read model config"),
+    pytest.param("[" * 100_000 + "]" * 100_000, "cannot read model config", id="nested-past-the-recursion-limit"),  # a RecursionError before
 ])  # fmt: skip
 def test_config_that_is_not_a_json_object_of_sizes(text, named, tmp_path, capsys):
     path = config_file(tmp_path, text=text)
@@ -145,12 +150,13 @@ def test_out_of_memory_is_marked_in_the_result(argv, oom, capsys):
 
 
 def test_kv_bytes_of_a_sequence_beyond_int64_are_a_figure(tmp_path, capsys):
-    """Fuzz finding: a config whose KV bytes per sequence pass int64 (2**40 layers at isl 2**31-1)
-    multiplied the batch array into an OverflowError traceback; it is out of memory, figures finite."""
-    path = config_file(tmp_path, num_hidden_layers=2**40)
+    """Fuzz finding: a config whose KV bytes per sequence pass int64 (2**40 layers at isl 2**31-1; now the most
+    a config gives, 2**31-1, still does) multiplied the batch array into an OverflowError traceback; it is out
+    of memory, figures finite."""
+    path = config_file(tmp_path, num_hidden_layers=2**31 - 1)
     assert main(["estimate", "--model-path", path, *MODEL[2:], "--isl", str(2**31 - 1), "--allow-long-context", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)
-    assert row["oom"] and math.isfinite(row["memory"]) and row["memory"] > 2**60
+    assert row["oom"] and math.isfinite(row["memory"]) and row["memory"] * 2**30 > 2**63  # GiB past int64 bytes
 
 
 @pytest.mark.parametrize("under_a_file", [True, False], ids=["under-a-file", "a-directory"])
@@ -354,6 +360,37 @@ def test_refine_one_bad_row_never_costs_the_others(column, value, reason, pricin
     refined = pd.read_csv(out, keep_default_na=False)
     assert reason in refined["refine_reason"][1] and refined["ttft_refined"][1] == ""
     assert (refined["refine_reason"][[0, 2]] == "").all() and (refined["ttft_refined"][[0, 2]].astype(float) > 0).all()
+
+
+def test_refine_a_first_row_with_a_trailing_comma_keeps_every_column(result_rows, tmp_path, capsys):
+    """Before: pandas took the rows' first column for an index and shifted every other ('osl must be a positive integer, got 0')."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    lines = result_rows.to_csv(index=False).splitlines()
+    src.write_text("\n".join([lines[0], lines[1] + ",", *lines[2:]]) + "\n")
+    assert main(["refine", str(src), str(out)]) == 0
+    refined = pd.read_csv(out, keep_default_na=False)
+    assert (refined["refine_reason"] == "").all() and refined["model"].tolist() == result_rows["model"].tolist()
+
+
+@pytest.mark.parametrize("line,cell,named", [
+    (1, "7", "a row has more cells than the header"),  # pandas dropped the 7 with a warning
+    (2, "", "fields in line 3, saw"),
+])  # fmt: skip
+def test_refine_a_row_with_more_cells_than_the_header_refuses_the_file(line, cell, named, result_rows, tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    lines = result_rows.to_csv(index=False).splitlines()
+    lines[line] += "," + cell
+    src.write_text("\n".join(lines) + "\n")
+    assert named in one_error_line(["refine", str(src), str(tmp_path / "out.csv")], capsys)
+
+
+def test_refine_reads_a_version_like_0_10_as_text(result_rows, tmp_path, capsys):
+    """Before: 0.10 was the float 0.1, and every row's reason a TypeError."""
+    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    result_rows.assign(version="0.10").to_csv(src, index=False)
+    assert main(["refine", str(src), str(out)]) == 0
+    refined = pd.read_csv(out, dtype=str, keep_default_na=False)
+    assert (refined["version"] == "0.10").all() and refined["refine_reason"].str.startswith("version '0.10' is not a queryable sglang version").all()
 
 
 @pytest.fixture(scope="module")

@@ -475,6 +475,33 @@ def test_a_non_finite_aiperf_csv_cell_is_refused(tmp_path, deploy, capsys, cell)
     assert f"aiperf.csv line 13: {cell!r} is not a finite number" in _refused(tmp_path, capsys, result, "--deployment", deploy, "--concurrency", 4)
 
 
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ((FIXTURES / "profile_export_aiperf.csv").read_text().replace("Request Count,40", f"Request Count,{'1' * 131_073}"),
+         "aiperf.csv line 13: field larger than field limit (131072)"),
+        (f"Metric,{'a' * 131_073}\n", "aiperf.csv: unknown format"),  # the header check
+    ],
+    ids=["cell", "header"],
+)  # fmt: skip
+def test_an_aiperf_csv_cell_past_the_csv_field_limit_is_refused(tmp_path, deploy, capsys, text, needle):
+    """Before: _csv.Error: field larger than field limit."""
+    assert needle in _refused(tmp_path, capsys, _write(tmp_path, "aiperf.csv", text), "--deployment", deploy, "--concurrency", 4)
+
+
+@pytest.mark.parametrize("digits", [401, 5000])
+def test_a_json_integer_past_float_range_refuses_the_file(tmp_path, deploy, capsys, digits):
+    """Before: an OverflowError (math.isnan of a 401-digit integer) or a ValueError past Python's 4300-digit limit."""
+    text = json.dumps(json.loads((FIXTURES / "vllm_bench_serve.json").read_text()) | {"mean_ttft_ms": "N"}).replace('"N"', "9" * digits)
+    needle = f"vllm.json: cannot read its JSON: an integer of {digits} digits is past float range"
+    assert needle in _refused(tmp_path, capsys, _write(tmp_path, "vllm.json", text), "--deployment", deploy)
+
+
+def test_json_nested_past_the_recursion_limit_refuses_the_file(tmp_path, deploy, capsys):
+    result = _write(tmp_path, "deep.json", "[" * 100_000 + "]" * 100_000)
+    assert "deep.json: cannot read its JSON: maximum recursion depth exceeded" in _refused(tmp_path, capsys, result, "--deployment", deploy)
+
+
 def test_bad_aiperf_loadgen_facts_are_refused(tmp_path, deploy, capsys):
     doc = _export("profile_export_aiperf.json")
     for loadgen, needle in (({"concurrency": 0}, "input_config.loadgen.concurrency must be a positive integer, got 0"),

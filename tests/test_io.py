@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from estimator.errors import InvalidInputError
-from estimator.io import atomic_to_table, atomic_write_text
+from estimator.io import atomic_to_table, atomic_write_text, require_writable
 
 
 class Interrupting:
@@ -61,11 +61,34 @@ def test_a_refused_output_path_is_one_error_naming_it(tmp_path):
     blocker.write_text("x")
     with pytest.raises(InvalidInputError, match=r"cannot write '.*file/out\.csv'"):
         atomic_write_text(blocker / "out.csv", "a")
-    with pytest.raises(InvalidInputError, match=r"cannot write '.*renamed'"):  # the rename over a directory fails after the write
+    with pytest.raises(InvalidInputError, match=r"cannot write '.*renamed'"):  # a directory is no file to replace
         (tmp_path / "renamed").mkdir()
         (tmp_path / "renamed" / "inner").write_text("keep")
         atomic_write_text(tmp_path / "renamed", "a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "renamed"]
+
+
+def test_an_output_that_is_no_regular_file_is_refused_and_left_in_place(tmp_path):
+    """A FIFO (as a socket or a device) at the output path, or a symlink to one, is refused before any
+    write; os.replace put a regular file in its place before."""
+    fifo, link = tmp_path / "pipe.csv", tmp_path / "link.csv"
+    os.mkfifo(fifo)
+    link.symlink_to(fifo)
+    for path in (fifo, link):
+        with pytest.raises(InvalidInputError, match=rf"--out '.*{path.name}' is not a regular file"):
+            require_writable(path, "--out")
+        with pytest.raises(InvalidInputError, match=rf"cannot write '.*{path.name}': it is not a regular file"):
+            atomic_write_text(path, "a")
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and link.is_symlink() and sorted(os.listdir(tmp_path)) == ["link.csv", "pipe.csv"]
+
+
+def test_a_symlinked_output_replaces_the_file_it_names_and_keeps_the_link(tmp_path):
+    real, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    real.write_text("old")
+    link.symlink_to(real)
+    require_writable(link, "--out")
+    atomic_to_table(pd.DataFrame({"x": [1]}), link)
+    assert link.is_symlink() and pd.read_csv(real)["x"].tolist() == [1] and sorted(os.listdir(tmp_path)) == ["link.csv", "real.csv"]
 
 
 def test_a_full_disk_under_a_best_effort_cache_write_still_skips(tmp_path, monkeypatch):

@@ -369,10 +369,16 @@ def test_autoscale_rejects_what_it_cannot_honour_before_pricing(sla, refined, me
         sweep_disagg(LAYOUTS, LAYOUTS, Workload(4096, 512), sla, DisaggOptions(autoscale=True), UNCACHED, refined=refined)
 
 
+LEAST_LATENCY = " (the least is 1e-06 ms, a clock's nanosecond)"
+
+
 @pytest.mark.parametrize("argv,message", [
     (["--out", "table.txt"], "--out must end in .csv or .parquet, got 'table.txt'"),
     (["--prefix", "4096"], "prefix (4096) must be smaller than the effective isl (4096) for an agg run"),
-    (["--tpot", "-1"], "tpot target must be a positive number of ms, got -1.0"),
+    (["--tpot", "-1"], f"tpot target must be a positive number of ms, got -1.0{LEAST_LATENCY}"),
+    (["--ttft", "1e-320"], f"ttft target must be a positive number of ms, got 1e-320{LEAST_LATENCY}"),  # an (infx) miss factor before
+    (["--tpot", "50", "1e-320"], f"tpot target must be a positive number of ms, got 1e-320{LEAST_LATENCY}"),
+    (["--request-latency", "1e-320"], f"request latency target must be a positive number of ms, got 1e-320{LEAST_LATENCY}"),
     (["--tp-list", "0"], "tp must be a positive integer, got 0"),
 ])  # fmt: skip
 def test_sweep_bad_input_is_one_line_and_exit_2(argv, message):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -37,7 +38,22 @@ from estimator.io import atomic_to_table, require_writable
 
 EXAMPLE = REFINE.example
 EXIT_STATUS = describe(ExitStatus.FOUND, ExitStatus.BAD_INPUT)
-READERS = {".csv": pd.read_csv, ".parquet": pd.read_parquet}
+# The columns a row's deployment reads as text, on either side of a disagg row: a version 0.10 is not the float 0.1.
+TEXT_COLUMNS = {side + name: str for side in ("", "(p)", "(d)") for name in ("model", "system", "backend", "version", "gemm", "kvcache", "fmha", "moe", "comm")}
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """The CSV's rows, the deployment's text columns as text. Cells past the header never become an index column
+    that shifts the others: a row holding them is a ValueError (pandas drops them when empty and the first row has them)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)  # pandas' warning that it drops a row's extra cell
+        try:
+            return pd.read_csv(path, index_col=False, dtype=TEXT_COLUMNS)
+        except pd.errors.ParserWarning:
+            raise ValueError("a row has more cells than the header") from None
+
+
+READERS = {".csv": _read_csv, ".parquet": pd.read_parquet}
 
 
 def register(p: argparse.ArgumentParser) -> None:

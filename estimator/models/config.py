@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
+from estimator.deployment import MAX_SIZE
 from estimator.errors import InvalidInputError, UnknownModelError, UnsupportedModelError
 
 # HF architecture -> reference model family, for the architectures the native dense builder handles.
@@ -41,9 +42,10 @@ _NATIVE_ARCHITECTURES: Mapping[str, str] = MappingProxyType(
 _QK_NORM_ARCHITECTURES = frozenset({"Qwen3ForCausalLM"})
 
 # Size fields every config (its text config's, for a multimodal model) gives as positive integers
-# when it gives them, and the ones that may also be null or 0 (absent from the model).
+# when it gives them, and the ones that may also be null or 0 (absent from the model); none above MAX_SIZE.
 _POSITIVE_FIELDS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size", "max_position_embeddings")
-_OPTIONAL_FIELDS = ("num_key_value_heads", "head_dim", "intermediate_size")
+_OPTIONAL_FIELDS = ("num_key_value_heads", "head_dim", "attention_head_dim", "intermediate_size")
+_SHOWN_CHARS = 20  # a bad value longer than twice this is shown by its first and last characters
 
 _CONFIG_SUFFIX = "config.json"
 _QUANT_SUFFIX = "hf_quant_config.json"
@@ -254,7 +256,7 @@ def _load_json(path: Path) -> dict:
     """Parse a JSON object; bare Infinity/NaN (found in some HF configs) read as None, as the reference."""
     try:
         data = json.loads(path.read_text(), parse_constant=lambda _: None)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: arrays or objects nested past Python's limit
         raise UnknownModelError(f"cannot read model config {str(path)!r}: {exc}") from None
     if not isinstance(data, dict):
         raise UnknownModelError(f"model config {str(path)!r} must hold a JSON object, not a {type(data).__name__}")
@@ -263,14 +265,22 @@ def _load_json(path: Path) -> dict:
 
 def _check_sizes(model: str, raw: dict) -> None:
     """InvalidInputError naming the first size field given as anything but an integer (a string,
-    a float, null or NaN), or below 1 (below 0 for an optional field, which may also be null)."""
+    a float, a list, null or NaN), below 1 (below 0 for an optional field, which may also be null)
+    or above MAX_SIZE."""
     for key in (*_POSITIVE_FIELDS, *_OPTIONAL_FIELDS):
         if key not in raw or (raw[key] is None and key in _OPTIONAL_FIELDS):
             continue
         value, least = raw[key], 1 if key in _POSITIVE_FIELDS else 0
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            shown = "null or NaN" if value is None else json.dumps(value)
-            raise InvalidInputError(f"model {model!r}: config field {key!r} must be an integer >= {least}, got {shown}")
+            raise InvalidInputError(f"model {model!r}: config field {key!r} must be an integer >= {least}, got {_shown(value)}")
+        if value > MAX_SIZE:
+            raise InvalidInputError(f"model {model!r}: config field {key!r} must be at most {MAX_SIZE}, got {_shown(value)}")
+
+
+def _shown(value: object) -> str:
+    """A config value as JSON ("null or NaN" for None), a long one (a 400-digit integer) cut to its ends."""
+    text = "null or NaN" if value is None else json.dumps(value)
+    return text if len(text) <= 2 * _SHOWN_CHARS + 3 else f"{text[:_SHOWN_CHARS]}...{text[-_SHOWN_CHARS:]}"
 
 
 def _architecture(model: str, raw: dict) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from estimator.deployment import require_fraction, require_positive, require_slot
+from estimator.deployment import LATENCY_RESOLUTION_MS, require_fraction, require_positive, require_slot
 from estimator.errors import InvalidInputError
 
 TTFT_BASE_TARGETS = (300, 400, 500, 600, 800, 1000, 1200, 1400, 1600, 2000, 3000, 5000, 8000)  # ms
@@ -43,18 +43,17 @@ class Workload:
 class Sla:
     """Latency targets: a TTFT target with one or more TPOT targets, or a request-latency target."""
 
-    ttft: float  # ms (> 0)
-    tpots: tuple[float, ...] = (50.0,)  # ms per output token (each > 0); one ranking per target
-    request_latency: float | None = None  # ms (> 0); replaces tpots with derived (ttft, tpot) pairs
+    ttft: float  # ms (finite, >= LATENCY_RESOLUTION_MS)
+    tpots: tuple[float, ...] = (50.0,)  # ms per output token (each finite, >= LATENCY_RESOLUTION_MS); one ranking per target
+    request_latency: float | None = None  # ms (finite, >= LATENCY_RESOLUTION_MS); replaces tpots with derived (ttft, tpot) pairs
 
     def __post_init__(self) -> None:
         for name, value in (("ttft", self.ttft), *(("tpot", t) for t in self.tpots)):
-            if not (math.isfinite(value) and value > 0):
-                raise InvalidInputError(f"{name} target must be a positive number of ms, got {value!r}")
+            _require_latency(f"{name} target", value)
         if self.request_latency is None and not self.tpots:
             raise InvalidInputError("a TPOT or request latency target is required")
-        if self.request_latency is not None and not (math.isfinite(self.request_latency) and self.request_latency > 0):
-            raise InvalidInputError(f"request latency target must be a positive number of ms, got {self.request_latency!r}")
+        if self.request_latency is not None:
+            _require_latency("request latency target", self.request_latency)
 
     def pairs(self, osl: int) -> list[tuple[float, float]]:
         """(ttft, tpot) target pairs (utils.enumerate_ttft_tpot_constraints for a request-latency target)."""
@@ -66,3 +65,10 @@ class Sla:
         extra = [v for v in (latency * s for s in TTFT_LATENCY_SHARES) if v < TTFT_BASE_TARGETS[0] or v > TTFT_BASE_TARGETS[-1]]
         ttfts = sorted(t for t in {*TTFT_BASE_TARGETS, *extra, self.ttft} if t < latency)
         return [(t, (latency - t) / (osl - 1)) for t in ttfts]
+
+
+def _require_latency(name: str, ms: float) -> None:
+    """InvalidInputError naming the target unless it is a finite number of ms from LATENCY_RESOLUTION_MS up
+    (below it a latency's ratio to the target, its miss factor, overflows to inf)."""
+    if not (math.isfinite(ms) and ms >= LATENCY_RESOLUTION_MS):
+        raise InvalidInputError(f"{name} must be a positive number of ms, got {ms!r} (the least is {LATENCY_RESOLUTION_MS:g} ms, a clock's nanosecond)")

@@ -18,6 +18,7 @@ import csv
 import io
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from estimator.errors import InvalidInputError
@@ -42,7 +43,11 @@ _NAME = re.compile(r"^(?P<header>.*?)(?: \((?P<unit>[^()]+)\))?$")
 
 def matches(document: Document) -> str | None:
     first = document.text.lstrip("\ufeff").split("\n", 1)[0].strip()
-    if next(csv.reader([first]), None) != STAT_HEADER:
+    try:
+        header = next(csv.reader([first]), None)
+    except csv.Error:  # a cell past the csv module's field size limit: no header
+        header = None
+    if header != STAT_HEADER:
         return f"first line is not aiperf's CSV header {','.join(STAT_HEADER)}"
     return None
 
@@ -56,7 +61,7 @@ def metric_blocks(text: str, where: str) -> dict[str, dict[str, Any]]:
     """The known metrics of the CSV as profile-export metric blocks (tag -> unit and statistics)."""
     blocks: dict[str, dict[str, Any]] = {}
     keys = None
-    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+    for line, row in _rows(text, where):
         if not row:
             keys = None
             continue
@@ -70,6 +75,15 @@ def metric_blocks(text: str, where: str) -> dict[str, dict[str, Any]]:
         if tag is not None:
             blocks[tag] = {"unit": name["unit"] or "count", **{k: _cell(v, where, line) for k, v in zip(keys, row[1:], strict=True)}}
     return blocks
+
+
+def _rows(text: str, where: str) -> Iterator[tuple[int, list[str]]]:
+    """The CSV's rows, numbered from 1; InvalidInputError naming the line the csv module refuses (a cell past its field size limit)."""
+    reader = csv.reader(io.StringIO(text))
+    try:
+        yield from enumerate(reader, start=1)
+    except csv.Error as exc:
+        raise InvalidInputError(f"{where} line {reader.line_num}: {exc}") from None
 
 
 def _cell(text: str, where: str, line: int) -> float | None:

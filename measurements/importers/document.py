@@ -18,7 +18,7 @@ class Document:
 
     path: Path
     text: str
-    json: tuple[Any, ...] | None  # the JSON values in file order; None: not JSON
+    json: tuple[Any, ...] | None  # the JSON values in file order, their integers within float range; None: not JSON
 
     def objects(self) -> tuple[Mapping[str, Any], ...] | None:
         """The JSON values when every one is an object (None otherwise)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -62,19 +63,30 @@ def read_document(path: str | Path) -> Document:
         text = path.read_text(encoding="utf-8-sig")  # a leading byte-order mark is not JSON
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    return Document(path, text, _json_objects(text))
+    try:
+        values = _json_objects(text)
+    except (ValueError, RecursionError) as exc:  # JSON no reader can hold: an integer past float range, nesting past Python's limit
+        raise InvalidInputError(f"{path}: cannot read its JSON: {exc}") from None
+    return Document(path, text, values)
 
 
 def _json_objects(text: str) -> tuple[Any, ...] | None:
     """The JSON values of a text holding one, or one per line; None when it is neither."""
     try:
-        return (json.loads(text),)
+        return (json.loads(text, parse_int=_json_int),)
     except json.JSONDecodeError:
         pass
     try:
-        return tuple(json.loads(line) for line in text.splitlines() if line.strip()) or None
+        return tuple(json.loads(line, parse_int=_json_int) for line in text.splitlines() if line.strip()) or None
     except json.JSONDecodeError:
         return None
+
+
+def _json_int(digits: str) -> int:
+    """A JSON integer; ValueError for one past float range, which no reader (they take numbers as floats) can hold."""
+    if math.isinf(float(digits)):
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits is past float range")
+    return int(digits)
 
 
 def format_of(document: Document, forced: str) -> Format:
