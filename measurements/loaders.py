@@ -14,6 +14,7 @@ import dataclasses
 import importlib.util
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,12 +176,16 @@ class Refused:
 def read_measurements(path: str | Path) -> list[Measurement | Refused]:
     """Every row of a project measurement CSV in file order: a Measurement, or Refused when a cell
     does not parse as its column's type or lies outside its domain (schema.cell_reason), its layout
-    does not fit its mode, its cells do not match the header, or its settings are refused. A missing
-    or unknown column, or no row at all, raises ValueError naming it (a column of ADDED_COLUMNS may be
-    absent: files written before it read it as empty)."""
+    does not fit its mode, its cells do not match the header, or its settings are refused. A missing,
+    unknown or repeated column, or no row at all, raises ValueError naming it (a column of ADDED_COLUMNS
+    may be absent: files written before it read it as empty)."""
     with open(path, newline="", encoding="utf-8-sig") as fh:  # a spreadsheet's byte-order mark is dropped
         reader = csv.DictReader(fh)
-        header = set(reader.fieldnames or ())
+        names = reader.fieldnames or []
+        repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+        if repeated:  # csv.DictReader would keep the last cell of each silently
+            raise ValueError(f"{path}: the header names a column more than once: {repeated}")
+        header = set(names)
         missing, extra = sorted(set(CSV_COLUMNS) - header - ADDED_COLUMNS), sorted(header - set(CSV_COLUMNS))
         if missing or extra:
             raise ValueError(f"{path}: columns differ from the schema (missing {missing}, unknown {extra})")

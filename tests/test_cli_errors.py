@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import urllib.request
 from pathlib import Path
 
@@ -105,6 +106,16 @@ def test_malformed_model_config_names_the_field(model, fields, named, tmp_path, 
     assert named in one_error_line(["estimate", *MODEL[2:], "--model-path", path, "--batch-size", "8"], capsys)
 
 
+@pytest.mark.parametrize("field", ["num_attention_heads", "hidden_size", "vocab_size", "max_position_embeddings"])
+@pytest.mark.parametrize("model", ["Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3"], ids=["native-family", "reference-only"])
+def test_reference_pricer_names_a_missing_config_field(model, field, tmp_path, capsys):
+    """Before: the reference's bare KeyError ("error: 'num_attention_heads'")."""
+    path = Path(config_file(tmp_path, model))
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != field}))
+    argv = ["estimate", *MODEL[2:], "--model-path", str(path), "--batch-size", "8", "--pricer", "reference"]
+    assert f"model {str(path)!r}: config.json lacks required field {field!r}" in one_error_line(argv, capsys)
+
+
 @pytest.mark.parametrize("text,named", [
     ("[1, 2]", "must hold a JSON object, not a list"),
     ('"Qwen3ForCausalLM"', "must hold a JSON object, not a str"),
@@ -121,6 +132,8 @@ def test_config_that_is_not_a_json_object_of_sizes(text, named, tmp_path, capsys
     (["--free-gpu-memory-fraction", "1.5"], "free_gpu_memory_fraction must be within (0, 1], got 1.5"),
     (["--free-gpu-memory-fraction", "0"], "free_gpu_memory_fraction must be within (0, 1], got 0.0"),
     (["--free-gpu-memory-fraction", "nan", "--estimate-mode", "static"], "free_gpu_memory_fraction must be within (0, 1], got nan"),
+    (["--free-gpu-memory-fraction", "-1e400"], "free_gpu_memory_fraction must be within (0, 1], got -inf"),  # argparse took these two
+    (["--free-gpu-memory-fraction", "-inf"], "free_gpu_memory_fraction must be within (0, 1], got -inf"),  # for flags before
     (["--max-seq-len", "10"], "max_seq_len (10) must be at least isl + osl (2048)"),
     (["--max-seq-len", "2047", "--estimate-mode", "static_gen"], "max_seq_len (2047) must be at least isl + osl (2048)"),
     (["--max-seq-len", "1024", "--estimate-mode", "static_ctx"], "max_seq_len (1024) must be at least isl + 1 (1025)"),
@@ -170,6 +183,21 @@ def test_sweep_out_is_checked_before_the_sweep(under_a_file, tmp_path, capsys, m
         named = "is a directory"
     line = one_error_line([*SWEEP, "--out", str(out)], capsys)
     assert str(out) in line and named in line
+
+
+@pytest.mark.parametrize("command", ["sweep", "refine", "import"])
+def test_an_output_whose_temporary_file_name_is_too_long_is_refused_before_any_work(command, result_rows, tmp_path, capsys, monkeypatch):
+    """A name that fits the file system but not with atomic_path's ".<name>.XXXXXXXX.tmp": before, sweep printed its
+    whole ranking, refine refined every row, then each failed to write."""
+    for work in ("estimator.cli.sweep.sweep_with", "estimator.cli.refine.refine_with", "estimator.cli.import_runs.import_files"):
+        monkeypatch.setattr(work, lambda *a, work=work: pytest.fail(f"{work} ran before the output was checked"))
+    out = tmp_path / ("x" * (os.pathconf(tmp_path, "PC_NAME_MAX") - 14) + ".csv")
+    src, fixtures = tmp_path / "in.csv", Path(__file__).parent / "fixtures" / "import"
+    result_rows.to_csv(src, index=False)
+    argv = {"sweep": [*SWEEP, "--out", str(out)], "refine": ["refine", str(src), str(out)],
+            "import": ["import", str(fixtures / "vllm_bench_serve.json"), "--deployment", str(fixtures / "deploy.yaml"), "--out", str(out)]}  # fmt: skip
+    line = one_error_line(argv[command], capsys)
+    assert str(out) in line and "file name too long: its temporary file's name would take" in line and not out.exists()
 
 
 def test_ctrl_c_inside_a_numba_kernel_writes_the_partial_table(tmp_path, capsys, monkeypatch):
@@ -382,6 +410,15 @@ def test_refine_a_row_with_more_cells_than_the_header_refuses_the_file(line, cel
     lines[line] += "," + cell
     src.write_text("\n".join(lines) + "\n")
     assert named in one_error_line(["refine", str(src), str(tmp_path / "out.csv")], capsys)
+
+
+def test_refine_a_repeated_column_refuses_the_file(result_rows, tmp_path, capsys):
+    """Before: pandas renamed the second tp to tp.1 and refined the rows by the first."""
+    src = tmp_path / "in.csv"
+    header, *rows = result_rows.to_csv(index=False).splitlines()
+    src.write_text("\n".join([header + ",tp", *(row + ",1" for row in rows)]) + "\n")
+    line = one_error_line(["refine", str(src), str(tmp_path / "out.csv")], capsys)
+    assert str(src) in line and "the header names a column more than once: ['tp']" in line
 
 
 def test_refine_reads_a_version_like_0_10_as_text(result_rows, tmp_path, capsys):

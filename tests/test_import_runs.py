@@ -431,6 +431,22 @@ def test_one_bad_line_of_a_jsonl_result_is_listed_and_the_other_lines_import(tmp
     assert "s.jsonl run 2: random_input_len must be a positive integer, got -1" in err
 
 
+@pytest.mark.parametrize(
+    ("bad", "needle"),
+    [
+        (json.dumps(sglang_line(8.0))[:100], "s.jsonl line 3: not JSON (Unterminated string"),  # a benchmark killed mid-append
+        ("[1, 2]", "s.jsonl line 3: not a JSON object, got [1, 2]"),
+    ],
+    ids=["cut-short", "a-list"],
+)
+def test_a_jsonl_line_holding_no_object_is_listed_by_number_and_the_other_lines_import(tmp_path, deploy, capsys, bad, needle):
+    """Before: the whole file was refused as "unknown format", its good runs lost."""
+    result = _write(tmp_path, "s.jsonl", "\n".join([json.dumps(sglang_line(4.0)), "", bad, json.dumps(sglang_line(16.0))]))
+    rc, rows = _import(tmp_path, result, "--deployment", deploy, "--statistic", "median")
+    err = capsys.readouterr().err
+    assert rc == 2 and [r.id for r in rows] == ["s#1", "s#3"] and f"not imported: {tmp_path / needle}" in err
+
+
 def _export(name: str, **changes) -> dict:
     """A profile-export fixture with top-level blocks replaced."""
     return json.loads((FIXTURES / name).read_text()) | changes
@@ -533,6 +549,30 @@ def test_bad_deployment_values_are_refused_when_the_file_is_read(tmp_path, capsy
         load_deployment(path)
     assert needle in str(exc.value)
     assert needle in _refused(tmp_path, capsys, path, "--deployment", path)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("tp: 2\ntp: 4\n", "key 'tp' is given twice (lines 6 and 7)"),
+        ("tp: 2\nclient:\n  isl: 1024\nclient:\n  osl: 128\n", "key 'client' is given twice (lines 7 and 9)"),
+        ("tp: 2\nengine: {max_num_tokens: 2048, max_num_tokens: 4096}\n", "key 'max_num_tokens' is given twice (lines 7 and 7)"),
+    ],
+    ids=["tp", "client-block", "engine-setting"],
+)
+def test_a_deployment_key_given_twice_is_refused_naming_it(tmp_path, capsys, text, needle):
+    """Before: YAML's last value won silently (tp 4, or the second client: block alone)."""
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump({k: v for k, v in DEPLOYMENT.items() if k != "tp"}) + text)
+    with pytest.raises(InvalidInputError, match="deploy.yaml") as exc:
+        load_deployment(path)
+    assert needle in str(exc.value)
+    assert needle in _refused(tmp_path, capsys, path, "--deployment", path)
+
+
+def test_a_request_rate_flag_of_minus_inf_is_refused_by_name(tmp_path, deploy, capsys):
+    """Before: argparse took -inf for a flag ("--request-rate: expected one argument")."""
+    rc, rows = _import(tmp_path, FIXTURES / "vllm_bench_serve.json", "--deployment", deploy, "--request-rate", "-inf")
+    assert rc == 2 and rows == [] and capsys.readouterr().err == "error: --request-rate must be a positive number of requests/s or inf, got -inf\n"
 
 
 def test_a_deployment_file_that_is_not_utf8_is_one_line(tmp_path, capsys):

@@ -82,6 +82,20 @@ def test_an_output_that_is_no_regular_file_is_refused_and_left_in_place(tmp_path
     assert stat.S_ISFIFO(fifo.stat().st_mode) and link.is_symlink() and sorted(os.listdir(tmp_path)) == ["link.csv", "pipe.csv"]
 
 
+def test_a_name_too_long_for_its_temporary_file_is_refused_where_the_write_would_fail(tmp_path):
+    """atomic_path writes ".<name>.XXXXXXXX.tmp" (14 bytes more than the name): require_writable refuses exactly the
+    names whose temporary file the file system would refuse, before any work (a 245-character name: after it)."""
+    name_max = os.pathconf(tmp_path, "PC_NAME_MAX")
+    fits, too_long = tmp_path / ("x" * (name_max - 14)), tmp_path / ("x" * (name_max - 13))
+    require_writable(fits, "--out")
+    atomic_write_text(fits, "a")
+    with pytest.raises(InvalidInputError, match=rf"--out '.*x{{{name_max - 13}}}': file name too long: its temporary file's name would take {name_max + 1}"):
+        require_writable(too_long, "--out")
+    with pytest.raises(InvalidInputError, match="cannot write .*: File name too long"):
+        atomic_write_text(too_long, "a")
+    assert os.listdir(tmp_path) == [fits.name]
+
+
 def test_a_symlinked_output_replaces_the_file_it_names_and_keeps_the_link(tmp_path):
     real, link = tmp_path / "real.csv", tmp_path / "link.csv"
     real.write_text("old")

@@ -10,12 +10,14 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from estimator.cli import main
+from estimator.report.points import read_points
 from measurements.loaders import load_measurements, read_measurements
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
@@ -125,6 +127,17 @@ def test_a_header_only_measurement_file_is_one_line(runs, tmp_path, capsys):
     assert not (tmp_path / "p.csv").exists()
 
 
+@pytest.mark.parametrize("column", ["ttft_ms", "id"])
+def test_a_measurement_csv_repeating_a_column_is_one_line(runs, tmp_path, capsys, column):
+    """Before: csv.DictReader kept the last cell of the column silently (a ttft_ms of 999, or the id "other")."""
+    header, cells = list(csv.reader(runs.open()))
+    path = tmp_path / "repeated.csv"
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows([[*header, column], [*cells, "999" if column == "ttft_ms" else "other"]])
+    assert report(tmp_path, "--measurements", str(path)) == 2
+    assert f"{path}: the header names a column more than once: [{column!r}]" in one_error(capsys) and not (tmp_path / "p.csv").exists()
+
+
 def test_load_measurements_refuses_the_file_naming_the_row_and_read_measurements_keeps_the_others(runs, tmp_path):
     path = with_bad_row(runs, tmp_path, {"agg_tp": "2.5"})
     with pytest.raises(ValueError, match="row bad: agg_tp must be an integer, got '2.5'"):
@@ -221,6 +234,25 @@ def test_a_malformed_points_file_is_one_line(points_file, tmp_path, capsys, edit
     assert not (tmp_path / "r.html").exists()
 
 
+def test_a_points_file_with_a_trailing_comma_on_each_row_reads_as_without(points_file, tmp_path):
+    """Before: pandas took the ids for an index and shifted every column ("The truth value of a Series is ambiguous")."""
+    edited = edited_points(points_file, tmp_path, lambda f: f)
+    header, *rows = edited.read_text().splitlines()
+    path = tmp_path / "commas.csv"
+    path.write_text("\n".join([header, *(row + "," for row in rows)]) + "\n")
+    assert read_points(path)[0].equals(read_points(edited)[0])
+    assert main(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]) == 0
+
+
+def test_a_points_file_repeating_a_column_is_one_line(points_file, tmp_path, capsys):
+    """Before: pandas renamed the second ttft_pred_ms to ttft_pred_ms.1 and rendered the first."""
+    header, *rows = edited_points(points_file, tmp_path, lambda f: f).read_text().splitlines()
+    path = tmp_path / "repeated.csv"
+    path.write_text("\n".join([header + ",ttft_pred_ms", *(row + ",1" for row in rows)]) + "\n")
+    assert main(["report", "--from-points", str(path), "--out", str(tmp_path / "r.html")]) == 2
+    assert "the header names a column more than once: ['ttft_pred_ms']" in one_error(capsys) and not (tmp_path / "r.html").exists()
+
+
 @pytest.mark.parametrize(
     ("record", "named"),
     [([1, 2], "must be a JSON object, got a list"), ({"data_rows": "many"}, "data_rows must be a count of rows (an integer >= 0), got 'many'")],
@@ -253,6 +285,18 @@ def test_an_output_name_the_file_system_refuses_is_one_line(runs, tmp_path, caps
     """A file name longer than the file system takes is bad input naming the flag, not an OSError traceback."""
     assert main(["report", "--measurements", str(runs), "--out", str(tmp_path / ("a" * 300 + ".html")), *FAST]) == 2
     assert "--out" in (line := one_error(capsys)) and "File name too long" in line
+
+
+@pytest.mark.parametrize(("flag", "short_by"), [("--out", 10), ("--points", 10), ("--points's provenance", 16)])
+def test_an_output_whose_temporary_file_name_is_too_long_is_refused_before_any_work(runs, tmp_path, capsys, flag, short_by):
+    """A name `short_by` bytes within the file system's limit, too long with atomic_path's ".<name>.XXXXXXXX.tmp"
+    (a points file 16 bytes within: its provenance sidecar's is): before, the report computed, wrote --points and
+    its provenance, then failed on --out."""
+    name = "a" * (os.pathconf(tmp_path, "PC_NAME_MAX") - short_by - 4)
+    paths = {"--out": tmp_path / "r.html", "--points": tmp_path / "p.csv"} | {flag.split("'")[0]: tmp_path / f"{name}.out"}
+    assert main(["report", "--measurements", str(runs), *FAST, "--out", str(paths["--out"]), "--points", str(paths["--points"])]) == 2
+    line = one_error(capsys)
+    assert line.startswith(f"error: {flag} ") and "file name too long" in line and not list(tmp_path.iterdir())
 
 
 def test_a_measurement_csv_with_a_byte_order_mark_reads(runs, tmp_path):

@@ -6,6 +6,7 @@ price-ops take their flags from the same definitions as the Python API (estimato
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from estimator.api.flags import example_epilog
@@ -34,11 +35,18 @@ COMMANDS = {
     "recommend": recommend_cmd,
 }
 DEFAULT_EXIT_STATUS = describe(ExitStatus.FOUND, ExitStatus.BAD_INPUT)
+NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)  # a word starting so is a value (-5, -1e400, -inf): no flag starts so
 
 
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line naming the bad value and a hint to --help, exit 2
-    (argparse's default prints the whole usage first)."""
+    (argparse's default prints the whole usage first). A word that starts like a negative number (-5,
+    -.5, -1e400, -inf, -nan) is a flag's value, so the flag refuses it by name ("must be within (0, 1],
+    got -inf"); argparse's own pattern took -inf and -1e400 for flags ("expected one argument")."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER  # argparse's (private) test of a word for a negative number
 
     def error(self, message: str):
         self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +33,7 @@ from estimator.api.refining import replay_options
 from estimator.api.status import describe
 from estimator.cli.common import register_command
 from estimator.errors import InvalidInputError
-from estimator.io import atomic_to_table, require_writable
+from estimator.io import atomic_to_table, read_csv_table, require_writable
 
 EXAMPLE = REFINE.example
 EXIT_STATUS = describe(ExitStatus.FOUND, ExitStatus.BAD_INPUT)
@@ -43,14 +42,9 @@ TEXT_COLUMNS = {side + name: str for side in ("", "(p)", "(d)") for name in ("mo
 
 
 def _read_csv(path: Path) -> pd.DataFrame:
-    """The CSV's rows, the deployment's text columns as text. Cells past the header never become an index column
-    that shifts the others: a row holding them is a ValueError (pandas drops them when empty and the first row has them)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", pd.errors.ParserWarning)  # pandas' warning that it drops a row's extra cell
-        try:
-            return pd.read_csv(path, index_col=False, dtype=TEXT_COLUMNS)
-        except pd.errors.ParserWarning:
-            raise ValueError("a row has more cells than the header") from None
+    """The CSV's rows (estimator.io.read_csv_table: a repeated column or a row past the header is a ValueError),
+    the deployment's text columns as text."""
+    return read_csv_table(path.read_bytes(), dtype=TEXT_COLUMNS)
 
 
 READERS = {".csv": _read_csv, ".parquet": pd.read_parquet}

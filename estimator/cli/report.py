@@ -191,14 +191,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def require_outputs(args: argparse.Namespace) -> None:
-    """InvalidInputError, before any work, naming an output flag whose path cannot be written
-    (estimator.io.require_writable) or names the same file as another output, an input or a per-point
-    file's provenance sidecar."""
+    """InvalidInputError, before any work, naming an output flag whose path (or, for --points, its
+    provenance sidecar's) cannot be written (estimator.io.require_writable) or names the same file as
+    another output, an input or a per-point file's provenance sidecar."""
     from estimator.report.points import provenance_path
 
     outputs = [("--out", args.out), *([] if args.from_points else [("--points", args.points)])]
     for flag, path in outputs:
         require_writable(Path(path), flag)
+        if flag == "--points":
+            require_writable(provenance_path(Path(path)), "--points's provenance")
     inputs = [("--from-points", args.from_points), ("--baseline", args.baseline), ("--deployment", args.deployment)]
     sidecars = [(f"{flag}'s provenance", provenance_path(Path(path))) for flag, path in [*outputs, *inputs] if path is not None
                 and flag in ("--points", "--from-points", "--baseline")]  # fmt: skip

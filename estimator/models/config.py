@@ -45,6 +45,9 @@ _QK_NORM_ARCHITECTURES = frozenset({"Qwen3ForCausalLM"})
 # when it gives them, and the ones that may also be null or 0 (absent from the model); none above MAX_SIZE.
 _POSITIVE_FIELDS = ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size", "max_position_embeddings")
 _OPTIONAL_FIELDS = ("num_key_value_heads", "head_dim", "attention_head_dim", "intermediate_size")
+# The fields the reference reads with no default (sdk/utils.py _parse_hf_config_json; it names a missing
+# num_hidden_layers itself, which a layer pattern may stand in for).
+_REFERENCE_FIELDS = ("hidden_size", "num_attention_heads", "vocab_size", "max_position_embeddings")
 _SHOWN_CHARS = 20  # a bad value longer than twice this is shown by its first and last characters
 
 _CONFIG_SUFFIX = "config.json"
@@ -188,6 +191,17 @@ def model_shape(model: str) -> ModelShape:
         raise InvalidInputError(f"model {model!r}: config field 'text_config' must be a JSON object")
     _check_sizes(model, text)
     return ModelShape(text.get("num_hidden_layers"), text.get("max_position_embeddings"))
+
+
+def require_reference_fields(model: str) -> None:
+    """InvalidInputError naming the first field the reference pricer needs that the model's config (its
+    text config's, for a multimodal model) lacks, which it would report as a bare KeyError; UnknownModelError
+    when no config is found."""
+    config_path, _ = _locate(model)
+    raw = _load_json(config_path)
+    text = raw.get("text_config", raw) if isinstance(raw.get("text_config"), dict) else raw
+    for key in _REFERENCE_FIELDS:
+        _required(model, text, key)
 
 
 def resolve_model_config(model: str) -> ModelConfig:

@@ -21,7 +21,7 @@ import numpy as np
 from estimator.caching import memo
 from estimator.deployment import Backend, Deployment
 from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError, UnknownModelError
-from estimator.models.config import model_architecture
+from estimator.models.config import model_architecture, require_reference_fields
 from estimator.perf.system_spec import load_system_spec
 from estimator.pricing.base import OpPrice
 
@@ -38,7 +38,7 @@ def reference_model_path(model: str) -> str:
     path is given as its folder), never a name it would download (aiconfigurator-core fetches the
     config of any other name from huggingface.co: a file path became a request for
     https://huggingface.co/<path>/raw/main/config.json); UnknownModelError otherwise, InvalidInputError for a
-    local config that lists no architecture."""
+    local config that lists no architecture or lacks a field the reference reads (require_reference_fields)."""
     from aiconfigurator_core.sdk.utils import DefaultHFModels
 
     if model in DefaultHFModels:
@@ -46,6 +46,7 @@ def reference_model_path(model: str) -> str:
     if os.path.isdir(model) or os.path.isfile(model):
         if model_architecture(model) is None:  # the reference reads its model family off architectures[0]
             raise InvalidInputError(f"model {model!r}: its config lists no 'architectures', which the reference pricer needs")
+        require_reference_fields(model)
         if os.path.isdir(model):
             return model
         return str(Path(model).parent) if Path(model).name == "config.json" else _staged_config_folder(os.path.realpath(model))

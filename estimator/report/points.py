@@ -5,7 +5,6 @@ the row's partition and provenance columns. Written to CSV; the report renders f
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import typing
 from pathlib import Path
@@ -14,7 +13,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from estimator.io import atomic_path
+from estimator.io import atomic_path, read_csv_table
 from estimator.report.batch import PointResult
 from estimator.settings import POINT_FIELDS, EngineSettings
 from measurements.mapping import AggInputs, DisaggInputs, MappedRow
@@ -141,10 +140,10 @@ def write_points(points: pd.DataFrame, path: str | Path, provenance: dict) -> No
 
 def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """The table and its provenance (empty when the sidecar is missing; without POINTS_SHA256). A
-    missing column, no point at all, a value outside its column's domain or a point repeated
-    (_checked), a provenance that is not a JSON object or records a data_rows that is not a count
-    (read_provenance), or one recording another table's sha256, raises ValueError naming it (one of
-    ADDED_POINT_COLUMNS takes its default)."""
+    missing or repeated column, a row with more cells than the header (read_csv_table), no point at
+    all, a value outside its column's domain or a point repeated (_checked), a provenance that is not
+    a JSON object or records a data_rows that is not a count (read_provenance), or one recording
+    another table's sha256, raises ValueError naming it (one of ADDED_POINT_COLUMNS takes its default)."""
     path = Path(path)
     data = path.read_bytes()
     provenance = read_provenance(provenance_path(path))
@@ -152,8 +151,8 @@ def read_points(path: str | Path) -> tuple[pd.DataFrame, dict]:
     if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
         raise ValueError(f"its provenance {provenance_path(path).name} was written with another points file (sha256 {str(recorded)[:12]}...): "
                          "an interrupted or concurrent write; rebuild the report")  # fmt: skip
-    points = pd.read_csv(io.BytesIO(data), dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str, "recipe_key": str, "recipe_commit": str},
-                         keep_default_na=True)  # fmt: skip
+    points = read_csv_table(data, dtype={"id": str, "reason": str, "note": str, "engine_version": str, "data_version": str, "replicate_group": str, "recipe_key": str, "recipe_commit": str},
+                            keep_default_na=True)  # fmt: skip
     for column, default in ADDED_POINT_COLUMNS.items():
         if column not in points.columns:
             points[column] = default

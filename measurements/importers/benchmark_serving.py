@@ -103,9 +103,10 @@ def flavour(record: Mapping[str, Any]) -> Flavour:
 
 def matches(document: Document) -> str | None:
     """None when every JSON object of the document carries the family's keys, else why not."""
-    records = document.objects()
-    if records is None:
+    entries = document.entries()
+    if entries is None:
         return "not a JSON object or JSON lines of objects"
+    records = [e for e in entries if isinstance(e, Mapping)]
     if not all(any(number(r.get(key)) is not None for key in SIGNATURE_KEYS) for r in records):
         return f"no benchmark_serving keys ({', '.join(sorted(SIGNATURE_KEYS))} holding a number)"
     return None
@@ -113,9 +114,10 @@ def matches(document: Document) -> str | None:
 
 def runs(document: Document) -> list[ResultRun | InvalidInputError]:
     """One run per JSON object (a file of --append-result or SGLang lines holds several); an object
-    that cannot be read stands as its InvalidInputError, and the others are still read."""
-    return [_read(record, f"{document.path}" if len(document.json) == 1 else f"{document.path} run {i + 1}")
-            for i, record in enumerate(document.json)]  # fmt: skip
+    that cannot be read, or a line that holds none, stands as its InvalidInputError, and the others are still read."""
+    entries = document.entries()
+    return [e if isinstance(e, InvalidInputError) else _read(e, f"{document.path}" if len(entries) == 1 else f"{document.path} run {i + 1}")
+            for i, e in enumerate(entries)]  # fmt: skip
 
 
 def _read(record: Mapping[str, Any], where: str) -> ResultRun | InvalidInputError:

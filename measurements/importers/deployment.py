@@ -1,6 +1,7 @@
 """The deployment file: what ran, for result files that only say what the client measured.
 
-A YAML mapping (read with ``yaml.safe_load``). Required: ``model`` (a bundled model id or a path to
+A YAML mapping (read as ``yaml.safe_load`` reads it, except that a key given twice in one mapping is
+refused: ``safe_load`` keeps the last value silently). Required: ``model`` (a bundled model id or a path to
 a config.json), ``system`` (a shipped GPU system id), ``backend`` (trtllm | vllm | sglang),
 ``backend_version``, ``mode`` (agg | disagg); for agg ``tp``, for disagg ``prefill`` and ``decode``
 blocks each with ``workers`` and ``tp``. Optional: ``image``, ``precision``, ``gemm_quant``,
@@ -21,7 +22,7 @@ string "false" would read as true).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -88,15 +89,38 @@ class DeploymentFile:
     client: Mapping[str, Any] = field(default_factory=dict)  # the client: block, checked against CLIENT_KEYS
 
 
+class _RepeatedKeyError(yaml.YAMLError):
+    """A mapping of the file gives a key twice; the message names the key and both lines."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader refusing a mapping that gives a key twice (SafeLoader keeps the last value)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        lines: dict[Any, int] = {}  # key -> the line (from 1) that gives it first
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # a << merge: its keys may be overridden
+                continue
+            key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+            if not isinstance(key, Hashable):  # SafeLoader refuses it below
+                continue
+            if key in lines:
+                raise _RepeatedKeyError(f"key {key!r} is given twice (lines {lines[key]} and {line})")
+            lines[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def load_deployment(path: str | Path) -> DeploymentFile:
     """Read and check a deployment file."""
     path = Path(path)
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except OSError as exc:
         raise InvalidInputError(f"cannot read deployment file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"deployment file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+    except _RepeatedKeyError as exc:
+        raise InvalidInputError(f"deployment file {path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise InvalidInputError(f"deployment file {path}: not YAML ({str(exc).splitlines()[0]})") from None
     return parse_deployment(doc, str(path))

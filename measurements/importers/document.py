@@ -18,13 +18,20 @@ class Document:
 
     path: Path
     text: str
-    json: tuple[Any, ...] | None  # the JSON values in file order, their integers within float range; None: not JSON
+    # The JSON values in file order, their integers within float range, a line of JSON lines that holds no
+    # object as the InvalidInputError naming it; None: not JSON.
+    json: tuple[Any, ...] | None
 
     def objects(self) -> tuple[Mapping[str, Any], ...] | None:
         """The JSON values when every one is an object (None otherwise)."""
         if not self.json or not all(isinstance(v, Mapping) for v in self.json):
             return None
         return self.json
+
+    def entries(self) -> tuple[Mapping[str, Any] | InvalidInputError, ...] | None:
+        """The JSON values, each an object or a refused line's error, when some value is an object (None otherwise):
+        a reader of one object per line reads the objects and lists the refused lines."""
+        return self.json if self.json and any(isinstance(v, Mapping) for v in self.json) else None
 
 
 def calendar_date(year: str, month: str, day: str) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -64,22 +65,33 @@ def read_document(path: str | Path) -> Document:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        values = _json_objects(text)
+        values = _json_values(text, path)
     except (ValueError, RecursionError) as exc:  # JSON no reader can hold: an integer past float range, nesting past Python's limit
         raise InvalidInputError(f"{path}: cannot read its JSON: {exc}") from None
     return Document(path, text, values)
 
 
-def _json_objects(text: str) -> tuple[Any, ...] | None:
-    """The JSON values of a text holding one, or one per line; None when it is neither."""
+def _json_values(text: str, path: Path) -> tuple[Any, ...] | None:
+    """The JSON value of a text holding one; else, when some line holds a JSON object, one entry per
+    non-blank line (JSON lines), a line that holds no object as the InvalidInputError naming it; None otherwise."""
     try:
         return (json.loads(text, parse_int=_json_int),)
     except json.JSONDecodeError:
         pass
+    lines = tuple(_json_line(line, f"{path} line {number}") for number, line in enumerate(text.splitlines(), 1) if line.strip())
+    return lines if any(isinstance(v, Mapping) for v in lines) else None
+
+
+def _json_line(line: str, where: str) -> Mapping[str, Any] | InvalidInputError:
+    """The JSON object of one line of JSON lines, or the error naming the line (`where`) and why it holds
+    none: not JSON (a line cut short when the benchmark was killed mid-append), JSON no reader can hold, not an object."""
     try:
-        return tuple(json.loads(line, parse_int=_json_int) for line in text.splitlines() if line.strip()) or None
-    except json.JSONDecodeError:
-        return None
+        value = json.loads(line, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        return InvalidInputError(f"{where}: not JSON ({exc.msg} at column {exc.colno})")
+    except (ValueError, RecursionError) as exc:
+        return InvalidInputError(f"{where}: cannot read its JSON: {exc}")
+    return value if isinstance(value, Mapping) else InvalidInputError(f"{where}: not a JSON object, got {reprlib.repr(value)}")
 
 
 def _json_int(digits: str) -> int:
