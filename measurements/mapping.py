@@ -37,6 +37,7 @@ from estimator.caching import memo
 from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
 from estimator.models import model_architecture, native_families
+from estimator.models.config import model_shape
 from estimator.perf import load_system_spec, names_release, slot_sort_key, version_slots
 from estimator.settings import served_kv_cache_dtype
 from measurements import recipes
@@ -316,6 +317,9 @@ def unestimable_reason(m: Measurement, model_used: str) -> str | None:
     """Why a mapped row cannot be estimated, or None."""
     if bundled_architecture(model_used) is None:
         return f"no bundled config for model {model_used}"
+    context = model_shape(model_used).max_context
+    if context is not None and m.isl + m.osl > context:
+        return f"isl + osl {m.isl + m.osl} exceeds the model's context of {context} tokens (max_position_embeddings)"
     moe = not is_native(model_used)
     layouts = [m.agg] if m.mode == "agg" else [m.prefill, m.decode]
     if m.mode == "disagg" and any(x.batch_size is None or x.workers is None for x in layouts):

@@ -548,6 +548,16 @@ def test_every_row_has_inputs_or_a_reason(mapped):
         assert (row.inputs is None) == (row.reason is not None)
 
 
+def test_a_row_longer_than_its_models_context_is_unestimated_naming_both(sample):
+    """Every command refuses sequences past max_position_embeddings without --allow-long-context; a
+    measured row past it is left unestimated with that reason instead of priced."""
+    m = next(m for m in sample if m.model == "Qwen/Qwen3-32B" and m.mode == "agg")
+    context = 40960  # Qwen3-32B's max_position_embeddings
+    row = map_measurement(dataclasses.replace(m, isl=context - m.osl + 1))
+    assert row.inputs is None and row.reason == f"isl + osl {context + 1} exceeds the model's context of {context} tokens (max_position_embeddings)"
+    assert map_measurement(dataclasses.replace(m, isl=context - m.osl)).reason is None
+
+
 def test_unestimable_reasons_of_the_sample(mapped):
     """Outside the disaggregated runs only the recorded columns fail; a disaggregated run without
     workers is unestimated only with its topology's reason (none resolved, several candidates, an
