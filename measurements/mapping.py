@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from estimator.caching import memo
 from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import EstimatorError, UnknownModelError
-from estimator.models import model_architecture, native_families
-from estimator.models.config import model_shape
+from estimator.models import model_architecture, model_shape, native_families
 from estimator.perf import load_system_spec, names_release, slot_sort_key, version_slots
 from estimator.settings import served_kv_cache_dtype
 from measurements import recipes

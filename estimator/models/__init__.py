@@ -9,6 +9,7 @@ from estimator.models.config import (
     linear_attention_layers,
     model_architecture,
     model_identity,
+    model_shape,
     native_families,
     resolve_model_config,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "linear_attention_layers",
     "model_architecture",
     "model_identity",
+    "model_shape",
     "native_families",
     "resolve_model_config",
     "weight_bytes",
