@@ -407,6 +407,22 @@ def test_a_back_to_back_prefill_launch_delays_the_previous_batchs_hand_offs(impl
     assert got == means
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_an_overlapping_prefill_worker_forms_its_next_batch_from_what_it_held_at_its_last_launch(impl):
+    """Five clients, two prompts each, one prefill worker (batches of 2, 10 ms, no host floor, so no KV
+    delay), one decode worker (1 ms passes), osl 2. A, B prefill at 0, C, D at 10; A and B finish at 11
+    and send A', B'. Without overlap the batch at 20 takes E and A' (mean TTFT 20.5: 10 10 20 20 30 19 29
+    19 29 19). With it the worker formed that batch while [10, 20] ran, polling at 10: it takes E alone,
+    then A', B' at 30, C', D' at 40, E' at 50 (mean 23.5: 10 10 20 20 30 29 29 29 29 29); a batch whose
+    poll found nothing is formed from what the worker finds when it idles (C, D at 10)."""
+    plan = run_plan(Benchmark(prompts_per_client=2, range_ratio=1.0), 5, 100, 2)
+    got = {}
+    for overlap in (False, True):
+        spec = TandemSpec(1, 1, prefill_batch=2, first_token_on_admission=True, prefill_overlap=overlap)
+        got[overlap] = replay_tandem(plan, spec, flat_pricer(10.0, 0.0), flat_pricer(0.0, 1.0), impl).stats.ttft_mean
+    assert got == {False: 20.5, True: 23.5}
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

@@ -887,15 +887,16 @@ def _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_co
 
 
 @njit(**LEAF)
-def _take_visible(queues, w, n, rf, t, limit, batch):
-    """Move the first `limit` entries of queue w (queues[w, :n]) with visible <= t into batch (queue
-    order) and compact the rest. Returns (batch size, new queue length, earliest visible of the rest)."""
+def _take_visible(queues, w, n, rf, t, limit, batch, before):
+    """Move the first `limit` entries of queue w (queues[w, :n]) visible by t (before t when `before`)
+    into batch (queue order) and compact the rest. Returns (batch size, new queue length, earliest
+    visible of the rest)."""
     nb = 0
     kept = 0
     earliest = np.inf
     for i in range(n):
         c = queues[w, i]
-        if nb < limit and rf[c, VISIBLE] <= t:
+        if nb < limit and (rf[c, VISIBLE] < t if before else rf[c, VISIBLE] <= t):
             batch[nb] = c
             nb += 1
         else:
@@ -1113,6 +1114,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     last_b = np.empty((n_prefill, prefill_batch), dtype=np.int64)  # each prefill worker's latest batch
     last_n = np.zeros(n_prefill, dtype=np.int64)
     last_d = np.zeros(n_prefill)  # and its duration, ms
+    last_t = np.full(n_prefill, -1.0)  # and its launch, ms (< 0: none yet)
     waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
@@ -1134,9 +1136,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             if plen[i] == 0 or p_free[i] > t:
                 continue
             back_to_back = t == p_free[i]
-            nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch)
+            nb = 0
+            if overlap and back_to_back and last_t[i] >= 0.0:  # formed while the last batch ran: its intake polled at that launch
+                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, last_t[i], prefill_batch, batch, True)
+            if nb == 0:  # idle: the worker polls until it receives
+                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch, False)
             if nb == 0:
                 continue
+            last_t[i] = t
             delay = prefill_floor_ms - (last_d[i] - prefill_floor_ms)  # this launch's host time past the last batch's GPU time
             if overlap and back_to_back and delay > 0.0:  # the last batch's KV goes out after this launch
                 _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)

@@ -341,7 +341,9 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     previous batch ends sends the previous batch's KV once this launch is done, so those hand-offs
     not admitted yet arrive later by the launch's host time (prefill_floor_ms) less the previous
     batch's GPU time beyond its own host launch, when positive (the agg calendar's overlap rule); a first token sent at the
-    hand-off (first_token_on_admission off) and a one-token request's end keep the batch's end."""
+    hand-off (first_token_on_admission off) and a one-token request's end keep the batch's end. Such a
+    worker forms its next batch while the last one runs, so that batch's intake polled at the last
+    launch (`seen`); when it found none the worker idles and polls until it receives."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
@@ -354,6 +356,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     routed = {"prefill": 0, "decode": 0}
     last_batch: list[list[Request]] = [[] for _ in range(p)]  # each prefill worker's latest batch
     last_dur = [0.0] * p  # and its duration, ms
+    last_launch: list[float | None] = [None] * p  # and its launch, ms
 
     def to_prefill(r: Request) -> None:
         pq[routed["prefill"] % p].append(r)
@@ -401,9 +404,14 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
         for i in range(p):
             if not pq[i] or p_free[i] > t:
                 continue
-            batch = [r for r in pq[i] if r.visible <= t][: spec.prefill_batch]
+            batch = []
+            if spec.prefill_overlap and t == p_free[i] and last_launch[i] is not None:  # formed while the last batch ran
+                batch = [r for r in pq[i] if seen(r.visible, t, last_launch[i])][: spec.prefill_batch]
+            if not batch:  # idle: the worker polls until it receives
+                batch = [r for r in pq[i] if seen(r.visible, t, None)][: spec.prefill_batch]
             if not batch:
                 continue
+            last_launch[i] = t
             delay = spec.prefill_floor_ms - (last_dur[i] - spec.prefill_floor_ms)  # this launch's host time past the last batch's GPU time
             if spec.prefill_overlap and t == p_free[i] and delay > 0.0:  # launched back to back: the last batch's KV goes out after it
                 for r in last_batch[i]:
@@ -433,8 +441,8 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             if not runs[j] or d_free[j] > t:
                 continue
             busy_before = busy(j)  # members of its previous iteration, run back to back
-            seen = last_start[j] if spec.admission_lag and busy_before else t  # a hand-off seen at one iteration's start joins the next
-            batch = [r for r in runs[j] if r.visible <= seen][: spec.decode_max_seqs]
+            seen_by = last_start[j] if spec.admission_lag and busy_before else t  # a hand-off seen at one iteration's start joins the next
+            batch = [r for r in runs[j] if r.visible <= seen_by][: spec.decode_max_seqs]
             if not batch:
                 continue
             last_start[j] = t

@@ -13,7 +13,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
-| prefill_overlap | a prefill batch's KV sent after the next batch's launch (at its end instead) | SGLang disagg prefill workers |
+| prefill_overlap | a prefill worker's overlap loop: a batch's KV sent after the next batch's launch, that batch formed at the last launch (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
@@ -114,7 +114,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
-    Mechanism("prefill_overlap", "prefill KV sent after the next batch's launch", case=_tandem_spec(prefill_overlap=False)),
+    Mechanism("prefill_overlap", "prefill workers' overlap loop (KV after the next launch, intake at the last)", case=_tandem_spec(prefill_overlap=False)),
     Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_no_gpu_memory_utilization),
     Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_no_qk_norm),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
