@@ -505,6 +505,13 @@ def test_an_aiperf_csv_cell_past_the_csv_field_limit_is_refused(tmp_path, deploy
     assert needle in _refused(tmp_path, capsys, _write(tmp_path, "aiperf.csv", text), "--deployment", deploy, "--concurrency", 4)
 
 
+def test_a_long_bad_aiperf_csv_cell_is_shown_cut(tmp_path, deploy, capsys):
+    """A refused cell of 100,000 characters is named by its ends, so the error stays one short line."""
+    text = (FIXTURES / "profile_export_aiperf.csv").read_text().replace("Request Count,40", f"Request Count,{'x' * 100_000}")
+    reason = _refused(tmp_path, capsys, _write(tmp_path, "aiperf.csv", text), "--deployment", deploy, "--concurrency", 4)
+    assert "aiperf.csv line 13: 'xxx" in reason and "...xxx" in reason and len(reason) < 300
+
+
 @pytest.mark.parametrize("digits", [401, 5000])
 def test_a_json_integer_past_float_range_refuses_the_file(tmp_path, deploy, capsys, digits):
     """Before: an OverflowError (math.isnan of a 401-digit integer) or a ValueError past Python's 4300-digit limit."""

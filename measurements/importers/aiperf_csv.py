@@ -18,6 +18,7 @@ import csv
 import io
 import math
 import re
+import reprlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +29,8 @@ from measurements.importers.document import Document
 from measurements.importers.result import ResultRun
 
 CITATION = "ai-dynamo/aiperf aiperf/exporters/csv_exporter.py@db4f6397d11ee2d4cfbb41f70b2327315163dcf0"
+_SHOWN = reprlib.Repr()  # a refused row or cell as its error line shows it: a long cell (up to 131,072 characters) cut
+_SHOWN.maxstring, _SHOWN.maxlist = 60, 16
 STAT_HEADER = ["Metric", "avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "std"]
 VALUE_HEADER = ["Metric", "Value"]
 HEADERS = {
@@ -69,7 +72,7 @@ def metric_blocks(text: str, where: str) -> dict[str, dict[str, Any]]:
             keys = ["avg"] if row == VALUE_HEADER else row[1:]
             continue
         if keys is None or len(row) != len(keys) + 1:
-            raise InvalidInputError(f"{where} line {line}: expected {len(keys) + 1 if keys else 'a header'} cells, got {row!r}")
+            raise InvalidInputError(f"{where} line {line}: expected {len(keys) + 1 if keys else 'a header'} cells, got {_SHOWN.repr(row)}")
         name = _NAME.match(row[0])
         tag = HEADERS.get(name["header"])
         if tag is not None:
@@ -95,5 +98,5 @@ def _cell(text: str, where: str, line: int) -> float | None:
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise InvalidInputError(f"{where} line {line}: {text!r} is not a finite number")
+        raise InvalidInputError(f"{where} line {line}: {_SHOWN.repr(text)} is not a finite number")
     return value
