@@ -105,7 +105,7 @@ class EngineSettings:
         "all-reduces per decoder layer of a q/k RMSNorm that spans every attention head (MiniMax-M2) under attention TP > "
         "1, each of the tokens' sums of squares: vLLM 2 through 0.13, 1 from 0.14.0 (PR 31493); SGLang 2 through 0.5.7, 1 "
         "from 0.5.8 (PR 14416); 0: not replayed (TensorRT-LLM: its code not read). The closed-loop replay adds them to "
-        "every pass (estimator.closedloop.qk_norm), >= 0; empty: 0"))  # fmt: skip
+        "every pass (estimator.closedloop.qk_norm), >= 0; empty: the engine's count at the run's release"))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))

@@ -182,6 +182,12 @@ def test_bad_arguments_raise_one_error_with_the_commands_message(command, argume
     assert code == 2 and err.count("\n") == 1 and message in err and "\n" not in message, (message, err)
 
 
+def test_an_integer_past_float_range_is_one_error():
+    """Before: float(10**400) raised OverflowError from the flag converter."""
+    with pytest.raises(EstimatorError, match="invalid float value"):
+        estimator.sweep(model_path="Qwen/Qwen3-32B", system="h200_sxm", backend="sglang", ttft=10**400)
+
+
 def test_missing_and_unknown_keywords_are_errors_too():
     with pytest.raises(EstimatorError, match="the following arguments are required: --model-path"):
         estimator.estimate(system="h200_sxm", backend="sglang")

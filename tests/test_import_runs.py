@@ -447,6 +447,14 @@ def test_a_jsonl_line_holding_no_object_is_listed_by_number_and_the_other_lines_
     assert rc == 2 and [r.id for r in rows] == ["s#1", "s#3"] and f"not imported: {tmp_path / needle}" in err
 
 
+def test_a_jsonl_first_line_past_float_range_is_listed_by_number_and_the_other_lines_import(tmp_path, deploy, capsys):
+    """Before: the whole file was refused when its first line (not a later one) held an integer past float range."""
+    first = json.dumps(sglang_line(4.0) | {"mean_ttft_ms": "N"}).replace('"N"', "9" * 401)
+    result = _write(tmp_path, "s.jsonl", "\n".join([first, json.dumps(sglang_line(16.0))]))
+    rc, rows = _import(tmp_path, result, "--deployment", deploy, "--statistic", "median")
+    assert rc == 2 and [r.id for r in rows] == ["s#2"] and f"{tmp_path / 's.jsonl'} line 1" in capsys.readouterr().err
+
+
 def _export(name: str, **changes) -> dict:
     """A profile-export fixture with top-level blocks replaced."""
     return json.loads((FIXTURES / name).read_text()) | changes

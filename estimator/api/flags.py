@@ -83,7 +83,10 @@ def _number(kind: type, abstract: type):
 
     def convert(value: object):
         if isinstance(value, abstract) and not isinstance(value, bool):
-            return kind(value)
+            try:
+                return kind(value)
+            except OverflowError:  # an int past float range (10**400)
+                pass
         if isinstance(value, str):
             try:
                 return kind(value)

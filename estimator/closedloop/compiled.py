@@ -749,7 +749,7 @@ def _decode_stretch(t, launched, overlap, epoch, kv, it, bound, passes, n_coh, d
     flat_dur = affine_ms(params, np.int64(0), starts, takes, n_coh, kv) if flat else 0.0
     own, other, i, wi = decode_fixed(params, data, hdr, n_coh) if kind != AFFINE else (np.int64(0), 0.0, np.int64(0), 0.0)
     cell = np.int64(-1)
-    for p in range(passes):
+    for _ in range(passes):
         if it >= bound:
             break
         if since_recv >= recv_interval:  # this pass's intake
@@ -1068,7 +1068,8 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     iteration plus the first eligible hand-offs up to decode_max, which then join it (any k: see
     decode_progress). Under a decode intake interval a request bound to a busy decode worker waits
     in that worker's `waiting` list until an intake (_take_in); under prefill overlap a back-to-back
-    launch re-times the previous batch's hand-offs (_delay_handoffs). ints and floats are
+    launch re-times the previous batch's hand-offs (_delay_handoffs) and takes the requests visible
+    before the previous launch (_take_visible; none: what it finds idle). ints and floats are
     TandemSpec.pack's slots. Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
@@ -1114,7 +1115,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     last_b = np.empty((n_prefill, prefill_batch), dtype=np.int64)  # each prefill worker's latest batch
     last_n = np.zeros(n_prefill, dtype=np.int64)
     last_d = np.zeros(n_prefill)  # and its duration, ms
-    last_t = np.full(n_prefill, -1.0)  # and its launch, ms (< 0: none yet)
+    last_launch = np.full(n_prefill, -1.0)  # and its launch, ms (< 0: none yet)
     waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
@@ -1137,13 +1138,13 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 continue
             back_to_back = t == p_free[i]
             nb = 0
-            if overlap and back_to_back and last_t[i] >= 0.0:  # formed while the last batch ran: its intake polled at that launch
-                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, last_t[i], prefill_batch, batch, True)
+            if overlap and back_to_back and last_launch[i] >= 0.0:  # formed while the last batch ran: its intake polled at that launch
+                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, last_launch[i], prefill_batch, batch, True)
             if nb == 0:  # idle: the worker polls until it receives
                 nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch, False)
             if nb == 0:
                 continue
-            last_t[i] = t
+            last_launch[i] = t
             delay = prefill_floor_ms - (last_d[i] - prefill_floor_ms)  # this launch's host time past the last batch's GPU time
             if overlap and back_to_back and delay > 0.0:  # the last batch's KV goes out after this launch
                 _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)
@@ -1188,9 +1189,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         for j in range(n_decode):
             if rlen[j] + n_coh[j] == 0 or d_free[j] > t:
                 continue
-            seen = d_last[j] if lag and n_coh[j] > 0 else t  # a busy worker admits a hand-off one iteration after seeing it
+            seen_by = d_last[j] if lag and n_coh[j] > 0 else t  # a busy worker admits a hand-off one iteration after seeing it
             nj = 0  # the batch: the cohort, then the first eligible hand-offs up to decode_max
-            while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= seen:
+            while nj < rlen[j] and n_coh[j] + nj < decode_max and rf[rq[j, nj], VISIBLE] <= seen_by:
                 nj += 1
             counting = cnt[DONE] >= warm
             for x in range(nj):  # the iteration's hand-offs: their first tokens go out as it starts (oracle.tandem)

@@ -404,16 +404,17 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
         for i in range(p):
             if not pq[i] or p_free[i] > t:
                 continue
-            batch = []
-            if spec.prefill_overlap and t == p_free[i] and last_launch[i] is not None:  # formed while the last batch ran
-                batch = [r for r in pq[i] if seen(r.visible, t, last_launch[i])][: spec.prefill_batch]
-            if not batch:  # idle: the worker polls until it receives
-                batch = [r for r in pq[i] if seen(r.visible, t, None)][: spec.prefill_batch]
+            back_to_back = spec.prefill_overlap and t == p_free[i]  # formed while the last batch ran
+            polls = [last_launch[i]] if back_to_back and last_launch[i] is not None else []
+            for launched in [*polls, None]:  # the intake at the last launch, then the idle worker's, which polls until it receives
+                batch = [r for r in pq[i] if seen(r.visible, t, launched)][: spec.prefill_batch]
+                if batch:
+                    break
             if not batch:
                 continue
             last_launch[i] = t
             delay = spec.prefill_floor_ms - (last_dur[i] - spec.prefill_floor_ms)  # this launch's host time past the last batch's GPU time
-            if spec.prefill_overlap and t == p_free[i] and delay > 0.0:  # launched back to back: the last batch's KV goes out after it
+            if back_to_back and delay > 0.0:  # launched back to back: the last batch's KV goes out after it
                 for r in last_batch[i]:
                     if r.admitted_at is None and r.made < r.osl:  # still on its way to its decode worker
                         runs[r.decode_worker] = [x for x in runs[r.decode_worker] if x is not r]

@@ -30,6 +30,7 @@ from estimator.disagg.single import DisaggPoint
 from estimator.disagg.workers import DISAGG_ROLES
 from estimator.errors import InvalidInputError
 from estimator.models.config import is_natively_modelled
+from estimator.perf.versions import resolve_version
 from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
@@ -215,9 +216,13 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
 
 
 def _worker_model(deployment: Deployment, pricer: str) -> PassModel:
-    """A disaggregated worker's pass model: its engine's q/k norm all-reduces at the worker's data version (a
-    disagg run records no engine version per worker)."""
-    return PassModel(deployment, pricer, qk_norm_allreduces=qk_norm_allreduces(deployment.backend, deployment.version))
+    """A disaggregated worker's pass model: its engine's q/k norm all-reduces at the worker's data version,
+    a slot alias resolved (a disagg run records no engine version per worker)."""
+    return PassModel(
+        deployment,
+        pricer,
+        qk_norm_allreduces=qk_norm_allreduces(deployment.backend, resolve_version(deployment.system, deployment.backend, deployment.version)),
+    )
 
 
 def dispatch_overhead_ms(deployment: Deployment) -> float:

@@ -69,12 +69,13 @@ def _no_qk_norm(case: Case) -> Case:
     """The case with its pass models pricing no cross-head q/k norm all-reduce."""
     if isinstance(case, AggCase):
         return case if not isinstance(case.steps, PassModel) else dataclasses.replace(case, steps=_without_qk_norm(case.steps))
-    if not isinstance(case.decode, PassModel):
+    if not (isinstance(case.prefill, PassModel) and isinstance(case.decode, PassModel)):
         return case
     return dataclasses.replace(case, prefill=_without_qk_norm(case.prefill), decode=_without_qk_norm(case.decode))
 
 
 def _without_qk_norm(model: PassModel) -> PassModel:
+    """The pass model pricing no cross-head q/k norm all-reduce."""
     return dataclasses.replace(model, qk_norm_allreduces=0)
 
 

@@ -78,7 +78,10 @@ def _json_values(text: str, path: Path) -> tuple[Any, ...] | None:
         return (json.loads(text, parse_int=_json_int),)
     except json.JSONDecodeError:
         pass
-    lines = tuple(_json_line(line, f"{path} line {number}") for number, line in enumerate(text.splitlines(), 1) if line.strip())
+    except (ValueError, RecursionError):  # JSON no reader can hold: a file's own error, unless lines follow (then line 1's)
+        if sum(1 for line in text.split("\n") if line.strip()) < 2:
+            raise
+    lines = tuple(_json_line(line, f"{path} line {number}") for number, line in enumerate(text.split("\n"), 1) if line.strip())
     return lines if any(isinstance(v, Mapping) for v in lines) else None
 
 
