@@ -887,16 +887,16 @@ def _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_co
 
 
 @njit(**LEAF)
-def _take_visible(queues, w, n, rf, t, limit, batch, before):
-    """Move the first `limit` entries of queue w (queues[w, :n]) visible by t (before t when `before`)
-    into batch (queue order) and compact the rest. Returns (batch size, new queue length, earliest
-    visible of the rest)."""
+def _take_visible(queues, w, n, rf, t, launched, limit, batch):
+    """Move the first `limit` entries of queue w (queues[w, :n]) an intake forming a batch at t sees
+    (_seen: visible by t, or before `launched` when it is >= 0) into batch (queue order) and compact
+    the rest. Returns (batch size, new queue length, earliest visible of the rest)."""
     nb = 0
     kept = 0
     earliest = np.inf
     for i in range(n):
         c = queues[w, i]
-        if nb < limit and (rf[c, VISIBLE] < t if before else rf[c, VISIBLE] <= t):
+        if nb < limit and _seen(rf[c, VISIBLE], t, launched):
             batch[nb] = c
             nb += 1
         else:
@@ -1069,7 +1069,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     decode_progress). Under a decode intake interval a request bound to a busy decode worker waits
     in that worker's `waiting` list until an intake (_take_in); under prefill overlap a back-to-back
     launch re-times the previous batch's hand-offs (_delay_handoffs) and takes the requests visible
-    before the previous launch (_take_visible; none: what it finds idle). ints and floats are
+    before the previous launch (_take_visible, _seen; none: what it finds idle). ints and floats are
     TandemSpec.pack's slots. Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
@@ -1139,9 +1139,9 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             back_to_back = t == p_free[i]
             nb = 0
             if overlap and back_to_back and last_launch[i] >= 0.0:  # formed while the last batch ran: its intake polled at that launch
-                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, last_launch[i], prefill_batch, batch, True)
+                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, last_launch[i], prefill_batch, batch)
             if nb == 0:  # idle: the worker polls until it receives
-                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, prefill_batch, batch, False)
+                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, -1.0, prefill_batch, batch)
             if nb == 0:
                 continue
             last_launch[i] = t

@@ -117,7 +117,7 @@ def model_identity(model: str) -> ModelIdentity:
     model); UnknownModelError when no config is found."""
     config_path, _ = _locate(model)
     raw = _load_json(config_path)
-    text = raw.get("text_config", raw) if isinstance(raw.get("text_config"), dict) else raw
+    text = _text_config(raw)
     experts = next((text[key] for key in _EXPERT_FIELDS if text.get(key)), None)
     return ModelIdentity(
         architecture=_first_architecture(model, raw),
@@ -126,6 +126,11 @@ def model_identity(model: str) -> ModelIdentity:
         num_heads=text.get("num_attention_heads"),
         num_experts=experts,
     )
+
+
+def _text_config(raw: dict) -> dict:
+    """A config's text config (a multimodal model's `text_config` object), else the config itself."""
+    return raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
 
 
 def native_families() -> tuple[str, ...]:
@@ -198,8 +203,7 @@ def require_reference_fields(model: str) -> None:
     text config's, for a multimodal model) lacks, which it would report as a bare KeyError; UnknownModelError
     when no config is found."""
     config_path, _ = _locate(model)
-    raw = _load_json(config_path)
-    text = raw.get("text_config", raw) if isinstance(raw.get("text_config"), dict) else raw
+    text = _text_config(_load_json(config_path))
     for key in _REFERENCE_FIELDS:
         _required(model, text, key)
 
