@@ -14,6 +14,10 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
 * an agg row of a run its source only deploys multi-node and disaggregated (InferenceX's DeepSeek-R1
   on GB200/GB300, `recipes.multinode_disagg_reason`) records the run's GPU count as tp and no
   workers: the other methods leave it unestimated with that reason, legacy prices it as recorded;
+* an InferenceX run whose client capped concurrency at a constant while the server ran the config's
+  concurrency (the gpt-oss H100 vLLM docker script of 2025-11-21 to 2025-12-08,
+  `recipes.client_cap_reason`) records the cap: the other methods leave it unestimated naming the
+  config's candidates, legacy prices it as recorded;
 * the pricer is native for the natively modelled (dense) architectures, else the reference engine.
 A row that cannot be estimated keeps its reason instead of inputs.
 
@@ -148,7 +152,7 @@ class MappedRow:
     data_version: str | None  # the perf-data version priced
     version_note: str  # how the engine version was mapped
     layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
-    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set or the row is a multi-node disagg run labelled agg
+    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set, the row is a multi-node disagg run labelled agg or its concurrency is a client cap
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.checkpoints)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # in order after the labels: the checkpoint's scale granularity op by op, then the reference KV rule
@@ -201,6 +205,10 @@ def map_measurement(m: Measurement) -> MappedRow:
             return published
     if disaggregated is not None:  # a multi-node disagg run labelled agg, unresolved: only the baseline's pricing of the columns remains
         return dataclasses.replace(recorded, inputs=None, reason=f"{disaggregated}; {topology.reason}", recorded=recorded)
+    capped = recipes.client_cap_reason(m.source, m.engine, m.model, m.system, m.measured_date, m.concurrency, m.agg.tp if m.agg else None,
+                                       m.isl, m.osl)  # fmt: skip
+    if capped is not None:  # the recorded concurrency is not the server's: only the baseline's pricing of the columns remains
+        return dataclasses.replace(recorded, inputs=None, reason=capped, recorded=recorded)
     run, notes = m, []
     served = served_prompt(m)
     if served is not None:  # the prompts the server computed (measurements.tokenizers)

@@ -559,14 +559,16 @@ def test_a_row_longer_than_its_models_context_is_unestimated_naming_both(sample)
 
 
 def test_unestimable_reasons_of_the_sample(mapped):
-    """Outside the disaggregated runs only the recorded columns fail; a disaggregated run without
-    workers is unestimated only with its topology's reason (none resolved, several candidates, an
+    """Outside the disaggregated runs only the recorded columns and a client's concurrency cap fail; a disaggregated
+    run without workers is unestimated only with its topology's reason (none resolved, several candidates, an
     undecided speculative mode or an unpublished acceptance rate)."""
     disaggregated = recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "agg")
     reasons = collections.Counter(
-        row.reason for row in mapped if row.reason and row.recipe is None and not row.reason.startswith((DISAGG_INCOMPLETE, disaggregated))
-    )
-    assert reasons == {"tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2}
+        row.reason.split(":")[0] for row in mapped
+        if row.reason and row.recipe is None and not row.reason.startswith((DISAGG_INCOMPLETE, disaggregated))
+    )  # fmt: skip
+    assert reasons == {"tp*dp != moe_tp*moe_ep in the row": 19, "zero or missing parallel sizes": 2,
+                       "concurrency 512 is the client's cap, not the server's": 9}  # fmt: skip
     incomplete = [r.reason for r in mapped if r.reason and r.reason.startswith((DISAGG_INCOMPLETE, disaggregated))]
     assert incomplete and all(reason.split("; ")[-1] for reason in incomplete)
     unpriced = {r.reason.split(" (")[0].split(":")[0] for r in mapped if r.reason and r.recipe is not None}
@@ -713,6 +715,26 @@ def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_run
     assert other.inputs is not None and recipes.multinode_disagg_reason("project", "deepseek-ai/DeepSeek-R1", "gb200", "agg") is None
     assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb300", "agg") is not None
     assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
+
+
+def test_inferencex_gpt_oss_h100_runs_recording_the_client_cap_are_unestimated_naming_the_config_s_concurrencies(mapped):
+    """InferenceX's gpt-oss H100 vLLM docker script of 2025-11-21 to 2025-12-08 ran the client at --max-concurrency 512
+    against a server launched at the config's concurrency (4 to 64): every C512 row of that window records the cap, so
+    the other methods leave it unestimated naming the candidates, legacy prices it as recorded; a later run, another
+    concurrency or another model is unaffected."""
+    capped = [r for r in mapped if r.reason and "client's cap" in r.reason]
+    assert len(capped) == 9 and {r.measurement.concurrency for r in capped} == {512}
+    assert all(r.baseline.inputs is not None and r.inputs is None for r in capped)
+    tp8_8k = next(r for r in capped if r.measurement.agg.tp == 8 and r.measurement.isl == 8192)
+    assert "(4, 8, 16)" in tp8_8k.reason
+    assert all("(4, 8, 16, 32, 64)" in r.reason for r in capped if r is not tp8_8k)
+    m = tp8_8k.measurement
+    call = (clients.INFERENCEX, "vllm", m.model, m.system, m.measured_date, 512, m.agg.tp, m.isl, m.osl)
+    assert recipes.client_cap_reason(*call) is not None
+    for position, other in ((4, "2025-12-09"), (5, 64), (2, "MiniMaxAI/MiniMax-M2.5"), (0, "project"), (1, "sglang")):
+        changed = list(call)
+        changed[position] = other
+        assert recipes.client_cap_reason(*changed) is None, other
 
 
 # ---- the arithmetic that ran (measurements.checkpoints) -------------------------------------------

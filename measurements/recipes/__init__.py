@@ -12,7 +12,7 @@ from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
-from measurements.recipes.vllm import vllm_async_scheduling, vllm_memory_utilization, vllm_recipe
+from measurements.recipes.vllm import vllm_async_scheduling, vllm_client_cap_reason, vllm_memory_utilization, vllm_recipe
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
@@ -88,3 +88,12 @@ def multinode_disagg_reason(source: str, model: str, system: str, mode: str) -> 
         f"labelled agg, but InferenceX runs {model} on {system} only as multi-node disaggregated deployments "
         f"({MULTINODE_DISAGG_CITATION}): the tp column is the run's GPU count and its prefill/decode workers are not recorded"
     )
+
+
+def client_cap_reason(source: str, engine: str, model: str, system: str, measured_date: str | None, concurrency: int | None,
+                      tp: int | None, isl: int, osl: int) -> str | None:  # fmt: skip
+    """Why a run whose recorded concurrency is its client's constant cap, not the server's, cannot be replayed
+    (measurements.recipes.vllm.GPT_OSS_H100_CLIENT_CAP), or None."""
+    if source != INFERENCEX or engine != "vllm":
+        return None
+    return vllm_client_cap_reason(model, system, measured_date, concurrency, tp, isl, osl)

@@ -86,3 +86,46 @@ def vllm_recipe(model: str, precision: str | None, system: str, image: str | Non
     defaults = system_defaults(Backend.VLLM, system, MINIMAX_BLACKWELL_VERSION)
     return defaults.replace(step_token_budget=2 * isl, stream_interval=MINIMAX_BLACKWELL_STREAM_INTERVAL, origin=SOURCE_ORIGIN,
                             citation=f"SemiAnalysisAI/InferenceX benchmarks/single_node/{MINIMAX_BLACKWELL_SCRIPTS}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ClientCapWindow:
+    """InferenceX runs whose client capped concurrency at a constant while the server was launched for the
+    config's concurrency, which the row does not record: the recorded concurrency is the client's cap."""
+
+    model: str  # the sample's model id
+    system: str
+    first: str  # ISO date the script began passing the constant cap
+    last: str  # ISO date of the fix (a run of that day that records the cap ran the old script)
+    client_cap: int  # the --max-concurrency the client ran
+    server_concurrency: Mapping[tuple[int, int, int], tuple[int, ...]]  # (tp, isl, osl) -> the config's conc values
+    citation: str
+
+
+_GPT_OSS_H100_CONCURRENCY = (4, 8, 16, 32, 64)
+GPT_OSS_H100_CLIENT_CAP = ClientCapWindow(
+    "openai/gpt-oss-120b", "h100_sxm", "2025-11-21", "2025-12-08", 512,
+    MappingProxyType({
+        **{(tp, isl, osl): _GPT_OSS_H100_CONCURRENCY for tp in (2, 4, 8) for isl, osl in ((1024, 1024), (1024, 8192), (8192, 1024))},
+        (8, 8192, 1024): (4, 8, 16),
+    }),
+    "SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_h100_docker.sh from d22bf9ca9 (PR 227, 2025-11-21) to 4e135fd3f "
+    "(PR 310 'fix h100 docker error', 2025-12-08): the client ran --max-concurrency 512 and --num-prompts $((CONC * 10)) "
+    "against vllm serve --max-num-seqs=$CONC; .github/configs/nvidia-master.yaml gptoss-fp4-h100-vllm @ d22bf9ca9 and "
+    "25506e87c: conc 4 to 64 (TP 8 at 8192/1024: 4 to 16)",
+)  # fmt: skip
+
+
+def vllm_client_cap_reason(model: str, system: str, measured_date: str | None, concurrency: int | None, tp: int | None, isl: int,
+                           osl: int) -> str | None:  # fmt: skip
+    """Why an InferenceX vLLM run whose recorded concurrency is the client's constant cap cannot be replayed (the
+    server's concurrency, one of the config's values, is not recorded), or None."""
+    window = GPT_OSS_H100_CLIENT_CAP
+    if model != window.model or system != window.system or concurrency != window.client_cap:
+        return None
+    if measured_date is None or not window.first <= measured_date[:10] <= window.last:
+        return None
+    candidates = window.server_concurrency.get((tp, isl, osl))
+    named = ", ".join(map(str, candidates)) if candidates else "not in the config"
+    return (f"concurrency {concurrency} is the client's cap, not the server's: the server ran --max-num-seqs at the config's "
+            f"concurrency ({named}) with 10x that many prompts, and the row does not record which ({window.citation})")  # fmt: skip
