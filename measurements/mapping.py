@@ -152,7 +152,7 @@ class MappedRow:
     data_version: str | None  # the perf-data version priced
     version_note: str  # how the engine version was mapped
     layout_note: str = ""  # "" or how the run's layout (row id or node bound) replaced the recorded columns
-    recorded: MappedRow | None = None  # the row mapped from its columns as recorded, when layout_note is set, the row is a multi-node disagg run labelled agg or its concurrency is a client cap
+    recorded: MappedRow | None = None  # the row as its columns map, iff layout_note, a multi-node disagg run labelled agg or a client cap
     checkpoint_inputs: AggInputs | DisaggInputs | None = None  # inputs at the checkpoint's own quant modes, iff quant_note
     quant_note: str = ""  # "" or which quant modes the checkpoint that ran carries (measurements.checkpoints)
     granularity_fallbacks: tuple[Fallback, ...] = ()  # in order after the labels: the checkpoint's scale granularity op by op, then the reference KV rule
