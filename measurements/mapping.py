@@ -14,6 +14,9 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
 * an agg row of a run its source only deploys multi-node and disaggregated (InferenceX's DeepSeek-R1
   on GB200/GB300, `recipes.multinode_disagg_reason`) records the run's GPU count as tp and no
   workers: the other methods leave it unestimated with that reason, legacy prices it as recorded;
+* an InferenceX SGLang agg run whose launch ran the MoE expert parallel over its TP group while its
+  columns record MoE TP (DeepSeek-R1 FP4 on B200, `recipes.launched_moe_layout`) is priced at the
+  launch's MoE layout; legacy prices the columns;
 * an InferenceX run whose client capped concurrency at a constant while the server ran the config's
   concurrency (the gpt-oss H100 vLLM docker script of 2025-11-21 to 2025-12-08,
   `recipes.client_cap_reason`) records the cap: the other methods leave it unestimated naming the
@@ -218,6 +221,10 @@ def map_measurement(m: Measurement) -> MappedRow:
     if labelled is not None:
         run = dataclasses.replace(run, agg=labelled[0])
         notes.append(labelled[1])
+    launched = launched_moe_layout(run)
+    if launched is not None:
+        run, note = launched
+        notes.append(note)
     if run is m:
         return _with_checkpoint_quant(recorded, m)
     corrected = _mapped(run, model_used, model_note, data_version, version_note)
@@ -273,6 +280,20 @@ def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str,
     reason = unestimable_reason(m, model_used)
     inputs = None if reason else _inputs(m, model_used, data_version)
     return MappedRow(m, inputs, reason, model_used, model_note, data_version, version_note)
+
+
+def launched_moe_layout(m: Measurement) -> tuple[Measurement, str] | None:
+    """(run, note) with the MoE layout its launch ran where the agg columns misstate it (recipes.launched_moe_layout), or None."""
+    layout = m.agg
+    if layout is None:
+        return None
+    launched = recipes.launched_moe_layout(m.source, m.engine, m.model, m.precision, m.system, m.mode, m.measured_date, layout.tp,
+                                           layout.moe_tp, layout.moe_ep)  # fmt: skip
+    if launched is None:
+        return None
+    moe_tp, moe_ep, citation = launched
+    note = f"MoE TP {layout.moe_tp} EP {layout.moe_ep} -> TP {moe_tp} EP {moe_ep} (the launch's expert parallelism: {citation})"
+    return dataclasses.replace(m, agg=dataclasses.replace(layout, moe_tp=moe_tp, moe_ep=moe_ep)), note
 
 
 def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:

@@ -717,6 +717,25 @@ def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_run
     assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
 
 
+def test_inferencex_sglang_dsr1_fp4_b200_rows_recording_moe_tp_are_priced_at_the_launch_s_expert_parallelism(mapped):
+    """InferenceX's DeepSeek-R1 FP4 B200 SGLang script ran the MoE expert parallel over its TP group from 2025-09-21
+    (--enable-ep-moe, then --ep-size $EP_SIZE = tp): its rows recording MoE TP = tp, EP 1 are priced at MoE TP 1, EP tp,
+    legacy keeps the columns; another precision, an earlier date or a row already at EP tp is left alone."""
+    moved = [r for r in mapped if "the launch's expert parallelism" in r.layout_note]
+    assert len(moved) == 72 and {r.measurement.precision for r in moved} == {"fp4"}
+    for r in moved:
+        tp = r.measurement.agg.tp
+        assert (r.inputs.deployment.moe_tp, r.inputs.deployment.moe_ep) == (1, tp)
+        assert (r.baseline.inputs.deployment.moe_tp, r.baseline.inputs.deployment.moe_ep) == (tp, 1)
+    m = moved[0].measurement
+    call = (clients.INFERENCEX, "sglang", m.model, "fp4", "b200_sxm", "agg", m.measured_date, 8, 8, 1)
+    assert recipes.launched_moe_layout(*call) == (1, 8, sglang_recipes.DSR1_FP4_B200_EP_CITATION)
+    for position, other in ((3, "fp8"), (6, "2025-09-20"), (9, 8), (5, "disagg"), (1, "vllm"), (4, "h200_sxm")):
+        changed = list(call)
+        changed[position] = other
+        assert recipes.launched_moe_layout(*changed) is None, other
+
+
 def test_inferencex_gpt_oss_h100_runs_recording_the_client_cap_are_unestimated_naming_the_config_s_concurrencies(mapped):
     """InferenceX's gpt-oss H100 vLLM docker script of 2025-11-21 to 2025-12-08 ran the client at --max-concurrency 512
     against a server launched at the config's concurrency (4 to 64): every C512 row of that window records the cap, so

@@ -10,7 +10,7 @@ from estimator.settings import EngineSettings
 from measurements.clients import INFERENCEX
 from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
-from measurements.recipes.sglang import sglang_recipe
+from measurements.recipes.sglang import sglang_launched_ep, sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
 from measurements.recipes.vllm import vllm_async_scheduling, vllm_client_cap_reason, vllm_memory_utilization, vllm_recipe
 
@@ -97,3 +97,12 @@ def client_cap_reason(source: str, engine: str, model: str, system: str, measure
     if source != INFERENCEX or engine != "vllm":
         return None
     return vllm_client_cap_reason(model, system, measured_date, concurrency, tp, isl, osl)
+
+
+def launched_moe_layout(source: str, engine: str, model: str, precision: str | None, system: str, mode: str, measured_date: str | None,
+                        tp: int | None, moe_tp: int | None, moe_ep: int | None) -> tuple[int, int, str] | None:  # fmt: skip
+    """(MoE TP, MoE EP, citation) of an InferenceX agg launch whose MoE layout the row's columns misstate
+    (measurements.recipes.sglang.sglang_launched_ep), or None."""
+    if source != INFERENCEX or engine != "sglang" or mode != "agg":
+        return None
+    return sglang_launched_ep(model, precision, system, measured_date, tp, moe_tp, moe_ep)
