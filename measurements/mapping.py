@@ -14,9 +14,9 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
 * an agg row of a run its source only deploys multi-node and disaggregated (InferenceX's DeepSeek-R1
   on GB200/GB300, `recipes.multinode_disagg_reason`) records the run's GPU count as tp and no
   workers: the other methods leave it unestimated with that reason, legacy prices it as recorded;
-* an InferenceX SGLang agg run whose launch ran the MoE expert parallel over its TP group while its
-  columns record MoE TP (DeepSeek-R1 FP4 on B200, `recipes.launched_moe_layout`) is priced at the
-  launch's MoE layout; legacy prices the columns;
+* an InferenceX agg run whose script launched the MoE otherwise than its columns record (expert
+  parallel over the TP group, or tensor parallel where the config said EP; `recipes.launched_moe_layout`)
+  is priced at the launch's MoE layout; legacy prices the columns;
 * an InferenceX run whose client capped concurrency at a constant while the server ran the config's
   concurrency (the gpt-oss H100 vLLM docker script of 2025-11-21 to 2025-12-08,
   `recipes.client_cap_reason`) records the cap: the other methods leave it unestimated naming the
@@ -288,12 +288,13 @@ def launched_moe_layout(m: Measurement) -> tuple[Measurement, str] | None:
     if layout is None:
         return None
     launched = recipes.launched_moe_layout(m.source, m.engine, m.model, m.precision, m.system, m.mode, m.measured_date, layout.tp,
-                                           layout.moe_tp, layout.moe_ep)  # fmt: skip
+                                           layout.attention_dp, layout.moe_tp, layout.moe_ep)  # fmt: skip
     if launched is None:
         return None
-    moe_tp, moe_ep, citation = launched
-    note = f"MoE TP {layout.moe_tp} EP {layout.moe_ep} -> TP {moe_tp} EP {moe_ep} (the launch's expert parallelism: {citation})"
-    return dataclasses.replace(m, agg=dataclasses.replace(layout, moe_tp=moe_tp, moe_ep=moe_ep)), note
+    attention_dp, moe_tp, moe_ep, citation = launched
+    note = (f"attention DP {layout.attention_dp or 1}, MoE TP {layout.moe_tp} EP {layout.moe_ep} -> attention DP {attention_dp}, "
+            f"MoE TP {moe_tp} EP {moe_ep} (the MoE layout the launch ran: {citation})")  # fmt: skip
+    return dataclasses.replace(m, agg=dataclasses.replace(layout, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep)), note
 
 
 def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:

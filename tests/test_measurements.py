@@ -606,9 +606,10 @@ def test_zero_attention_dp_means_no_attention_dp(mapped):
 
 
 def _agg_row(sample, row_id: str, concurrency: int, system: str = "b200_sxm", **layout):
-    """A sample DeepSeek-R1 agg row on `system` renamed `row_id`, with the given concurrency and layout columns."""
+    """A sample DeepSeek-R1 agg row on `system` renamed `row_id`, with the given concurrency and layout columns, its date
+    dropped (no script's MoE layout window applies: recipes.launched_moe_layout)."""
     m = next(m for m in sample if m.mode == "agg" and m.model == "deepseek-ai/DeepSeek-R1" and m.system == system)
-    return dataclasses.replace(m, id=row_id, concurrency=concurrency, agg=dataclasses.replace(m.agg, pp=1, **layout))
+    return dataclasses.replace(m, id=row_id, concurrency=concurrency, measured_date=None, agg=dataclasses.replace(m.agg, pp=1, **layout))
 
 
 @pytest.mark.parametrize(
@@ -717,22 +718,36 @@ def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_run
     assert recipes.multinode_disagg_reason(clients.INFERENCEX, "deepseek-ai/DeepSeek-R1", "gb200", "disagg") is None
 
 
-def test_inferencex_sglang_dsr1_fp4_b200_rows_recording_moe_tp_are_priced_at_the_launch_s_expert_parallelism(mapped):
-    """InferenceX's DeepSeek-R1 FP4 B200 SGLang script ran the MoE expert parallel over its TP group from 2025-09-21
-    (--enable-ep-moe, then --ep-size $EP_SIZE = tp): its rows recording MoE TP = tp, EP 1 are priced at MoE TP 1, EP tp,
-    legacy keeps the columns; another precision, an earlier date or a row already at EP tp is left alone."""
-    moved = [r for r in mapped if "the launch's expert parallelism" in r.layout_note]
-    assert len(moved) == 72 and {r.measurement.precision for r in moved} == {"fp4"}
+@pytest.mark.parametrize(("engine", "model", "precision", "system", "recorded", "launched", "rows"), [
+    ("sglang", "deepseek-ai/DeepSeek-R1", "fp4", "b200_sxm", "MoE TP", "EP", 36),  # --enable-ep-moe, then --ep-size $EP_SIZE
+    ("vllm", "MiniMaxAI/MiniMax-M2.5", "fp8", "b200_sxm", "MoE TP", "EP", 40),  # [ "$EP_SIZE" -ge 1 ] with EP_SIZE >= 1
+    ("vllm", "MiniMaxAI/MiniMax-M2.5", "fp8", "h200_sxm", "MoE TP", "EP", 54),
+    ("vllm", "moonshotai/Kimi-K2.5", "fp4", "b200_sxm", "EP", "MoE TP", 45),  # the script passes no EP flag
+])  # fmt: skip
+def test_inferencex_rows_are_priced_at_the_moe_layout_their_script_launched(mapped, engine, model, precision, system, recorded, launched,
+                                                                            rows):  # fmt: skip
+    """An InferenceX agg run whose script launched the MoE otherwise than its columns record is priced at the launched
+    layout (expert parallel: MoE TP 1, EP tp; tensor parallel: MoE TP tp, EP 1, no attention DP); legacy keeps the
+    columns; a date outside the script's window, another precision or system, or columns that agree are left alone."""
+    moved = [r for r in mapped if "MoE layout the launch ran" in r.layout_note and (r.measurement.engine, r.measurement.model,
+             r.measurement.precision, r.measurement.system) == (engine, model, precision, system)]  # fmt: skip
+    assert len(moved) == rows
     for r in moved:
-        tp = r.measurement.agg.tp
-        assert (r.inputs.deployment.moe_tp, r.inputs.deployment.moe_ep) == (1, tp)
-        assert (r.baseline.inputs.deployment.moe_tp, r.baseline.inputs.deployment.moe_ep) == (tp, 1)
+        tp, priced = r.inputs.deployment.tp, r.inputs.deployment
+        expected = (1, 1, tp) if launched == "EP" else (1, tp, 1)
+        assert (priced.attention_dp, priced.moe_tp, priced.moe_ep) == expected
+        assert (r.baseline.inputs.deployment.moe_tp, r.baseline.inputs.deployment.moe_ep) != (priced.moe_tp, priced.moe_ep)
     m = moved[0].measurement
-    call = (clients.INFERENCEX, "sglang", m.model, "fp4", "b200_sxm", "agg", m.measured_date, 8, 8, 1)
-    assert recipes.launched_moe_layout(*call) == (1, 8, sglang_recipes.DSR1_FP4_B200_EP_CITATION)
-    for position, other in ((3, "fp8"), (6, "2025-09-20"), (9, 8), (5, "disagg"), (1, "vllm"), (4, "h200_sxm")):
+    columns = (4, 1, 4, 1) if launched == "EP" else (4, 1, 1, 4)
+    call = (clients.INFERENCEX, engine, model, precision, system, "agg", m.measured_date, *columns)
+    assert recipes.launched_moe_layout(*call)[:3] == ((1, 1, 4) if launched == "EP" else (1, 4, 1))
+    agreeing = (4, 1, 1, 4) if launched == "EP" else (4, 1, 4, 1)
+    for position, other in ((3, "bf16"), (6, "2025-09-01"), (4, "gb200"), (5, "disagg"), (0, "project"), (7, agreeing)):
         changed = list(call)
-        changed[position] = other
+        if position == 7:
+            changed[7:] = other
+        else:
+            changed[position] = other
         assert recipes.launched_moe_layout(*changed) is None, other
 
 

@@ -10,7 +10,8 @@ from estimator.settings import EngineSettings
 from measurements.clients import INFERENCEX
 from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
-from measurements.recipes.sglang import sglang_launched_ep, sglang_recipe
+from measurements.recipes.moe_layout import launched_moe_layout as _launched_moe_layout
+from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
 from measurements.recipes.vllm import vllm_async_scheduling, vllm_client_cap_reason, vllm_memory_utilization, vllm_recipe
 
@@ -100,9 +101,9 @@ def client_cap_reason(source: str, engine: str, model: str, system: str, measure
 
 
 def launched_moe_layout(source: str, engine: str, model: str, precision: str | None, system: str, mode: str, measured_date: str | None,
-                        tp: int | None, moe_tp: int | None, moe_ep: int | None) -> tuple[int, int, str] | None:  # fmt: skip
-    """(MoE TP, MoE EP, citation) of an InferenceX agg launch whose MoE layout the row's columns misstate
-    (measurements.recipes.sglang.sglang_launched_ep), or None."""
-    if source != INFERENCEX or engine != "sglang" or mode != "agg":
+                        tp: int | None, attention_dp: int | None, moe_tp: int | None, moe_ep: int | None) -> tuple[int, int, int, str] | None:  # fmt: skip
+    """(attention DP, MoE TP, MoE EP, citation) of an InferenceX agg launch whose MoE layout the row's columns misstate
+    (measurements.recipes.moe_layout), or None."""
+    if source != INFERENCEX or mode != "agg":
         return None
-    return sglang_launched_ep(model, precision, system, measured_date, tp, moe_tp, moe_ep)
+    return _launched_moe_layout(engine, model, precision, system, measured_date, tp, attention_dp, moe_tp, moe_ep)

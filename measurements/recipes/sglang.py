@@ -114,25 +114,3 @@ def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None
         citation=f"SemiAnalysisAI/InferenceX {entry[1]}", stream_interval=flags.stream_interval, mixed_batches=False,
         recv_interval=flags.recv_interval,
     )  # fmt: skip
-
-
-# InferenceX's DeepSeek-R1 FP4 B200 SGLang script ran the MoE expert-parallel over its TP group on every image the sample
-# dates: `--enable-ep-moe` from 27f29acbe (PR 35, 2025-09-21; SGLang through 0.5.3rc0 maps it to ep_size = tp_size,
-# server_args.py 0.5.3rc0 L434-L438), `--ep-size $EP_SIZE` with the config's ep = tp from d8fe8f73e (PR 204, 2025-11-10).
-DSR1_FP4_B200_EP_CITATION = (
-    "SemiAnalysisAI/InferenceX benchmarks/dsr1_fp4_b200_docker.sh @ 27f29acbe (PR 35, 2025-09-21): --enable-ep-moe, which "
-    "sglang 0.5.2-0.5.3rc0 server_args.py maps to ep_size = tp_size; @ d8fe8f73e (PR 204, 2025-11-10): --ep-size $EP_SIZE, "
-    ".github/configs/nvidia-master.yaml dsr1-fp4-b200-sglang: { tp: 4, ep: 4 }, { tp: 8, ep: 8 }"
-)
-DSR1_FP4_B200_EP_FROM = "2025-09-21"
-
-
-def sglang_launched_ep(model: str, precision: str | None, system: str, measured_date: str | None, tp: int | None,
-                       moe_tp: int | None, moe_ep: int | None) -> tuple[int, int, str] | None:  # fmt: skip
-    """(MoE TP, MoE EP, citation) an InferenceX SGLang agg launch ran where its row records the MoE as tensor parallel
-    over the TP group while the script ran it expert parallel (DeepSeek-R1 FP4 on B200); None otherwise."""
-    if model not in DSR1_MODELS or precision != "fp4" or system != "b200_sxm" or tp is None or tp < 2:
-        return None
-    if measured_date is None or measured_date[:10] < DSR1_FP4_B200_EP_FROM or (moe_tp, moe_ep) != (tp, 1):
-        return None
-    return 1, tp, DSR1_FP4_B200_EP_CITATION
