@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import os
+import re
 import urllib.request
 from pathlib import Path
 
@@ -104,6 +105,29 @@ def config_file(tmp_path, model: str = "Qwen/Qwen3-32B", text: str | None = None
 def test_malformed_model_config_names_the_field(model, fields, named, tmp_path, capsys):
     path = config_file(tmp_path, model, **fields)
     assert named in one_error_line(["estimate", *MODEL[2:], "--model-path", path, "--batch-size", "8"], capsys)
+
+
+@pytest.mark.parametrize("model", ["Qwen/Qwen3-32B", "deepseek-ai/DeepSeek-V3"], ids=["native", "reference"])
+def test_a_text_config_that_is_not_an_object_is_named(model, tmp_path, capsys):
+    """Every reader of a multimodal config's text config refuses the same way (before: model_shape named it, the
+    identity reader skipped it, the layer-kind reader raised AttributeError)."""
+    path = config_file(tmp_path, model, text_config="x")
+    named = "config field 'text_config' must be a JSON object, got \"x\""
+    assert named in one_error_line(["estimate", *MODEL[2:], "--model-path", path, "--batch-size", "8"], capsys)
+
+
+@pytest.mark.parametrize("fields,named", [
+    ({"text_config": [1]}, "config field 'text_config' must be a JSON object, got [1]"),
+    ({"layer_types": 5}, "config field 'layer_types' must be a list of layer kinds, got 5"),
+])  # fmt: skip
+def test_the_layer_kind_reader_names_a_malformed_field(fields, named, tmp_path):
+    from estimator.errors import InvalidInputError
+    from estimator.models.config import linear_attention_layers
+
+    with pytest.raises(InvalidInputError, match=re.escape(named)):
+        linear_attention_layers(config_file(tmp_path, **fields))
+    (tmp_path / "null").mkdir()
+    assert linear_attention_layers(config_file(tmp_path / "null", text_config=None)) == 0  # null: the config itself
 
 
 @pytest.mark.parametrize("field", ["num_attention_heads", "hidden_size", "vocab_size", "max_position_embeddings"])

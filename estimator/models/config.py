@@ -117,7 +117,7 @@ def model_identity(model: str) -> ModelIdentity:
     model); UnknownModelError when no config is found."""
     config_path, _ = _locate(model)
     raw = _load_json(config_path)
-    text = _text_config(raw)
+    text = _text_config(model, raw)
     experts = next((text[key] for key in _EXPERT_FIELDS if text.get(key)), None)
     return ModelIdentity(
         architecture=_first_architecture(model, raw),
@@ -128,9 +128,15 @@ def model_identity(model: str) -> ModelIdentity:
     )
 
 
-def _text_config(raw: dict) -> dict:
-    """A config's text config (a multimodal model's `text_config` object), else the config itself."""
-    return raw["text_config"] if isinstance(raw.get("text_config"), dict) else raw
+def _text_config(model: str, raw: dict) -> dict:
+    """A config's text config (a multimodal model's `text_config` object), else the config itself (no
+    `text_config`, or null); InvalidInputError when `text_config` is present but not a JSON object."""
+    text = raw.get("text_config")
+    if text is None:
+        return raw
+    if not isinstance(text, dict):
+        raise InvalidInputError(f"model {model!r}: config field 'text_config' must be a JSON object, got {json.dumps(text)[:80]}")
+    return text
 
 
 def native_families() -> tuple[str, ...]:
@@ -172,8 +178,9 @@ def linear_attention_layers(model: str) -> int:
     for a multimodal model): gated-delta-net layers, e.g. Qwen3.5, Qwen3-Next; 0 for other models
     (UnknownModelError when no config is found)."""
     config_path, _ = _locate(model)
-    config = _load_json(config_path)
-    layer_types = config.get("text_config", config).get("layer_types") or ()
+    layer_types = _text_config(model, _load_json(config_path)).get("layer_types") or []
+    if not isinstance(layer_types, list):
+        raise InvalidInputError(f"model {model!r}: config field 'layer_types' must be a list of layer kinds, got {json.dumps(layer_types)[:80]}")
     return sum(1 for kind in layer_types if kind == "linear_attention")
 
 
@@ -190,10 +197,7 @@ def model_shape(model: str) -> ModelShape:
     model), every size field checked (UnknownModelError when no config is found, InvalidInputError
     naming a size field that is not a positive integer)."""
     config_path, _ = _locate(model)
-    raw = _load_json(config_path)
-    text = raw.get("text_config", raw)
-    if not isinstance(text, dict):
-        raise InvalidInputError(f"model {model!r}: config field 'text_config' must be a JSON object")
+    text = _text_config(model, _load_json(config_path))
     _check_sizes(model, text)
     return ModelShape(text.get("num_hidden_layers"), text.get("max_position_embeddings"))
 
@@ -203,7 +207,7 @@ def require_reference_fields(model: str) -> None:
     text config's, for a multimodal model) lacks, which it would report as a bare KeyError; UnknownModelError
     when no config is found."""
     config_path, _ = _locate(model)
-    text = _text_config(_load_json(config_path))
+    text = _text_config(model, _load_json(config_path))
     for key in _REFERENCE_FIELDS:
         _required(model, text, key)
 
