@@ -67,6 +67,26 @@ def test_a_width_the_compute_table_skips_is_priced_at_the_next_covered_width_wit
     assert ours.kv_bytes_per_sequence(4096) == own.kv_bytes_per_sequence(4096)
 
 
+def test_an_sglang_moe_quant_the_wide_ep_tables_lack_is_priced_at_theirs_on_the_resolved_graph():
+    """The SGLang wide-EP tables measure fp8_block only, so the CLI refuses an NVFP4 DEP32 decode worker; its recipes run
+    DeepEP low-latency, so it is priced on the resolved graph with its MoE at fp8_block (an upper bound), not on the fused
+    graph's all-gather (which prices the 256-a-rank step at 71 ms against 33); its other ops and memory stay its own. No
+    other framework takes the substitution."""
+    from estimator.deployment import QuantOverrides
+
+    nvfp4 = QuantOverrides(gemm="nvfp4", moe="nvfp4", kvcache="fp8")
+    decode = dataclasses.replace(dep(32, role=Role.DECODE), quant=nvfp4)
+    version = resolve_version("gb200", "sglang", None)
+    assert reference._resolves(decode, version) is False
+    stand_in = reference.wide_ep_stand_in(decode, version)
+    assert stand_in == dataclasses.replace(decode, quant=dataclasses.replace(nvfp4, moe="fp8_block")) and takes_large_ep(stand_in)
+    ours, fused = make_pricer("reference", decode), make_pricer("reference", dataclasses.replace(decode, role=Role.AGG))
+    assert "generation_moe_dispatch" in ours.generation_names and "generation_moe_dispatch" not in fused.generation_names
+    assert sum(p.latency_ms for p in ours.generation_ops(256, 1536)) < 0.6 * sum(p.latency_ms for p in fused.generation_ops(256, 1536))
+    assert large_ep_note(decode).endswith("its MoE priced at fp8_block (the wide-EP tables measure no nvfp4: an upper bound)")
+    assert reference._wide_ep_quants(dataclasses.replace(decode, backend="trtllm")) == (nvfp4,)
+
+
 def test_a_worker_prices_its_own_phase_on_the_resolved_graph_and_the_other_on_the_fused_one():
     """The CLI prices a decode worker's generation phase only; its context phase keeps the fused graph."""
     decode, agg = make_pricer("reference", dep(32, role=Role.DECODE)), make_pricer("reference", dep(32))

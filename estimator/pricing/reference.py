@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from estimator.caching import memo
-from estimator.deployment import Backend, Deployment
+from estimator.deployment import Backend, Deployment, QuantOverrides
 from estimator.errors import EstimatorError, InvalidInputError, PerfDataMissingError, UnknownModelError
 from estimator.models.config import model_architecture, require_reference_fields
 from estimator.perf.system_spec import load_system_spec
@@ -310,13 +310,28 @@ def wide_ep_stand_in(deployment: Deployment, literal_version: str) -> Deployment
     moe_tp, moe_ep = moe_parallelism(deployment)
     if moe_tp != 1 or moe_ep != deployment.attention_dp or _resolves(deployment, literal_version) is not False:
         return deployment
-    wider = moe_ep * 2
-    while wider <= int(moe_shape(reference_model_path(deployment.model)).num_experts):  # the widest EP a layout can have
-        candidate = dataclasses.replace(deployment, attention_dp=wider, moe_ep=wider)
-        if takes_large_ep(candidate, literal_version):  # resolved, and not refused by one_node_data_across_infiniband
-            return candidate
-        wider *= 2
+    for quant in _wide_ep_quants(deployment):
+        width = moe_ep
+        while width <= int(moe_shape(reference_model_path(deployment.model)).num_experts):  # the widest EP a layout can have
+            candidate = dataclasses.replace(deployment, attention_dp=width, moe_ep=width, quant=quant)
+            if candidate != deployment and takes_large_ep(candidate, literal_version):  # resolved, and not refused by one_node_data_across_infiniband
+                return candidate
+            width *= 2
     return deployment
+
+
+WIDE_EP_MOE_QUANT = "fp8_block"  # the MoE quant every SGLang wide-EP table measures (wideep_*_moe_perf, wideep_deepep_ll/normal_perf)
+
+
+def _wide_ep_quants(deployment: Deployment) -> tuple[QuantOverrides, ...]:
+    """The worker's quant overrides, then, for an SGLang worker of another MoE quant, the same with the MoE at the quant
+    the wide-EP tables measure: an upper bound on a narrower quant's expert compute and dispatch bytes (FP4 weights are
+    half FP8's). Its recipes run DeepEP (srt-slurm recipes/gb200-fp4/1k1k/mid-curve.yaml @ f7d28c3f6083: moe-a2a-backend
+    deepep, deepep-mode low_latency, SGLANG_MOE_NVFP4_DISPATCH 1), which the fused graph's all-gather does not price."""
+    own = deployment.quant
+    if deployment.backend is not Backend.SGLANG or own.moe == WIDE_EP_MOE_QUANT:
+        return (own,)
+    return own, dataclasses.replace(own, moe=WIDE_EP_MOE_QUANT)
 
 
 def _resolves(deployment: Deployment, literal_version: str) -> bool | None:
@@ -360,8 +375,10 @@ def large_ep_note(deployment: Deployment, literal_version: str) -> str:
         if _resolves(stand_in, literal_version):  # one_node_data_across_infiniband
             return f"{role.value} worker: the CLI's all-to-all data cover one node, not this InfiniBand-joined group (the fused graph)"
         return ""  # the CLI refuses the layout and no covered width stands in: the fused graph, as before
-    width = f" at EP {stand_in.moe_ep} (the tables skip EP {deployment.moe_ep}; same tokens per rank)" if stand_in != deployment else ""
-    return f"{role.value} worker: wide-EP all-to-all{width}"
+    width = f" at EP {stand_in.moe_ep} (the tables skip EP {deployment.moe_ep}; same tokens per rank)" if stand_in.moe_ep != deployment.moe_ep else ""
+    quant = (f", its MoE priced at {stand_in.quant.moe} (the wide-EP tables measure no {deployment.quant.moe}: an upper bound)"
+             if stand_in.quant != deployment.quant else "")  # fmt: skip
+    return f"{role.value} worker: wide-EP all-to-all{width}{quant}"
 
 
 def own_all_to_all(deployment: Deployment) -> str:
