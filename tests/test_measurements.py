@@ -124,25 +124,33 @@ def test_undocumented_sources_leave_the_client_protocol_empty(sample):
 
 def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(sample):
     """InferenceX TRT-LLM rows carry the recipe's max_num_tokens rule; its SGLang agg rows with a
-    resolved recipe (DeepSeek-R1/V3 FP8 on H200/B200/B300, FP4 on B200/B300, Qwen3.5 FP8 on
-    H200/B300) the recipe's flags; its MiniMax-M2.5 vLLM B200/B300 rows on v0.19.0 twice the ISL as
-    budget; every other row the engine defaults."""
+    resolved recipe (DeepSeek-R1/V3, Qwen3.5, GLM-5; those whose scripts changed later only for the runs
+    of the version that ran) the recipe's flags; its MiniMax-M2.5 vLLM B200/B300 rows on v0.19.0 and
+    Kimi-K2.5 FP4 B200 rows from 2026-04-20 twice the ISL as budget; every other row the engine defaults."""
     resolved = {(f, p, s) for f, p, s in sglang_recipes.SGLANG_RECIPES}
+    families = {**dict.fromkeys(recipe_models_.DSR1_MODELS, "dsr1"), **dict.fromkeys(recipe_models_.QWEN35_MODELS, "qwen3.5"),
+                **dict.fromkeys(recipe_models_.GLM5_MODELS, "glm5")}  # fmt: skip
+    recipe_models = recipe_models_.DSR1_MODELS | recipe_models_.GPTOSS_MODELS | recipe_models_.LLAMA_70B_MODELS
+    seen = collections.Counter()
     for m in sample:
-        p = m.settings
-        recipe_models = recipe_models_.DSR1_MODELS | recipe_models_.GPTOSS_MODELS | recipe_models_.LLAMA_70B_MODELS
-        family = "dsr1" if m.model in recipe_models_.DSR1_MODELS else "qwen3.5" if m.model in recipe_models_.QWEN35_MODELS else None
+        p, key = m.settings, (families.get(m.model), m.precision, m.system)
+        runs = sglang_recipes.SGLANG_RECIPE_RUNS.get(key, sglang_recipes.RecipeRuns())
+        twice_the_isl = m.engine == "vllm" and ((m.model == "MiniMaxAI/MiniMax-M2.5" and "v0.19.0" in (m.image or "") and m.system in
+                                                 ("b200_sxm", "b300_sxm")) or (m.model == "moonshotai/Kimi-K2.5" and m.precision == "fp4"
+                                                 and m.system == "b200_sxm" and (m.measured_date or "") >= "2026-04-20"))  # fmt: skip
         if m.source == clients.INFERENCEX and m.engine == "trtllm" and m.concurrency and m.model in recipe_models:
             assert p.origin == "source" and "_trt" in p.citation and p.chunked_prefill is False
             assert p.step_token_budget >= m.isl  # every recipe admits a whole prompt
-        elif m.source == clients.INFERENCEX and m.engine == "sglang" and m.mode == "agg" and (family, m.precision, m.system) in resolved:
+        elif m.source == clients.INFERENCEX and m.engine == "sglang" and m.mode == "agg" and key in resolved and runs.covers(m.image, m.measured_date):
             assert p.origin == "source" and p.mixed_batches is False and p.chunked_prefill is True, m.id
-            assert f"{family}_{m.precision}_" in p.citation
-        elif m.source == clients.INFERENCEX and m.engine == "vllm" and m.model == "MiniMaxAI/MiniMax-M2.5" and "v0.19.0" in (m.image or "") \
-                and m.system in ("b200_sxm", "b300_sxm"):  # fmt: skip
-            assert p.origin == "source" and p.step_token_budget == 2 * m.isl and "minimaxm2.5_" in p.citation, m.id
+            assert f"{key[0]}_{m.precision}_" in p.citation.replace("nvfp4", "fp4")
+            seen[key[0]] += 1
+        elif m.source == clients.INFERENCEX and twice_the_isl:
+            assert p.origin == "source" and p.step_token_budget == 2 * m.isl and p.stream_interval == 20, m.id
+            seen[m.model] += 1
         elif "InferenceX twin" not in m.protocol.client_citation:  # a gap-analysis twin takes its InferenceX run's settings
             assert p.origin == "engine default", m.id
+    assert seen["glm5"] == 46 and seen["moonshotai/Kimi-K2.5"] == 11 and seen["qwen3.5"] > 150, seen
 
 
 @pytest.mark.parametrize(
@@ -179,6 +187,32 @@ def test_image_bound_recipe_applies_to_its_image_line_only():
 
     assert settings("lmsysorg/sglang:v0.5.9-cu129-amd64").step_token_budget == 32768
     assert settings("lmsysorg/sglang:nightly-dev-20260422-de962f32") is None and settings(None) is None
+
+
+@pytest.mark.parametrize(("model", "precision", "system", "measured", "flags"), [
+    ("Qwen/Qwen3.5-397B-A17B", "bf16", "b200_sxm", "2026-02-20", (32768, 30, 30)),
+    ("Qwen/Qwen3.5-397B-A17B", "fp4", "b200_sxm", "2026-04-08", (32768, 30, 30)),
+    ("Qwen/Qwen3.5-397B-A17B", "fp4", "b200_sxm", "2026-05-01", None),  # 16384 and stream 50 from 9189c1884
+    ("Qwen/Qwen3.5-397B-A17B", "fp4", "b300_sxm", "2026-04-18", (32768, 30, 30)),
+    ("Qwen/Qwen3.5-397B-A17B", "bf16", "b300_sxm", "2026-04-16", None),  # before the script
+    ("zhipuai/GLM-5", "fp8", "b200_sxm", "2026-03-20", (32768, 30, 1)),
+    ("zhipuai/GLM-5", "fp4", "b200_sxm", "2026-03-29", (131072, 30, 1)),
+    ("zhipuai/GLM-5", "fp8", "h200_sxm", "2026-03-19", None),  # no recipe resolved
+    ("zhipuai/GLM-5", "fp8", "b200_sxm", None, None),  # undated: the version is unknown
+])  # fmt: skip
+def test_date_bound_recipe_applies_to_the_runs_of_its_script_version(model, precision, system, measured, flags):
+    """A recipe whose script changed later applies to the runs measured while the version that ran was in effect."""
+    s = recipes.recipe_settings(clients.INFERENCEX, "sglang", 1024, 1024, 16, model, system, precision, 4, "agg", None, measured=measured)
+    assert (None if s is None else (s.step_token_budget, s.stream_interval, s.recv_interval)) == flags
+
+
+def test_kimi_k2_5_fp4_b200_runs_take_twice_the_isl_from_pr_1047():
+    def settings(measured, isl=1024):
+        return recipes.recipe_settings(clients.INFERENCEX, "vllm", isl, 1024, 16, "moonshotai/Kimi-K2.5", "b200_sxm", "fp4", 4, "agg",
+                                       "vllm/vllm-openai:v0.17.0", measured=measured)  # fmt: skip
+
+    assert (settings("2026-04-20").step_token_budget, settings("2026-04-20", 8192).step_token_budget) == (2048, 16384)
+    assert settings("2026-04-20").stream_interval == 20 and settings("2026-03-27") is None and settings(None) is None
 
 
 def test_sglang_recipe_has_no_branch_for_other_tp_sizes():
@@ -1218,14 +1252,14 @@ def test_an_alias_priced_on_another_formats_config_takes_no_declared_kv_cache():
 
 def test_inferencex_vllm_launches_schedule_asynchronously_as_they_ran(sample):
     """vLLM's async scheduling is its version's default (on from 0.14.0) but where an InferenceX launch set it apart:
-    the gpt-oss scripts turn it on on every image (0.11.2 too), the Llama-3.1-70B runs (no version recorded) served
-    v0.10.2, where it is off (measurements.recipes.vllm)."""
+    the gpt-oss scripts turn it on on every image (0.11.2 too), and so do the Llama-3.1-70B scripts (no version recorded;
+    v0.10.2, where it is off by default and runs on the mp executor at any TP) (measurements.recipes.vllm)."""
     vllm = [m for m in sample if m.source == clients.INFERENCEX and m.engine == "vllm"]
     gpt_oss_old = [m for m in vllm if m.model == "openai/gpt-oss-120b" and m.engine_version == "0.11.2"]
     llama = [m for m in vllm if m.model == "meta-llama/Llama-3.1-70B"]
     minimax = [m for m in vllm if m.model == "MiniMaxAI/MiniMax-M2.5" and m.engine_version == "0.16.0"]
     assert gpt_oss_old and all(m.settings.overlap_scheduler and "async-scheduling: true" in m.settings.citation for m in gpt_oss_old)
-    assert llama and all(not m.settings.overlap_scheduler and "v0.10.2" in m.settings.citation for m in llama)
+    assert llama and all(m.settings.overlap_scheduler and "v0.10.2" in m.settings.citation for m in llama)
     assert minimax and all(m.settings.overlap_scheduler and "async scheduling:" not in m.settings.citation for m in minimax)
 
 

@@ -27,12 +27,13 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
     their drafts), gpt-oss at 20000, Llama-3.1-70B at max_model_len (with batch
     waiting on its agg 1k/1k runs below TP 8); the other
     models' TRT-LLM recipes are not resolved. Its SGLang recipes for DeepSeek-R1/V3 (FP8 on H200, B200,
-    B300; FP4 on B200, B300) and Qwen3.5 FP8 (H200, B300) set the chunked prefill size, stream
-    interval and scheduler receive interval (sglang_recipe, agg rows only: the disagg runs use
-    other recipes; `tp` is the run's tensor-parallel size); Qwen3.5 FP8 on B200 by the versions of
-    the sample's images and dates, for runs on those images only (SGLANG_RECIPE_IMAGES; later
-    versions differ); GLM-5, whose versions disagree, is not resolved. Its vLLM recipes keep the engine default budget
-    (8192, chunked) but MiniMax-M2.5's on B200 and B300 on the v0.19.0 image (vllm_recipe: twice the ISL)."""
+    B300; FP4 on B200, B300), Qwen3.5 (FP8 on H200, B200, B300; BF16 and FP4 on B200, B300) and GLM-5
+    (FP8, FP4 on B200) set the chunked prefill size, stream interval and scheduler receive interval
+    (sglang_recipe, agg rows only: the disagg runs use other recipes; `tp` is the run's tensor-parallel
+    size); those whose scripts changed later only for the runs of the image line or dates of the
+    version that ran (SGLANG_RECIPE_RUNS). Its vLLM recipes keep the engine default budget (8192,
+    chunked) but MiniMax-M2.5's on B200 and B300 on the v0.19.0 image and Kimi-K2.5 FP4's on B200 from
+    2026-04-20 (vllm_recipe: twice the ISL, stream interval 20)."""
     if source != INFERENCEX or not concurrency:
         return None
     if engine == "trtllm":
@@ -40,9 +41,9 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
         return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image, precision, measured,
                              moe_ep if agg else None)  # fmt: skip
     if engine == "sglang" and mode == "agg":  # single-node agg recipes
-        return sglang_recipe(model, precision, system, tp, concurrency, image)
+        return sglang_recipe(model, precision, system, tp, concurrency, image, measured)
     if engine == "vllm" and mode == "agg":
-        return vllm_recipe(model, precision, system, image, isl)
+        return vllm_recipe(model, precision, system, image, isl, measured)
     return None
 
 

@@ -17,6 +17,7 @@ MULTINODE_DISAGG_CITATION = (
 GPTOSS_MODELS = frozenset({"openai/gpt-oss-120b", "openai/gpt-oss-20b"})
 LLAMA_70B_MODELS = frozenset({"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "nvidia/Llama-3.1-70B-Instruct-FP8"})
 QWEN35_MODELS = frozenset({"Qwen/Qwen3.5-397B-A17B"})
+GLM5_MODELS = frozenset({"zhipuai/GLM-5"})
 
 # Accepted draft tokens per decode step of DeepSeek-R1's MTP module at each draft depth (chain drafting, top-1, strict
 # acceptance): TRT-LLM's published 1.92, 2.58 and 2.82 tokens per step at 1, 2 and 3 MTP layers, less the one token every

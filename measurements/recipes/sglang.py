@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from estimator.deployment import Backend
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
-from measurements.recipes.models import DSR1_MODELS, QWEN35_MODELS
+from measurements.recipes.models import DSR1_MODELS, GLM5_MODELS, QWEN35_MODELS
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,9 @@ def _dsr1_fp4_blackwell(tp: int, c: int) -> SglangFlags:
     return SglangFlags(16384, 10, 30 if c >= 16 else 10)
 
 
-def _qwen35_fp8_b200(tp: int, c: int) -> SglangFlags:
-    """qwen3.5_fp8_b200.sh of March 2026 (v0.5.9 images): one branch; receives every 30 passes from CONC 16 on."""
-    return SglangFlags(32768, 30, 30 if c >= 16 else 10)
+def _recv_from_16(chunked_prefill_size: int, stream_interval: int) -> FlagsRule:
+    """A one-branch recipe receiving every 30 passes from CONC 16 on, else every 10 (the Qwen3.5 scripts)."""
+    return lambda tp, c: SglangFlags(chunked_prefill_size, stream_interval, 30 if c >= 16 else 10)
 
 
 def _fixed(flags: SglangFlags) -> FlagsRule:
@@ -47,7 +47,9 @@ def _fixed(flags: SglangFlags) -> FlagsRule:
 
 _DSR1_FP8_B200 = ("dsr1_fp8_b200.sh: TP 8: --chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10; "
                   "TP 4: 8192 and 10; --stream-interval 30")  # fmt: skip
+_QWEN35_FLAGS = "--chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 30"
 _DSR1_FP4 = "--chunked-prefill-size 16384 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 10"
+_FAMILIES = ((DSR1_MODELS, "dsr1"), (QWEN35_MODELS, "qwen3.5"), (GLM5_MODELS, "glm5"))
 SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingProxyType(
     {
         ("dsr1", "fp8", "b200_sxm"): (
@@ -73,7 +75,7 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
             "--chunked-prefill-size 32768 --stream-interval 10",
         ),
         ("qwen3.5", "fp8", "b200_sxm"): (
-            _qwen35_fp8_b200,
+            _recv_from_16(32768, 30),
             "benchmarks/single_node/qwen3.5_fp8_b200.sh @ 01fa35c, 3e2ebc0 and its _mtp sibling @ 83fafdd, 2ecc5ce (the versions of "
             "the sample's images, lmsysorg/sglang v0.5.9-cu129/cu130, measured March 2026): --chunked-prefill-size 32768 "
             "--scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 30; the later versions (PR 1027 on, April 2026: "
@@ -88,22 +90,76 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
             _fixed(SglangFlags(16384, 50, 1)),
             "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 16384 --stream-interval 50",
         ),
+        ("qwen3.5", "bf16", "b200_sxm"): (
+            _recv_from_16(32768, 30),
+            f"benchmarks/single_node/qwen3.5_bf16_b200.sh @ 9dc87a68c (2026-02-19) L32-39, L54-58, c21776093: {_QWEN35_FLAGS}",
+        ),
+        ("qwen3.5", "fp4", "b200_sxm"): (
+            _recv_from_16(32768, 30),
+            f"benchmarks/single_node/qwen3.5_fp4_b200.sh @ 48d35c480 (2026-04-08) L32-43, L68-72: {_QWEN35_FLAGS} (16384 and "
+            "stream 50 from 9189c1884, 2026-05-01)",
+        ),
+        ("qwen3.5", "bf16", "b300_sxm"): (
+            _recv_from_16(32768, 30),
+            f"benchmarks/single_node/qwen3.5_bf16_b300.sh @ 77c8b9657, 32274d6c1 (2026-04-17) L32-39, L59-63: {_QWEN35_FLAGS}",
+        ),
+        ("qwen3.5", "fp4", "b300_sxm"): (
+            _recv_from_16(32768, 30),
+            f"benchmarks/single_node/qwen3.5_fp4_b300.sh @ 8acbd08b7 (2026-04-17) L35-45, L74-78: {_QWEN35_FLAGS}",
+        ),
+        ("glm5", "fp8", "b200_sxm"): (
+            _fixed(SglangFlags(32768, 30, 1)),
+            "benchmarks/single_node/glm5_fp8_b200.sh @ 13930ca61 (2026-03-20) L47-51, 626932a11: --chunked-prefill-size 32768 "
+            "--max-prefill-tokens 32768 --stream-interval 30",
+        ),
+        ("glm5", "fp4", "b200_sxm"): (
+            _fixed(SglangFlags(131072, 30, 1)),
+            "benchmarks/single_node/glm5_nvfp4_b200.sh @ d43805fc3 (2026-03-28) L50-51 (glm5_fp4_b200.sh @ 800f57aaf, renamed): "
+            "--chunked-prefill-size 131072 --stream-interval 30",
+        ),
     }
 )  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.
 # Their --max-running-requests (128 / 256 / 512 by TP and lengths) is not applied: the sample holds these recipes' runs at
 # concurrencies above it (256 and 512 against 128), so the versions that ran predate the cap.
-# Recipes resolved only for the runs of one image line (the versions of that era agree; later ones differ).
-SGLANG_RECIPE_IMAGES: Mapping[tuple[str, str, str], str] = MappingProxyType({("qwen3.5", "fp8", "b200_sxm"): "lmsysorg/sglang:v0.5.9"})
+
+
+@dataclass(frozen=True)
+class RecipeRuns:
+    """The runs a recipe is resolved for where its script changed later: an image line, or a measured-date window."""
+
+    image: str = ""  # a run's image must start with this ("": any image)
+    first: str | None = None  # ISO date of the script version the runs ran (inclusive; None: any date)
+    until: str | None = None  # ISO date the next version changed the flags (exclusive; None: no later change)
+
+    def covers(self, image: str | None, measured: str | None) -> bool:
+        """Whether a run on `image` measured on `measured` (ISO date) ran this recipe."""
+        if not (image or "").startswith(self.image):
+            return False
+        if self.first is None:
+            return True
+        return measured is not None and self.first <= measured[:10] and (self.until is None or measured[:10] < self.until)
+
+
+# Recipes resolved only for the runs of one image line or date window (the versions of that era agree; later ones differ).
+SGLANG_RECIPE_RUNS: Mapping[tuple[str, str, str], RecipeRuns] = MappingProxyType({
+    ("qwen3.5", "fp8", "b200_sxm"): RecipeRuns(image="lmsysorg/sglang:v0.5.9"),
+    ("qwen3.5", "bf16", "b200_sxm"): RecipeRuns(first="2026-02-19"),
+    ("qwen3.5", "fp4", "b200_sxm"): RecipeRuns(first="2026-04-08", until="2026-05-01"),
+    ("qwen3.5", "bf16", "b300_sxm"): RecipeRuns(first="2026-04-17", until="2026-05-12"),
+    ("qwen3.5", "fp4", "b300_sxm"): RecipeRuns(first="2026-04-17", until="2026-05-12"),
+    ("glm5", "fp8", "b200_sxm"): RecipeRuns(first="2026-03-20", until="2026-04-14"),
+    ("glm5", "fp4", "b200_sxm"): RecipeRuns(first="2026-03-28", until="2026-04-09"),
+})  # fmt: skip
 
 
 def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None, concurrency: int,
-                  image: str | None = None) -> EngineSettings | None:  # fmt: skip
+                  image: str | None = None, measured: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The scheduler flags an InferenceX SGLang recipe launches a run of `tp` GPUs with (None: no
-    recipe resolved, no recipe branch for that tp, or a run outside the image line a recipe is
-    resolved for)."""
-    family = "dsr1" if model in DSR1_MODELS else "qwen3.5" if model in QWEN35_MODELS else None
-    image_line = SGLANG_RECIPE_IMAGES.get((family, precision, system))
-    if image_line is not None and not (image or "").startswith(image_line):
+    recipe resolved, no recipe branch for that tp, or a run outside the image line or dates a recipe is
+    resolved for: SGLANG_RECIPE_RUNS)."""
+    family = next((name for models, name in _FAMILIES if model in models), None)
+    runs = SGLANG_RECIPE_RUNS.get((family, precision, system))
+    if runs is not None and not runs.covers(image, measured):
         return None
     entry = SGLANG_RECIPES.get((family, precision, system))
     flags = entry[0](tp, concurrency) if entry is not None and tp is not None else None

@@ -13,13 +13,16 @@ from measurements.recipes.models import LLAMA_70B_MODELS
 
 GPT_OSS_MODELS = frozenset({"openai/gpt-oss-120b"})
 
-# model ids -> (async scheduling on, citation): the gpt-oss scripts set it on every image; the Llama-3.1-70B runs
-# record no engine version, and ran an image older than the default.
+# model ids -> (async scheduling on, citation): the gpt-oss and Llama-3.1-70B scripts set it in the config.yaml they pass
+# with --config, on images older than v0.14.0, which made it the default.
 VLLM_ASYNC_SCHEDULING: Mapping[frozenset[str], tuple[bool, str]] = MappingProxyType({
     GPT_OSS_MODELS: (True, "SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_{b200,h100,h200}_*.sh @ e264c0eed: async-scheduling: true "
                            "in the vLLM config (removed once v0.14.0 made it the default: perf-changelog.yaml @ 51e31df4a)"),
-    LLAMA_70B_MODELS: (False, "SemiAnalysisAI/InferenceX .github/workflows/70b-tmpl.yml @ 9596d23d7 L48-49: the 70B runs served "
-                              "vllm/vllm-openai:v0.10.2, whose async scheduling is off by default"),
+    LLAMA_70B_MODELS: (True, "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h100_docker.sh @ af4ccd03f L14-16, 70b_fp8_h200_slurm.sh "
+                             "@ 9596d23d7 L33-35, 70b_fp8_b200_docker.sh and 70b_fp4_b200_docker.sh @ 4b860b78e L26-35: "
+                             "async-scheduling: true in the config.yaml passed with --config, on vllm/vllm-openai:v0.10.2 "
+                             "(70b-tmpl.yml @ 9596d23d7 L48), whose EngineArgs run it on the mp executor at any TP "
+                             "(vllm 0.10.2 engine/arg_utils.py L1282-L1291)"),
 })  # fmt: skip
 
 
@@ -75,17 +78,36 @@ MINIMAX_BLACKWELL_IMAGE = f"vllm/vllm-openai:v{MINIMAX_BLACKWELL_VERSION}"
 MINIMAX_BLACKWELL_STREAM_INTERVAL = 20
 
 
-def vllm_recipe(model: str, precision: str | None, system: str, image: str | None, isl: int) -> EngineSettings | None:
+KIMI_K25_B200_SCRIPT = (
+    "kimik2.5_fp4_b200.sh @ 6c3acebfa (PR 1047, 2026-04-20) L45-L48: --max-num-batched-tokens "
+    '"$((ISL * 2 ))" --stream-interval 20 (with --kv-cache-dtype fp8), image vllm/vllm-openai:v0.17.0'
+)
+KIMI_K25_B200_FROM = "2026-04-20"
+KIMI_K25_B200_VERSION = "0.17.0"
+
+
+def vllm_recipe(model: str, precision: str | None, system: str, image: str | None, isl: int,
+                measured: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The scheduler settings an InferenceX vLLM agg script launches a run with where it sets them apart from vLLM's
-    defaults (MiniMax-M2.5 FP4 and FP8 on B200 and B300 on the v0.19.0 image: a step budget of twice the ISL, stream
-    interval 20), or None (the engine defaults hold)."""
-    if model != "MiniMaxAI/MiniMax-M2.5" or precision not in ("fp4", "fp8") or system not in ("b200_sxm", "b300_sxm"):
-        return None
-    if not (image or "").startswith(MINIMAX_BLACKWELL_IMAGE):
-        return None
-    defaults = system_defaults(Backend.VLLM, system, MINIMAX_BLACKWELL_VERSION)
+    defaults (a step budget of twice the ISL and stream interval 20: MiniMax-M2.5 FP4 and FP8 on B200 and B300 on the
+    v0.19.0 image, Kimi-K2.5 FP4 on B200 from 2026-04-20), or None (the engine defaults hold)."""
+    if model == "MiniMaxAI/MiniMax-M2.5" and precision in ("fp4", "fp8") and system in ("b200_sxm", "b300_sxm"):
+        if not (image or "").startswith(MINIMAX_BLACKWELL_IMAGE):
+            return None
+        return _twice_the_isl(system, MINIMAX_BLACKWELL_VERSION, isl, MINIMAX_BLACKWELL_SCRIPTS)
+    if model == "moonshotai/Kimi-K2.5" and precision == "fp4" and system == "b200_sxm":
+        if measured is None or measured[:10] < KIMI_K25_B200_FROM:
+            return None
+        return _twice_the_isl(system, KIMI_K25_B200_VERSION, isl, KIMI_K25_B200_SCRIPT)
+    return None
+
+
+def _twice_the_isl(system: str, version: str, isl: int, scripts: str) -> EngineSettings:
+    """The engine's defaults with a step budget of twice the ISL and stream interval 20 (the first token goes out at once:
+    OutputProcessor sends at the first token, then every stream-interval tokens, v0.19.0 v1/engine/output_processor.py L285-L298)."""
+    defaults = system_defaults(Backend.VLLM, system, version)
     return defaults.replace(step_token_budget=2 * isl, stream_interval=MINIMAX_BLACKWELL_STREAM_INTERVAL, origin=SOURCE_ORIGIN,
-                            citation=f"SemiAnalysisAI/InferenceX benchmarks/single_node/{MINIMAX_BLACKWELL_SCRIPTS}")  # fmt: skip
+                            citation=f"SemiAnalysisAI/InferenceX benchmarks/single_node/{scripts}")  # fmt: skip
 
 
 @dataclass(frozen=True)
