@@ -729,9 +729,15 @@ def test_id_layouts_agree_with_the_repeated_measurements_of_the_sample(mapped):
             consistent[key(row)].add(sizes(row))
     relabelled = [row for row in mapped if labelled_layout(row.measurement) is not None and row.recipe is None]
     confirmed = [row for row in relabelled if key(row) in consistent]
-    assert (len(relabelled), len(confirmed)) == (385, 69)
+    assert (len(relabelled), len(confirmed)) == (426, 69)
     for row in confirmed:
         assert sizes(row) in consistent[key(row)], row.measurement.id
+    by_id = {key(row): sizes(row) for row in relabelled if "layout from the row id" in row.layout_note}
+    by_config = [row for row in relabelled if "InferenceX config" in row.layout_note]
+    twins = [row for row in by_config if key(row) in by_id]
+    assert (len(by_config), len(twins)) == (41, 7)  # the config's run agrees with its csv twin's id (tp2_ep2)
+    assert all(sizes(row) == by_id[key(row)] for row in twins)
+    assert {sizes(row)[:4] for row in by_config} == {(2, 1, 1, 2), (1, 2, 1, 2)}  # 2 GPUs, MoE EP 2; DP attention under dp-attn
 
 
 def test_inferencex_deepseek_rack_scale_agg_rows_are_multinode_disaggregated_runs(mapped):
