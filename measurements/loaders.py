@@ -67,6 +67,9 @@ def silicon_measurement(row: dict) -> Measurement:
     concurrency = _int(fields.get("silicon_concurrency"))
     agg = _layout(row, "", workers=1) if row["mode"] == "agg" else None
     run = _run_agg_layout(str(row["id"]), row["system"], agg, concurrency)
+    launched = recipes.launched_moe_layout(source, row["backend"], row["model_path"], _str(row["precision"]), row["system"], row["mode"],
+                                           _date(fields.get("measured")), run, int(row["isl"]), int(row["osl"]), concurrency) if run else None  # fmt: skip
+    run = launched[0] if launched else run
     recipe = recipes.recipe_settings(source, row["backend"], int(row["isl"]), int(row["osl"]), concurrency, row["model_path"], row["system"],
                                        _str(row["precision"]), run.tp * (run.attention_dp or 1) if run else None, row["mode"],
                                        fields.get("image"), (run.attention_dp or 1) if run else 1, fields.get("measured"),

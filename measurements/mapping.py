@@ -283,18 +283,19 @@ def _mapped(m: Measurement, model_used: str, model_note: str, data_version: str,
 
 
 def launched_moe_layout(m: Measurement) -> tuple[Measurement, str] | None:
-    """(run, note) with the MoE layout its launch ran where the agg columns misstate it (recipes.launched_moe_layout), or None."""
+    """(run, note) with the MoE and attention layout its launch ran where the agg columns misstate it
+    (recipes.launched_moe_layout), or None."""
     layout = m.agg
     if layout is None:
         return None
-    launched = recipes.launched_moe_layout(m.source, m.engine, m.model, m.precision, m.system, m.mode, m.measured_date, layout.tp,
-                                           layout.attention_dp, layout.moe_tp, layout.moe_ep)  # fmt: skip
+    launched = recipes.launched_moe_layout(m.source, m.engine, m.model, m.precision, m.system, m.mode, m.measured_date, layout, m.isl,
+                                           m.osl, m.concurrency)  # fmt: skip
     if launched is None:
         return None
-    attention_dp, moe_tp, moe_ep, citation = launched
-    note = (f"attention DP {layout.attention_dp or 1}, MoE TP {layout.moe_tp} EP {layout.moe_ep} -> attention DP {attention_dp}, "
-            f"MoE TP {moe_tp} EP {moe_ep} (the MoE layout the launch ran: {citation})")  # fmt: skip
-    return dataclasses.replace(m, agg=dataclasses.replace(layout, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep)), note
+    run, citation = launched
+    note = (f"tp {layout.tp}, attention DP {layout.attention_dp or 1}, MoE TP {layout.moe_tp} EP {layout.moe_ep} -> tp {run.tp}, "
+            f"attention DP {run.attention_dp}, MoE TP {run.moe_tp} EP {run.moe_ep} (the layout the launch ran: {citation})")  # fmt: skip
+    return dataclasses.replace(m, agg=run), note
 
 
 def labelled_layout(m: Measurement) -> tuple[Layout, str] | None:

@@ -16,7 +16,6 @@ from estimator.perf.versions import version_slots
 from estimator.report import methods
 from estimator.settings import GIB, engine_defaults, system_defaults
 from measurements import builds, checkpoints, clients, recipes, tokenizers
-from measurements.layout import run_layout
 from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
     DISAGG_INCOMPLETE,
@@ -33,7 +32,7 @@ from measurements.mapping import (
 )
 from measurements.recipes import models as recipe_models_
 from measurements.recipes import sglang as sglang_recipes
-from measurements.schema import ADDED_COLUMNS, COLUMN_DOCS, CSV_COLUMNS, SETTINGS_COLUMNS, flatten, unflatten
+from measurements.schema import ADDED_COLUMNS, COLUMN_DOCS, CSV_COLUMNS, SETTINGS_COLUMNS, Layout, flatten, unflatten
 
 SETTINGS_FIELDS_BY_COLUMN = {column: name for name, column in SETTINGS_COLUMNS.items()}
 
@@ -243,9 +242,23 @@ def test_trtllm_recipe_budget_holds_a_prompt_beside_every_decode(isl, concurrenc
     s = settings()
     assert (s.step_token_budget, s.chunked_prefill, s.max_num_seqs) == (budget, False, concurrency)
     assert settings(model="openai/gpt-oss-120b").step_token_budget == 20000
-    assert settings(model="meta-llama/Llama-3.1-70B").step_token_budget == isl + 1024
+    assert settings(model="meta-llama/Llama-3.1-70B").step_token_budget == 16384
     assert settings(model="zhipuai/GLM-5") is None  # no resolved recipe: engine defaults
     assert settings(engine="vllm") is None and settings(source=clients.AIC_GAP_ANALYSIS) is None
+
+
+@pytest.mark.parametrize(("measured", "budget"), [
+    ("2025-12-15T00:00:00.000Z", 1152), ("2026-01-21T22:00:00Z", 1152), ("2026-01-21T23:05:00Z", 8192), (None, 8192),
+])  # fmt: skip
+def test_trtllm_dsr1_budget_floor_holds_from_pr_258(measured, budget):
+    """DeepSeek-R1's agg scripts launched (C + ISL + 64) rounded up to 64 with no floor until PR 258 (64af5a771) set 8192;
+    a disagg run's workers keep the floor (their recipes are not these scripts)."""
+
+    def settings(mode="agg"):
+        return recipes.recipe_settings(clients.INFERENCEX, "trtllm", 1024, 1024, 64, "deepseek-ai/DeepSeek-R1", "b200_sxm", "fp8", 8,
+                                       mode, measured=measured)  # fmt: skip
+
+    assert settings().step_token_budget == budget and settings("disagg").step_token_budget == 8192
 
 
 @pytest.mark.parametrize(
@@ -461,8 +474,8 @@ def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     drafting = [r for r in mapped if r.inputs is not None and r.measurement.settings.nextn]
     agg = [r for r in drafting if r.recipe is None]
     on_b200 = [r for r in agg if r.measurement.system == "b200_sxm"]
-    assert len(on_b200) == 88 and {r.measurement.image.endswith("tensorrt-llm/release:1.2.0rc6.post3") for r in on_b200} == {True}
-    assert {r.measurement.image.rpartition(":")[2] for r in agg if r not in on_b200} == {"1.1.0rc2.post2"}  # H200: PR 392's run
+    assert len(on_b200) == 120 and {r.measurement.image.rpartition(":")[2] for r in on_b200} == {"1.2.0rc6.post3", "1.1.0rc2.post2"}
+    assert {r.measurement.measured_date for r in agg if r.measurement.image.endswith("1.1.0rc2.post2")} == {"2026-01-14"}  # PR 392's run
     assert {r.recipe.nextn for r in drafting if r.recipe is not None} == {1, 2, 3}  # the published disagg depths with a cited acceptance
     for r in drafting:
         assert all(d.nextn == r.measurement.settings.nextn for d in r.inputs.deployments)
@@ -471,14 +484,13 @@ def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     assert all(d.nextn == 0 for r in mapped if r.inputs is not None and r not in drafting for d in r.inputs.deployments)
 
 
-def test_sample_trtllm_attention_dp_rows_carry_the_balance(sample):
-    rows = [m for m in sample if m.engine == "trtllm" and m.mode == "agg" and m.source == clients.INFERENCEX
-            and m.model in recipe_models_.DSR1_MODELS | recipe_models_.GPTOSS_MODELS]  # fmt: skip
-    balanced = [m for m in rows if m.settings.adp_balance_iters]
-    assert balanced and {m.settings.adp_balance_iters for m in balanced} == {50, 60}
-    dp = {m.id for m in rows if (run := run_layout(m.id, m.system, m.agg, m.concurrency)) and (run[0].attention_dp or 1) > 1
-          or not run and (m.agg.attention_dp or 1) > 1}  # fmt: skip
-    assert {m.id for m in balanced} == dp
+def test_sample_trtllm_attention_dp_rows_carry_the_balance(mapped):
+    """Exactly the rows priced under attention DP (as recorded, named by their id, or as their script chose it) carry it."""
+    rows = [r for r in mapped if r.measurement.engine == "trtllm" and r.measurement.mode == "agg" and r.inputs is not None
+            and r.measurement.source == clients.INFERENCEX and r.measurement.model in recipe_models_.DSR1_MODELS | recipe_models_.GPTOSS_MODELS]  # fmt: skip
+    balanced = {r.measurement.id for r in rows if r.measurement.settings.adp_balance_iters}
+    assert balanced and {r.measurement.settings.adp_balance_iters for r in rows if r.measurement.id in balanced} == {50, 60}
+    assert balanced == {r.measurement.id for r in rows if r.inputs.deployment.attention_dp > 1}
 
 
 @pytest.mark.parametrize(
@@ -769,7 +781,7 @@ def test_inferencex_rows_are_priced_at_the_moe_layout_their_script_launched(mapp
     """An InferenceX agg run whose script launched the MoE otherwise than its columns record is priced at the launched
     layout (expert parallel: MoE TP 1, EP tp; tensor parallel: MoE TP tp, EP 1, no attention DP); legacy keeps the
     columns; a date outside the script's window, another precision or system, or columns that agree are left alone."""
-    moved = [r for r in mapped if "MoE layout the launch ran" in r.layout_note and (r.measurement.engine, r.measurement.model,
+    moved = [r for r in mapped if "the layout the launch ran" in r.layout_note and (r.measurement.engine, r.measurement.model,
              r.measurement.precision, r.measurement.system) == (engine, model, precision, system)]  # fmt: skip
     assert len(moved) == rows
     for r in moved:
@@ -778,17 +790,38 @@ def test_inferencex_rows_are_priced_at_the_moe_layout_their_script_launched(mapp
         assert (priced.attention_dp, priced.moe_tp, priced.moe_ep) == expected
         assert (r.baseline.inputs.deployment.moe_tp, r.baseline.inputs.deployment.moe_ep) != (priced.moe_tp, priced.moe_ep)
     m = moved[0].measurement
-    columns = (4, 1, 4, 1) if launched == "EP" else (4, 1, 1, 4)
-    call = (clients.INFERENCEX, engine, model, precision, system, "agg", m.measured_date, *columns)
-    assert recipes.launched_moe_layout(*call)[:3] == ((1, 1, 4) if launched == "EP" else (1, 4, 1))
-    agreeing = (4, 1, 1, 4) if launched == "EP" else (4, 1, 4, 1)
+
+    def layout(tp, dp, moe_tp, moe_ep):
+        return Layout(batch_size=16, workers=1, tp=tp, pp=1, attention_dp=dp, moe_tp=moe_tp, moe_ep=moe_ep)
+
+    columns, agreeing = (layout(4, 1, 4, 1), layout(4, 1, 1, 4)) if launched == "EP" else (layout(4, 1, 1, 4), layout(4, 1, 4, 1))
+    call = (clients.INFERENCEX, engine, model, precision, system, "agg", m.measured_date, columns, 1024, 1024, 16)
+    run, _ = recipes.launched_moe_layout(*call)
+    assert (run.tp, run.attention_dp, run.moe_tp, run.moe_ep) == (agreeing.tp, 1, agreeing.moe_tp, agreeing.moe_ep)
     for position, other in ((3, "bf16"), (6, "2025-09-01"), (4, "gb200"), (5, "disagg"), (0, "project"), (7, agreeing)):
         changed = list(call)
-        if position == 7:
-            changed[7:] = other
-        else:
-            changed[position] = other
+        changed[position] = other
         assert recipes.launched_moe_layout(*changed) is None, other
+
+
+@pytest.mark.parametrize(("precision", "system", "tp", "isl", "osl", "concurrency", "measured", "launched"), [
+    ("fp4", "b200_sxm", 8, 1024, 1024, 256, "2025-11-02", (1, 8, 1, 8, 32)),  # EP above C 8, attention DP from C 256
+    ("fp4", "b200_sxm", 8, 1024, 1024, 16, "2025-11-02", (8, 1, 1, 8, 16)),
+    ("fp4", "b200_sxm", 8, 1024, 1024, 8, "2025-11-02", None),  # MoE TP: the columns agree
+    ("fp4", "b200_sxm", 4, 8192, 1024, 64, "2025-11-02", (1, 4, 1, 4, 16)),
+    ("fp8", "h200_sxm", 8, 8192, 1024, 64, "2025-11-02", (1, 8, 1, 8, 8)),  # attention DP above C 32 at 8k/1k
+    ("fp8", "h200_sxm", 8, 1024, 1024, 64, "2025-11-02", (8, 1, 1, 8, 64)),  # EP only up to C 64
+    ("fp8", "b200_sxm", 8, 1024, 1024, 64, "2025-11-02", (1, 8, 1, 8, 8)),  # attention DP above C 32 at 1k/1k on B200
+    ("fp8", "h200_sxm", 8, 1024, 1024, 64, "2025-11-03", None),  # PR 145: the config's EP and DP, recorded
+])  # fmt: skip
+def test_trtllm_dsr1_runs_of_2025_11_02_are_priced_at_the_layout_their_script_chose(precision, system, tp, isl, osl, concurrency, measured,
+                                                                                   launched):  # fmt: skip
+    """Before PR 145 the DeepSeek-R1 TRT-LLM scripts chose EP and attention DP themselves and the results recorded
+    neither (columns: MoE TP over the GPUs, no attention DP); the run is priced at what the script chose."""
+    columns = Layout(batch_size=concurrency, workers=1, tp=tp, pp=1, attention_dp=1, moe_tp=tp, moe_ep=1)
+    got = recipes.launched_moe_layout(clients.INFERENCEX, "trtllm", "deepseek-ai/DeepSeek-R1", precision, system, "agg", measured, columns,
+                                      isl, osl, concurrency)  # fmt: skip
+    assert (None if got is None else (got[0].tp, got[0].attention_dp, got[0].moe_tp, got[0].moe_ep, got[0].batch_size)) == launched
 
 
 def test_inferencex_gpt_oss_h100_runs_recording_the_client_cap_are_unestimated_naming_the_config_s_concurrencies(mapped):
@@ -1193,13 +1226,13 @@ def test_multinode_runs_record_their_clients_warmup(mapped):
     ("measured", "attention_dp", "drafts"),
     [("2026-01-14T22:26:21Z", 1, 3), ("2026-01-14T00:00:00.000Z", 8, 1), ("2026-01-28T06:18:44Z", 1, 0), ("2025-12-15T00:00:00.000Z", 1, 0), (None, 1, 0)],
 )
-def test_h200_trtllm_dsr1_mtp_runs_are_those_of_pr_392s_merge(measured, attention_dp, drafts):
-    """On H200 the MTP key ran the non-MTP key's image: only the run PR 392's merge started (its
-    changelog names the -trt-mtp keys alone) drafts, 3 tokens or 1 under attention DP."""
+def test_trtllm_dsr1_mtp_runs_on_the_old_image_are_those_of_pr_392s_merge(measured, attention_dp, drafts):
+    """The MTP keys first ran the non-MTP keys' image: only the run PR 392's merge started (its changelog names the
+    three -trt-mtp keys, B200 and H200, alone) drafts, 3 tokens or 1 under attention DP; no other system does."""
     image = "nvcr.io#nvidia/tensorrt-llm/release:1.1.0rc2.post2"
-    got = recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "h200_sxm", image, attention_dp, measured)
-    assert got == drafts
-    assert recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "b200_sxm", image, attention_dp, measured) == 0
+    for system in ("h200_sxm", "b200_sxm"):
+        assert recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", system, image, attention_dp, measured) == drafts
+    assert recipes.trtllm.dsr1_mtp_drafts("deepseek-ai/DeepSeek-R1", "b300_sxm", image, attention_dp, measured) == 0
 
 
 def test_the_h200_mtp_run_is_priced_with_its_recipe(sample):

@@ -14,6 +14,7 @@ from measurements.recipes.moe_layout import launched_moe_layout as _launched_moe
 from measurements.recipes.sglang import sglang_recipe
 from measurements.recipes.trtllm import trtllm_recipe
 from measurements.recipes.vllm import vllm_async_scheduling, vllm_client_cap_reason, vllm_memory_utilization, vllm_recipe
+from measurements.schema import Layout
 
 
 def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: int | None, model: str = "", system: str = "",
@@ -102,9 +103,9 @@ def client_cap_reason(source: str, engine: str, model: str, system: str, measure
 
 
 def launched_moe_layout(source: str, engine: str, model: str, precision: str | None, system: str, mode: str, measured_date: str | None,
-                        tp: int | None, attention_dp: int | None, moe_tp: int | None, moe_ep: int | None) -> tuple[int, int, int, str] | None:  # fmt: skip
-    """(attention DP, MoE TP, MoE EP, citation) of an InferenceX agg launch whose MoE layout the row's columns misstate
+                        layout: Layout, isl: int, osl: int, concurrency: int | None) -> tuple[Layout, str] | None:  # fmt: skip
+    """(layout, citation) of an InferenceX agg launch whose MoE or attention layout the row's columns misstate
     (measurements.recipes.moe_layout), or None."""
     if source != INFERENCEX or mode != "agg":
         return None
-    return _launched_moe_layout(engine, model, precision, system, measured_date, tp, attention_dp, moe_tp, moe_ep)
+    return _launched_moe_layout(engine, model, precision, system, measured_date, layout, isl, osl, concurrency)

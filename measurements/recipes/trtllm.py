@@ -11,15 +11,16 @@ from measurements.recipes.models import DSR1_MODELS, DSR1_MTP_ACCEPTED, DSR1_MTP
 
 # InferenceX's TRT-LLM recipes size max_num_tokens per model (chunked prefill left at its default, off).
 TRTLLM_DSR1_CITATION = (
-    "SemiAnalysisAI/InferenceX benchmarks/dsr1_fp8_b200_trt.sh @ 0a919c5: trtllm-serve "
-    "--max_num_tokens $(( ($CONC+$ISL+64+63)/64*64 )), at least 8192; chunked prefill off"
+    "SemiAnalysisAI/InferenceX benchmarks/dsr1_{fp4,fp8}_b200_trt_slurm.sh, dsr1_fp8_h200_trt_slurm.sh @ e06929c70, f6a9d0b6a, "
+    "008b91a9d: trtllm-serve --max_num_tokens $(( ($CONC+$ISL+64+63)/64*64 )); chunked prefill off"
 )
+TRTLLM_DSR1_FLOOR = (8192, "2026-01-21T23:05")  # (least max_num_tokens, merge time of the change that set it)
+TRTLLM_DSR1_FLOOR_CITATION = ", at least 8192 from 64af5a771 (PR 258, merged 2026-01-21T23:05Z)"
 TRTLLM_GPTOSS_CITATION = "SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_b200_trt.sh @ 1825e7f: MAX_NUM_TOKENS=20000; chunked prefill off"
+TRTLLM_LLAMA_MAX_NUM_TOKENS = 16384
 TRTLLM_LLAMA_CITATION = (
-    "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh @ 73ef922: --max_num_tokens $MAX_MODEL_LEN; "
-    "MAX_MODEL_LEN is not recorded per row and is taken as isl + osl, the least that serves the run (other stored versions, "
-    "70b_fp8_b200_trt_slurm.sh and 70b_fp8_h200_trt_slurm.sh @ a267b4b, 70b_fp4_b200_trt_docker.sh @ c2faa3d, launch with "
-    "--max_num_tokens 16384; the rows do not say which ran); chunked prefill off"
+    "SemiAnalysisAI/InferenceX benchmarks/70b_fp8_h200_trt_slurm.sh L49, 70b_fp8_b200_trt_slurm.sh L53, 70b_fp4_b200_trt_slurm.sh "
+    "L53 @ 9596d23d7 (every version on main from 1b563c858, PR 20): trtllm-serve --max_num_tokens 16384; chunked prefill off"
 )
 TRTLLM_LLAMA_BATCH_WAIT = (20, 0.9)  # (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) of the 1k/1k, TP < 8 runs
 TRTLLM_LLAMA_BATCH_WAIT_CITATION = (
@@ -56,9 +57,16 @@ TRTLLM_GPTOSS_ADP_BALANCE_CITATION = (
 # 1.2 upgrade on those keys alone ran this image (the non-MTP keys ran 1.2.0rc6.post2): a run on it is an MTP run.
 TRTLLM_DSR1_MTP_IMAGE = ("tensorrt-llm/release", "1.2.0rc6.post3")  # (repository, tag); registry prefixes vary ("nvcr.io/", "nvcr.io#")
 TRTLLM_DSR1_MTP_SYSTEM = "b200_sxm"
-# On H200 the MTP key ran the non-MTP key's image; its runs are those of the workflow run PR 392's merge started, which ran
-# only the keys of that PR's perf-changelog entry (the three -trt-mtp keys), on that day.
-TRTLLM_DSR1_H200_MTP_RUN = ("h200_sxm", ("tensorrt-llm/release", "1.1.0rc2.post2"), "2026-01-14")  # (system, image, measured day)
+# The MTP keys first ran the non-MTP keys' image: the runs of the workflow run PR 392's merge started, which ran only the keys
+# of that PR's perf-changelog entry (the three -trt-mtp keys: B200 FP4 and FP8, H200 FP8), on that day.
+TRTLLM_DSR1_PR392_RUN = (frozenset({"h200_sxm", "b200_sxm"}), ("tensorrt-llm/release", "1.1.0rc2.post2"), "2026-01-14")  # (systems, image, day)
+TRTLLM_DSR1_PR392_B200_CITATION = (
+    "SemiAnalysisAI/InferenceX bf3456727 (PR 392, merged 2026-01-14T22:26:18Z; perf-changelog.yaml L173-L175 names config-keys "
+    "dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp, dsr1-fp8-h200-trt-mtp; runners/launch_b200-nv.sh selects the _mtp script "
+    "through SPEC_SUFFIX): benchmarks/dsr1_{fp4,fp8}_b200_trt_mtp_slurm.sh L24-L29 MTP=3 (1 under DP_ATTENTION), L50-L52 "
+    "speculative_config decoding_type MTP, L64-L70 MAX_BATCH_SIZE CONC (CONC/TP under attention DP), MAX_NUM_TOKENS="
+    "$(( ((MTP+1)*MAX_BATCH_SIZE+ISL+64+63)/64*64 )), L45 free_gpu_memory_fraction 0.8; accepted drafts per step from " + DSR1_MTP_ACCEPTED_CITATION
+)
 TRTLLM_DSR1_H200_MTP_CITATION = (
     "SemiAnalysisAI/InferenceX bf3456727 (PR 392, merged 2026-01-14T22:26:18Z; the sample's runs measured 22:26:21Z that day): "
     "perf-changelog.yaml names config-keys dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp, dsr1-fp8-h200-trt-mtp; "
@@ -162,8 +170,8 @@ def dsr1_b200_graph_settings(settings: EngineSettings, precision: str | None, im
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
                   agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None,
                   measured: str | None = None, moe_ep: int | None = None) -> EngineSettings | None:  # fmt: skip
-    """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule,
-    gpt-oss at 20000, Llama-3.1-70B at its max_model_len (isl + osl), and for Llama's 1k/1k runs
+    """The max_num_tokens an InferenceX TRT-LLM recipe launches with: DeepSeek-R1 by the dsr1 rule (at least 8192 for
+    a run measured from PR 258 on; `measured`: the run's UTC time), gpt-oss at 20000, Llama-3.1-70B at 16384, and for Llama's 1k/1k runs
     below TP 8 TRT-LLM's batch waiting (`tp`: the run's GPUs, tensor parallel times attention DP;
     None: unknown, no batch waiting); under attention DP (`attention_dp` > 1) the DeepSeek-R1 and
     gpt-oss recipes' attention-DP balance (TRTLLM_DSR1_ADP_BALANCE, TRTLLM_DEFAULT_ADP_BALANCE); for
@@ -174,14 +182,20 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     batch waiting (dsr1_b200_graph_settings; `moe_ep`: the run's MoE expert parallel size); None for other models."""
     wait_iters, wait_ratio, balance, nextn, free_memory = 0, 0.0, (0, 0), 0, None
     if model in DSR1_MODELS:
-        budget, citation = max(8192, (concurrency + isl + 64 + 63) // 64 * 64), TRTLLM_DSR1_CITATION
+        budget, citation = (concurrency + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_CITATION
+        least, since = TRTLLM_DSR1_FLOOR
+        if not agg or measured is None or measured >= since:  # undated: every version after the sample's dates; disagg: not these scripts
+            budget, citation = max(least, budget), citation + TRTLLM_DSR1_FLOOR_CITATION
         if tp is not None and (nextn := dsr1_mtp_drafts(model, system, image, attention_dp, measured)):  # tp is None for disagg runs
             # MAX_BATCH_SIZE: CONC, or CONC/TP under attention DP (held at 1 or more: no engine runs a batch of 0)
             max_batch = max(1, concurrency // tp) if attention_dp > 1 else concurrency
-            h200 = system == TRTLLM_DSR1_H200_MTP_RUN[0]
             budget = ((nextn + 1) * max_batch + isl + 64 + 63) // 64 * 64
-            citation = TRTLLM_DSR1_H200_MTP_CITATION if h200 else TRTLLM_DSR1_MTP_CITATION
-            free_memory = (0.75, "") if h200 else TRTLLM_DSR1_MTP_FREE_MEMORY
+            if system == "h200_sxm":
+                citation, free_memory = TRTLLM_DSR1_H200_MTP_CITATION, (0.75, "")
+            elif _on_image(image, TRTLLM_DSR1_MTP_IMAGE):
+                citation, free_memory = TRTLLM_DSR1_MTP_CITATION, TRTLLM_DSR1_MTP_FREE_MEMORY
+            else:
+                citation, free_memory = TRTLLM_DSR1_PR392_B200_CITATION, (0.8, "")
         elif tp is not None:
             free_memory = trtllm_dsr1_free_memory(system, precision, isl, osl, concurrency, tp)
         if attention_dp > 1:
@@ -192,7 +206,8 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
         if attention_dp > 1:
             balance, citation = TRTLLM_DEFAULT_ADP_BALANCE, citation + TRTLLM_GPTOSS_ADP_BALANCE_CITATION
     elif model in LLAMA_70B_MODELS:
-        budget, citation, free_memory = isl + osl, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION, TRTLLM_LLAMA_FREE_MEMORY
+        budget, citation = TRTLLM_LLAMA_MAX_NUM_TOKENS, TRTLLM_LLAMA_CITATION + TRTLLM_LLAMA_BATCH_WAIT_CITATION
+        free_memory = TRTLLM_LLAMA_FREE_MEMORY
         if (isl, osl) == (1024, 1024) and tp is not None and tp < 8:
             wait_iters, wait_ratio = TRTLLM_LLAMA_BATCH_WAIT
     else:
@@ -217,14 +232,14 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
 
 def dsr1_mtp_drafts(model: str, system: str, image: str | None, attention_dp: int, measured: str | None = None) -> int:
     """MTP draft tokens of an InferenceX TRT-LLM DeepSeek-R1 run of an MTP recipe: on B200 a run on the
-    MTP keys' image (TRTLLM_DSR1_MTP_CITATION), on H200 one of the run PR 392's merge started
-    (TRTLLM_DSR1_H200_MTP_CITATION): 3, or 1 under attention DP; 0 for every other run."""
+    MTP keys' image (TRTLLM_DSR1_MTP_CITATION), on B200 and H200 one of the run PR 392's merge started
+    (TRTLLM_DSR1_PR392_RUN): 3, or 1 under attention DP; 0 for every other run."""
     if model != "deepseek-ai/DeepSeek-R1":
         return 0
-    h200_system, h200_image, h200_day = TRTLLM_DSR1_H200_MTP_RUN
+    pr392_systems, pr392_image, pr392_day = TRTLLM_DSR1_PR392_RUN
     if system == TRTLLM_DSR1_MTP_SYSTEM and _on_image(image, TRTLLM_DSR1_MTP_IMAGE):
         return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
-    if system == h200_system and _on_image(image, h200_image) and (measured or "").startswith(h200_day):
+    if system in pr392_systems and _on_image(image, pr392_image) and (measured or "").startswith(pr392_day):
         return TRTLLM_DSR1_MTP_DRAFTS[attention_dp > 1]
     return 0
 
