@@ -472,7 +472,7 @@ def test_the_mtp_drafts_are_priced_but_not_by_the_baseline(mapped):
     """The MTP runs' deployments draft and their inputs carry the accepted drafts; the baseline view
     (the legacy method's) drafts nothing, as the accuracy baseline did."""
     drafting = [r for r in mapped if r.inputs is not None and r.measurement.settings.nextn]
-    agg = [r for r in drafting if r.recipe is None]
+    agg = [r for r in drafting if r.recipe is None and r.measurement.engine == "trtllm"]
     on_b200 = [r for r in agg if r.measurement.system == "b200_sxm"]
     assert len(on_b200) == 120 and {r.measurement.image.rpartition(":")[2] for r in on_b200} == {"1.2.0rc6.post3", "1.1.0rc2.post2"}
     assert {r.measurement.measured_date for r in agg if r.measurement.image.endswith("1.1.0rc2.post2")} == {"2026-01-14"}  # PR 392's run
@@ -1220,6 +1220,24 @@ def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
 def test_multinode_runs_record_their_clients_warmup(mapped):
     sa_bench = [r for r in mapped if r.recipe is not None and r.inputs is not None and not r.recipe.key.startswith("launcher:")]
     assert sa_bench and all(r.measurement.protocol.num_warmups == 5 * r.measurement.concurrency for r in sa_bench)
+
+
+@pytest.mark.parametrize(("model", "isl", "osl", "tp", "concurrency", "image", "measured", "drafts"), [
+    ("Qwen/Qwen3.5-397B-A17B", 1024, 1024, 4, 4, "lmsysorg/sglang:v0.5.9-cu130", "2026-03-20", 3),  # only the -mtp key runs this image
+    ("Qwen/Qwen3.5-397B-A17B", 1024, 1024, 4, 4, "lmsysorg/sglang:v0.5.9-cu130-amd64", "2026-03-24", 0),  # the plain key's run
+    ("deepseek-ai/DeepSeek-R1", 1024, 1024, 8, 128, "lmsysorg/sglang:v0.5.9-cu130", "2026-03-25", 2),  # beyond the plain key's C 64
+    ("deepseek-ai/DeepSeek-R1", 1024, 1024, 8, 64, "lmsysorg/sglang:v0.5.9-cu130", "2026-03-25", 0),  # both keys: the plain one
+    ("deepseek-ai/DeepSeek-R1", 8192, 1024, 8, 8, "lmsysorg/sglang:v0.5.9-cu130", "2026-03-25", 2),  # the plain key stops at C 4
+    ("deepseek-ai/DeepSeek-R1", 1024, 1024, 8, 128, "lmsysorg/sglang:v0.5.9-cu130", "2026-03-26", 0),  # another day's config
+])  # fmt: skip
+def test_sglang_mtp_key_runs_recorded_as_plain_rows_draft(model, isl, osl, tp, concurrency, image, measured, drafts):
+    """The sample drops the spec-decoding column: a run only the -mtp config key of its day could have made drafts with
+    its script's depth and the published acceptance, the overlap schedule off; the plain key's runs do not."""
+    s = recipes.recipe_settings(clients.INFERENCEX, "sglang", isl, osl, concurrency, model, "b200_sxm", "fp8", tp, "agg", image,
+                                measured=measured)  # fmt: skip
+    assert (s.nextn if s is not None else 0) == drafts
+    if drafts:
+        assert 0 < s.nextn_accepted <= drafts and s.overlap_scheduler is False and "-mtp" in s.citation
 
 
 @pytest.mark.parametrize(

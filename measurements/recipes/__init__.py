@@ -11,7 +11,7 @@ from measurements.clients import INFERENCEX
 from measurements.recipes.kvcache import launched_fp8_kv_cache
 from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.moe_layout import launched_moe_layout as _launched_moe_layout
-from measurements.recipes.sglang import sglang_recipe
+from measurements.recipes.sglang import sglang_recipe, sglang_speculative_run
 from measurements.recipes.trtllm import trtllm_recipe
 from measurements.recipes.vllm import vllm_async_scheduling, vllm_client_cap_reason, vllm_memory_utilization, vllm_recipe
 from measurements.schema import Layout
@@ -41,8 +41,9 @@ def recipe_settings(source: str, engine: str, isl: int, osl: int, concurrency: i
         agg = mode == "agg"
         return trtllm_recipe(model, isl, osl, concurrency, tp if agg else None, attention_dp if agg else 1, agg, system, image, precision, measured,
                              moe_ep if agg else None)  # fmt: skip
-    if engine == "sglang" and mode == "agg":  # single-node agg recipes
-        return sglang_recipe(model, precision, system, tp, concurrency, image, measured)
+    if engine == "sglang" and mode == "agg":  # single-node agg recipes; an -mtp key's runs the sample records as plain rows
+        speculative = sglang_speculative_run(model, precision, system, tp, isl, osl, concurrency, image, measured)
+        return speculative or sglang_recipe(model, precision, system, tp, concurrency, image, measured)
     if engine == "vllm" and mode == "agg":
         return vllm_recipe(model, precision, system, image, isl, measured)
     return None

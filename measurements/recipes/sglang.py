@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 from estimator.deployment import Backend
 from estimator.settings import SOURCE_ORIGIN, EngineSettings, engine_defaults
-from measurements.recipes.models import DSR1_MODELS, GLM5_MODELS, QWEN35_MODELS
+from measurements.recipes.models import DSR1_MODELS, GLM5_MODELS, QWEN35_MODELS, QWEN35_MTP3_ACCEPTED, QWEN35_MTP3_ACCEPTED_CITATION, dsr1_mtp_accepted
 
 
 @dataclass(frozen=True)
@@ -169,4 +169,93 @@ def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None
         step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=None, origin=SOURCE_ORIGIN,
         citation=f"SemiAnalysisAI/InferenceX {entry[1]}", stream_interval=flags.stream_interval, mixed_batches=False,
         recv_interval=flags.recv_interval,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SpeculativeRuns:
+    """The runs of an InferenceX `-mtp` config key that the sample records as plain agg rows (it drops the spec-decoding
+    column): the runs of one day, image and TP whose concurrency lies beyond the plain key's search space that day."""
+
+    family: str
+    precision: str
+    system: str
+    day: str  # ISO date measured
+    image: str  # the run's image, exactly
+    tp: int
+    plain_up_to: Mapping[tuple[int, int], int]  # (isl, osl) -> the plain key's highest concurrency at this TP (0: none)
+    flags: FlagsRule  # the -mtp script's scheduler flags
+    nextn: int  # --speculative-num-steps, chain drafting (topk 1, steps + 1 draft tokens)
+    max_running: int | None  # --max-running-requests (None: CONC)
+    citation: str
+
+    def covers(self, family: str | None, precision: str | None, system: str, tp: int | None, isl: int, osl: int, concurrency: int,
+               image: str | None, measured: str | None) -> bool:  # fmt: skip
+        """Whether a run is one of these."""
+        if (family, precision, system, tp, image) != (self.family, self.precision, self.system, self.tp, self.image):
+            return False
+        return (measured or "")[:10] == self.day and concurrency > self.plain_up_to.get((isl, osl), 0)
+
+
+_SPEC_CITATION = "; EAGLE without an exported SGLANG_ENABLE_SPEC_V2: SGLang turns the overlap schedule off (server_args.py 0.5.9 L2330-L2388)"
+SGLANG_SPECULATIVE_RUNS: tuple[SpeculativeRuns, ...] = (
+    SpeculativeRuns(
+        "qwen3.5",
+        "fp8",
+        "b200_sxm",
+        "2026-03-20",
+        "lmsysorg/sglang:v0.5.9-cu130",
+        4,
+        MappingProxyType({}),
+        _recv_from_16(32768, 30),
+        3,
+        None,
+        "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 35d4bb367 (PR 898, 2026-03-20): only qwen3.5-fp8-b200-sglang-mtp "
+        "runs image lmsysorg/sglang:v0.5.9-cu130 with { tp: 4, ep: 1, conc 4-256, spec-decoding: mtp } (the plain key: "
+        "v0.5.9-cu129-amd64, { tp: 4, ep: 4 }, { tp: 8 }); benchmarks/single_node/qwen3.5_fp8_b200_mtp.sh @ 35d4bb367: "
+        "SPECULATIVE_NUM_STEPS=3, SPECULATIVE_DRAFT_TOKENS=4, SPECULATIVE_EAGLE_TOPK=1, --chunked-prefill-size 32768, "
+        "--scheduler-recv-interval 30 (CONC >= 16) else 10, --stream-interval 30, --max-running-requests $CONC; accepted drafts "
+        "per step: " + QWEN35_MTP3_ACCEPTED_CITATION + _SPEC_CITATION,
+    ),
+    SpeculativeRuns(
+        "dsr1",
+        "fp8",
+        "b200_sxm",
+        "2026-03-25",
+        "lmsysorg/sglang:v0.5.9-cu130",
+        8,
+        MappingProxyType({(1024, 1024): 64, (1024, 8192): 64, (8192, 1024): 4}),
+        _recv_from_16(16384, 30),
+        2,
+        512,
+        "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 12ba0ae07: dsr1-fp8-b200-sglang runs TP 8 up to conc 64 "
+        "(1k/1k, 1k/8k) and 4 (8k/1k), dsr1-fp8-b200-sglang-mtp { tp: 8, ep: 1, conc 4-512, spec-decoding: mtp } on the same image; "
+        "benchmarks/single_node/dsr1_fp8_b200_mtp.sh @ 12ba0ae07: SPECULATIVE_NUM_STEPS=2, SPECULATIVE_DRAFT_TOKENS=3, "
+        "SPECULATIVE_EAGLE_TOPK=1, --chunked-prefill-size 16384, --scheduler-recv-interval 30 (CONC >= 16) else 10, "
+        "--stream-interval 30, --max-running-requests 512; SGLANG_ENABLE_SPEC_V2=1 set but not exported" + _SPEC_CITATION,
+    ),
+)
+
+
+def sglang_speculative_run(model: str, precision: str | None, system: str, tp: int | None, isl: int, osl: int, concurrency: int,
+                           image: str | None, measured: str | None) -> EngineSettings | None:  # fmt: skip
+    """The settings of an InferenceX `-mtp` run the sample records as a plain agg row (SGLANG_SPECULATIVE_RUNS): its
+    script's flags, its drafts and their published acceptance, the overlap schedule off; None for any other run."""
+    family = next((name for models, name in _FAMILIES if model in models), None)
+    runs = next((r for r in SGLANG_SPECULATIVE_RUNS if r.covers(family, precision, system, tp, isl, osl, concurrency, image, measured)), None)
+    if runs is None:
+        return None
+    if family == "dsr1":
+        accepted = dsr1_mtp_accepted("sglang", runs.nextn)
+        if isinstance(accepted, str):
+            return None
+        accepted_drafts, citation = accepted[0], f"{runs.citation}; accepted drafts per step: {accepted[1]}"
+    else:
+        accepted_drafts, citation = QWEN35_MTP3_ACCEPTED, runs.citation
+    flags = runs.flags(runs.tp, concurrency)
+    return engine_defaults(Backend.SGLANG, system, 0).replace(
+        step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=runs.max_running or concurrency, origin=SOURCE_ORIGIN,
+        citation=citation,
+        stream_interval=flags.stream_interval, mixed_batches=False, recv_interval=flags.recv_interval, nextn=runs.nextn,
+        nextn_accepted=accepted_drafts, overlap_scheduler=False,
     )  # fmt: skip
