@@ -32,6 +32,7 @@ from measurements.schema import (
     CSV_COLUMNS,
     Layout,
     Measurement,
+    Protocol,
     bare,
     cell_reason,
     column_types,
@@ -100,7 +101,7 @@ def silicon_measurement(row: dict) -> Measurement:
         tpot_definition=client.tpot_definition,
         statistics=None,
         measured_date=_date(fields.get("measured")),
-        protocol=clients.protocol_for(source, concurrency, fields.get("measured")),
+        protocol=_protocol(source, row, concurrency, fields.get("measured")),
         settings=recipe or system_defaults(row["backend"], row["system"], _str(row["backend_version"])),
     )
     settings = recipes.with_launch_kv_cache(m.settings, source, m.engine, m.model, m.precision, m.system, m.mode, m.image)
@@ -116,6 +117,16 @@ def source_of(provenance: str) -> str:
     if "gap-analysis" in provenance:
         return clients.AIC_GAP_ANALYSIS
     return clients.UNKNOWN_SOURCE
+
+
+def _protocol(source: str, row: dict, concurrency: int | None, measured: str | None) -> Protocol:
+    """The row's client protocol (clients.protocol_for), with the prompt count of the runner that ran it where that runner set it."""
+    protocol = clients.protocol_for(source, concurrency, measured)
+    prompts = recipes.b200_docker_prompts(row["backend"], row["model_path"], _str(row["precision"]), row["system"], int(row["osl"]),
+                                          concurrency, measured) if source == clients.INFERENCEX else None  # fmt: skip
+    if prompts is None:
+        return protocol
+    return dataclasses.replace(protocol, num_prompts=prompts, client_citation=f"{protocol.client_citation}; {recipes.B200_DOCKER_PROMPTS_CITATION}")
 
 
 def _run_agg_layout(row_id: str, system: str, agg: Layout | None, concurrency: int | None) -> Layout | None:

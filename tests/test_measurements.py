@@ -107,12 +107,27 @@ def test_sources_of_the_sample(sample):
 
 
 def test_inferencex_rows_follow_the_published_client_protocol(sample):
+    """10 x C prompts, but where InferenceX's B200 docker runner set 50 x C (20 x C at OSL 8192): the SGLang DeepSeek-R1 FP8
+    B200 runs before PR 480."""
     rows = [m for m in sample if m.source == clients.INFERENCEX and m.concurrency is not None]
-    assert rows
+    docker = [m for m in rows if "launch_b200-nvd.sh" in m.protocol.client_citation]
+    assert len(docker) == 31 and {m.measured_date for m in docker} == {"2025-11-18", "2025-12-31"}
     for m in rows:
         p = m.protocol
-        assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (10 * m.concurrency, math.inf, 0.8, True)
+        per_c = (20 if m.osl == 8192 else 50) if m in docker else 10
+        assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (per_c * m.concurrency, math.inf, 0.8, True)
         assert "benchmark_lib.sh" in p.client_citation
+
+
+@pytest.mark.parametrize(("precision", "osl", "measured", "prompts"), [
+    ("fp8", 1024, "2025-11-18T00:00:00.000Z", 400), ("fp8", 8192, "2025-11-18T00:00:00.000Z", 160),
+    ("fp8", 1024, "2026-01-21T18:00:00Z", None), ("fp8", 1024, "2025-10-05", None), ("fp4", 1024, "2025-11-18", None),
+])  # fmt: skip
+def test_b200_docker_runner_prompt_count(precision, osl, measured, prompts):
+    """launch_b200-nvd.sh set 50 x C prompts (20 x C at OSL 8192) for DeepSeek-R1-0528 from PR 89 until PR 480; the FP4
+    model id (-FP4-V2) did not match its test."""
+    assert recipes.b200_docker_prompts("sglang", "deepseek-ai/DeepSeek-R1", precision, "b200_sxm", osl, 8, measured) == prompts
+    assert recipes.b200_docker_prompts("sglang", "deepseek-ai/DeepSeek-R1", precision, "h200_sxm", osl, 8, measured) is None
 
 
 def test_undocumented_sources_leave_the_client_protocol_empty(sample):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from estimator.settings import EngineSettings
 from measurements.clients import INFERENCEX
 from measurements.recipes.kvcache import launched_fp8_kv_cache
-from measurements.recipes.models import MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
+from measurements.recipes.models import DSR1_MODELS, MULTINODE_DISAGG_CITATION, MULTINODE_DISAGG_ONLY
 from measurements.recipes.moe_layout import launched_moe_layout as _launched_moe_layout
 from measurements.recipes.sglang import sglang_recipe, sglang_speculative_run
 from measurements.recipes.trtllm import trtllm_recipe
@@ -110,3 +110,25 @@ def launched_moe_layout(source: str, engine: str, model: str, precision: str | N
     if source != INFERENCEX or mode != "agg":
         return None
     return _launched_moe_layout(engine, model, precision, system, measured_date, layout, isl, osl, concurrency)
+
+
+# InferenceX's B200 docker runner set the prompt count for DeepSeek-R1-0528 runs from PR 89 until PR 480 removed it, and was
+# the only runner the SGLang DeepSeek-R1 FP8 B200 runs of the sample could have run on.
+B200_DOCKER_PROMPTS = ("2025-10-06", "2026-01-21T17:53:38Z")  # (from, until)
+B200_DOCKER_PROMPTS_CITATION = (
+    "SemiAnalysisAI/InferenceX runners/launch_b200-nvd.sh @ 189ae51cc L51-L59, L72 (from 15b7c00b0, PR 89, 2025-10-06, until "
+    "d053ae24e, PR 480, 2026-01-21): NUM_PROMPTS=$((CONC * 20)) at OSL 8192, else $((CONC * 50)), for deepseek-ai/DeepSeek-R1-0528; "
+    "runners.yaml @ 189ae51cc: b200 = b200-nvd_0..3; the slurm runners (b200-nb, b200-nv) set no NUM_PROMPTS, which "
+    "run_benchmark_serving refuses, so a recorded run of the docker script came from b200-nvd or b200-dgxc"
+)
+
+
+def b200_docker_prompts(engine: str, model: str, precision: str | None, system: str, osl: int, concurrency: int | None,
+                        measured: str | None) -> int | None:  # fmt: skip
+    """The prompt count InferenceX's B200 docker runner gave an SGLang DeepSeek-R1 FP8 run (B200_DOCKER_PROMPTS), or None."""
+    first, until = B200_DOCKER_PROMPTS
+    if (engine, precision, system) != ("sglang", "fp8", "b200_sxm") or model not in DSR1_MODELS or not concurrency:
+        return None
+    if measured is None or not first <= measured < until:
+        return None
+    return concurrency * (20 if osl == 8192 else 50)
