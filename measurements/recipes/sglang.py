@@ -48,6 +48,12 @@ def _fixed(flags: SglangFlags) -> FlagsRule:
 _DSR1_FP8_B200 = ("dsr1_fp8_b200.sh: TP 8: --chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10; "
                   "TP 4: 8192 and 10; --stream-interval 30")  # fmt: skip
 _QWEN35_FLAGS = "--chunked-prefill-size 32768 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 30"
+_QWEN35_SCRIPTS = (  # (precision, system, the versions the sample's runs ran) of the Qwen3.5 scripts with _QWEN35_FLAGS
+    ("bf16", "b200_sxm", "9dc87a68c (2026-02-19) L32-39, L54-58, c21776093"),
+    ("fp4", "b200_sxm", "48d35c480 (2026-04-08) L32-43, L68-72 (16384 and stream 50 from 9189c1884, 2026-05-01)"),
+    ("bf16", "b300_sxm", "77c8b9657, 32274d6c1 (2026-04-17) L32-39, L59-63"),
+    ("fp4", "b300_sxm", "8acbd08b7 (2026-04-17) L35-45, L74-78"),
+)
 _DSR1_FP4 = "--chunked-prefill-size 16384 --scheduler-recv-interval 30 (CONC >= 16) else 10 --stream-interval 10"
 _FAMILIES = ((DSR1_MODELS, "dsr1"), (QWEN35_MODELS, "qwen3.5"), (GLM5_MODELS, "glm5"))
 SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingProxyType(
@@ -90,23 +96,10 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
             _fixed(SglangFlags(16384, 50, 1)),
             "benchmarks/single_node/qwen3.5_fp8_h200.sh @ 2116fc4, 5739244; fixed_seq_len/ @ 8eec0d4: --chunked-prefill-size 16384 --stream-interval 50",
         ),
-        ("qwen3.5", "bf16", "b200_sxm"): (
-            _recv_from_16(32768, 30),
-            f"benchmarks/single_node/qwen3.5_bf16_b200.sh @ 9dc87a68c (2026-02-19) L32-39, L54-58, c21776093: {_QWEN35_FLAGS}",
-        ),
-        ("qwen3.5", "fp4", "b200_sxm"): (
-            _recv_from_16(32768, 30),
-            f"benchmarks/single_node/qwen3.5_fp4_b200.sh @ 48d35c480 (2026-04-08) L32-43, L68-72: {_QWEN35_FLAGS} (16384 and "
-            "stream 50 from 9189c1884, 2026-05-01)",
-        ),
-        ("qwen3.5", "bf16", "b300_sxm"): (
-            _recv_from_16(32768, 30),
-            f"benchmarks/single_node/qwen3.5_bf16_b300.sh @ 77c8b9657, 32274d6c1 (2026-04-17) L32-39, L59-63: {_QWEN35_FLAGS}",
-        ),
-        ("qwen3.5", "fp4", "b300_sxm"): (
-            _recv_from_16(32768, 30),
-            f"benchmarks/single_node/qwen3.5_fp4_b300.sh @ 8acbd08b7 (2026-04-17) L35-45, L74-78: {_QWEN35_FLAGS}",
-        ),
+        **{
+            ("qwen3.5", precision, system): (_recv_from_16(32768, 30), f"benchmarks/single_node/qwen3.5_{precision}_{system[:4]}.sh @ {where}: {_QWEN35_FLAGS}")
+            for precision, system, where in _QWEN35_SCRIPTS
+        },  # fmt: skip
         ("glm5", "fp8", "b200_sxm"): (
             _fixed(SglangFlags(32768, 30, 1)),
             "benchmarks/single_node/glm5_fp8_b200.sh @ 13930ca61 (2026-03-20) L47-51, 626932a11: --chunked-prefill-size 32768 "
