@@ -71,6 +71,8 @@ def test_price_ops_sizes(argv, named, capsys):
     (["--isl", INT64_MAX], "isl must be at most 2147483647"),
     (["--isl", "40000", "--osl", "1000"], "isl + osl (41000) exceeds the max_position_embeddings (40960)"),
     (["--pp-list", "1", "128"], "pp size 128 exceeds the 64 layers"),
+    (["--tp-list", "2", "4", "2"], "argument --tp-list: 2 is given twice"),  # each of its rows was ranked twice
+    (["--tpot", "50", "50"], "argument --tpot: 50.0 is given twice"),  # two identical rankings
 ])  # fmt: skip
 def test_sweep_sizes(argv, named, capsys):
     assert named in one_error_line([*SWEEP, *argv], capsys)

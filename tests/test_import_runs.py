@@ -483,6 +483,8 @@ def test_bad_profile_export_blocks_are_refused(tmp_path, deploy, capsys, name, b
         ("p99_tpot_ms", math.inf, "vllm.json: p99 TPOT inf ms is not a finite latency"),
         ("median_tpot_ms", "fast", "vllm.json: median_tpot_ms 'fast' is not a number"),
         ("mean_ttft_ms", 1e-320, "vllm.json: mean TTFT 1e-320 ms is below a clock's nanosecond, not a measured latency"),
+        ("median_ttft_ms", -1, "vllm.json: median TTFT -1.0 ms is not a latency (> 0 ms; did every request fail?)"),  # the
+        ("p99_tpot_ms", 0, "vllm.json: p99 TPOT 0.0 ms is not a latency (> 0 ms; did every request fail?)"),  # report refused it later
     ],
 )
 def test_a_benchmark_serving_statistic_that_is_not_a_latency_is_named(tmp_path, deploy, capsys, key, value, needle):

@@ -54,7 +54,11 @@ class Param:
                 values = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
                 if not values:
                     raise BadValue("expected at least one value")
-                return tuple(self.one(v) for v in values)
+                converted = tuple(self.one(v) for v in values)
+                repeated = next((v for i, v in enumerate(converted) if v in converted[:i]), None)
+                if repeated is not None and self.kind in (int, float):  # a repeated size or target would repeat its rows
+                    raise BadValue(f"{repeated!r} is given twice")
+                return converted
             return self.one(value)
         except BadValue as exc:
             raise InvalidInputError(f"argument {self.flag}: {exc}") from None

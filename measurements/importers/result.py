@@ -228,22 +228,22 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
 
 def _headline(run: ResultRun, statistic: str, label: str) -> tuple[float, float, str]:
     """(TTFT ms, TPOT ms, TPOT definition) of the chosen statistic; InvalidInputError when the result
-    lacks it, or when it or any statistic the row keeps is not a finite number of ms (> 0 for the chosen one)."""
+    lacks it, or when it or any statistic the row keeps is not a finite number of ms above a clock's nanosecond."""
     if not run.ttft_ms and not run.tpot_ms:
         raise InvalidInputError(f"{label}: no latency fields (no TTFT or TPOT statistic and no per-request latencies)")
     kept = [(f"{s} TTFT", v) for s, v in run.ttft_ms.items()] + [(f"{s} TPOT", v) for s, (v, _) in run.tpot_ms.items()]
     for name, value in kept:
         if not math.isfinite(value):
             raise InvalidInputError(f"{label}: {name} {value} ms is not a finite latency")
-        if 0 < value < LATENCY_RESOLUTION_MS:
+        if value <= 0:
+            raise InvalidInputError(f"{label}: {name} {value} ms is not a latency (> 0 ms; did every request fail?)")
+        if value < LATENCY_RESOLUTION_MS:
             raise InvalidInputError(f"{label}: {name} {value} ms is below a clock's nanosecond, not a measured latency")
     if statistic not in run.ttft_ms:
         raise InvalidInputError(f"{label}: no {statistic} TTFT (has {', '.join(run.ttft_ms) or 'none'}; choose another with --statistic)")
     if statistic not in run.tpot_ms:
         raise InvalidInputError(f"{label}: no {statistic} TPOT (has {', '.join(run.tpot_ms) or 'none'}; choose another with --statistic)")
     ttft, (tpot, definition) = run.ttft_ms[statistic], run.tpot_ms[statistic]
-    if not (ttft > 0 and tpot > 0):
-        raise InvalidInputError(f"{label}: {statistic} TTFT {ttft} ms and TPOT {tpot} ms must be > 0 (did every request fail?)")
     return ttft, tpot, definition.format(stat=statistic)
 
 
