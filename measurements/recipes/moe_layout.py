@@ -77,8 +77,8 @@ def _trtllm_dsr1_self_chosen(precision: str | None, system: str, tp: int, isl: i
     if precision == "fp4" and system == "b200_sxm" and tp in (4, 8):
         if lengths == (8192, 1024):
             return c > 32, c > 32
-        above = 32 if tp == 4 else {(1024, 1024): 8, (1024, 8192): 16}.get(lengths)
-        return (None if above is None else (c > above, c >= 256)) if lengths in ((1024, 1024), (1024, 8192)) else None
+        above = {(4, (1024, 1024)): 32, (4, (1024, 8192)): 32, (8, (1024, 1024)): 8, (8, (1024, 8192)): 16}.get((tp, lengths))
+        return None if above is None else (c > above, c >= 256)
     return None
 
 
