@@ -379,13 +379,14 @@ def test_sample_rows_carry_a_kv_cache_memory_fraction_only_from_trtllm_recipes(s
 
 def test_sample_vllm_rows_carry_their_launchs_gpu_memory_utilization(sample):
     """Every vLLM row runs vLLM's 0.9 but the InferenceX launches that set 0.95 (Kimi-K2.5 INT4, MiniMax-M2.5
-    FP8 on H200, and on B200 before the v0.19.0 image) and their gap-analysis twins, cited; no other
-    engine's row carries one."""
+    FP8 on H200, and on B200 before the v0.19.0 image, MiniMax-M2.5 FP4 B200 on PR 996's nightly image) and their
+    gap-analysis twins, cited; no other engine's row carries one."""
     vllm = [m for m in sample if m.engine == "vllm"]
     raised = {(m.model, m.precision, m.system, m.image) for m in vllm if m.settings.gpu_memory_utilization == 0.95}
     assert {(model, precision, system) for model, precision, system, _ in raised} == {
         ("moonshotai/Kimi-K2.5", "int4", "b200_sxm"), ("moonshotai/Kimi-K2.5", "int4", "h200_sxm"),
-        ("MiniMaxAI/MiniMax-M2.5", "fp8", "h200_sxm"), ("MiniMaxAI/MiniMax-M2.5", "fp8", "b200_sxm")}  # fmt: skip
+        ("MiniMaxAI/MiniMax-M2.5", "fp8", "h200_sxm"), ("MiniMaxAI/MiniMax-M2.5", "fp8", "b200_sxm"),
+        ("MiniMaxAI/MiniMax-M2.5", "fp4", "b200_sxm")}  # fmt: skip
     assert all(image is None or not image.startswith("vllm/vllm-openai:v0.19") for *_, image in raised)  # None: a gap-analysis twin
     assert {m.settings.gpu_memory_utilization for m in vllm} == {0.9, 0.95}
     assert all("--gpu-memory-utilization 0.95" in m.settings.citation for m in vllm if m.settings.gpu_memory_utilization == 0.95)

@@ -51,6 +51,11 @@ VLLM_MEMORY_UTILIZATION_RULES: tuple[MemoryUtilizationRule, ...] = (
                           "--gpu-memory-utilization 0.95 in every version that ran"),
     MemoryUtilizationRule("MiniMaxAI/MiniMax-M2.5", "fp8", frozenset({"h200_sxm"}), 0.95,
                           IX + "minimaxm2.5_fp8_h200.sh @ a36346339 L27 (v0.16.0) to 8014ee637: --gpu-memory-utilization 0.95"),
+    MemoryUtilizationRule("MiniMaxAI/MiniMax-M2.5", "fp4", frozenset({"b200_sxm"}), 0.95,
+                          IX + "minimaxm2.5_fp4_b200.sh @ 08bcde8f1 (PR 996's branch, 2026-04-02: 'Use vLLM nightly image', whose "
+                          "nvidia-master.yaml runs vllm/vllm-openai:nightly-5b8c30d62b754b575e043ce2fc0dcbf8a64f6306) L46: "
+                          "--gpu-memory-utilization 0.95 (main's v0.19.0 versions: 0.90)",
+                          image="vllm/vllm-openai:nightly-5b8c30d62b754b575e043ce2fc0dcbf8a64f6306"),
     MemoryUtilizationRule("MiniMaxAI/MiniMax-M2.5", "fp8", frozenset({"b200_sxm"}), 0.95,
                           IX + "minimaxm2.5_fp8_b200.sh @ f342df18e L40 to 626932a11 L47 (v0.17.0): --gpu-memory-utilization 0.95 "
                           "(0.90 from bddbf4031, PR 947, with the v0.19.0 image)", image="vllm/vllm-openai:v0.17.0"),
