@@ -14,9 +14,10 @@ Decisions (the accuracy baseline's, see accuracy-baseline.md):
 * an agg row of a run its source only deploys multi-node and disaggregated (InferenceX's DeepSeek-R1
   on GB200/GB300, `recipes.multinode_disagg_reason`) records the run's GPU count as tp and no
   workers: the other methods leave it unestimated with that reason, legacy prices it as recorded;
-* an InferenceX agg run whose script launched the MoE otherwise than its columns record (expert
-  parallel over the TP group, or tensor parallel where the config said EP; `recipes.launched_moe_layout`)
-  is priced at the launch's MoE layout; legacy prices the columns;
+* an InferenceX agg run whose script launched the MoE or attention otherwise than its columns record
+  (expert parallel over the TP group, tensor parallel where the config said EP, or the EP and attention
+  DP a script chose itself; `recipes.launched_moe_layout`) is priced at the launch's layout; legacy
+  prices the columns;
 * an InferenceX run whose client capped concurrency at a constant while the server ran the config's
   concurrency (the gpt-oss H100 vLLM docker script of 2025-11-21 to 2025-12-08,
   `recipes.client_cap_reason`) records the cap: the other methods leave it unestimated naming the

@@ -36,7 +36,7 @@ def _dsr1_fp4_blackwell(tp: int, c: int) -> SglangFlags:
 
 
 def _recv_from_16(chunked_prefill_size: int, stream_interval: int) -> FlagsRule:
-    """A one-branch recipe receiving every 30 passes from CONC 16 on, else every 10 (the Qwen3.5 scripts)."""
+    """A one-branch recipe receiving every 30 passes from CONC 16 on, else every 10, whatever the TP."""
     return lambda tp, c: SglangFlags(chunked_prefill_size, stream_interval, 30 if c >= 16 else 10)
 
 
@@ -112,8 +112,9 @@ SGLANG_RECIPES: Mapping[tuple[str, str, str], tuple[FlagsRule, str]] = MappingPr
         ),
     }
 )  # (model family, precision, system) -> (flags rule of (TP, CONC), recipe citation); only recipes whose stored versions agree.
-# Their --max-running-requests (128 / 256 / 512 by TP and lengths) is not applied: the sample holds these recipes' runs at
-# concurrencies above it (256 and 512 against 128), so the versions that ran predate the cap.
+# Their --max-running-requests (128 / 256 / 512 by TP and lengths) is not applied: the rows of the sample above 128 that it was
+# held against were the -mtp keys' runs (SGLANG_SPECULATIVE_RUNS, which apply theirs), and no plain run's concurrency exceeds
+# its recipe's cap, so it would bind on none of them.
 
 
 @dataclass(frozen=True)
@@ -158,11 +159,14 @@ def sglang_recipe(model: str, precision: str | None, system: str, tp: int | None
     flags = entry[0](tp, concurrency) if entry is not None and tp is not None else None
     if flags is None:
         return None
-    return engine_defaults(Backend.SGLANG, system, 0).replace(  # the recipe sets the memory-dependent default (the budget)
-        step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=None, origin=SOURCE_ORIGIN,
-        citation=f"SemiAnalysisAI/InferenceX {entry[1]}", stream_interval=flags.stream_interval, mixed_batches=False,
-        recv_interval=flags.recv_interval,
-    )  # fmt: skip
+    return _launched(system, flags, f"SemiAnalysisAI/InferenceX {entry[1]}")
+
+
+def _launched(system: str, flags: SglangFlags, citation: str, **changes: object) -> EngineSettings:
+    """SGLang's defaults with a script's scheduler flags (the memory-dependent budget among them) and `changes`, cited."""
+    launched = {"step_token_budget": flags.chunked_prefill_size, "chunked_prefill": True, "max_num_seqs": None, "origin": SOURCE_ORIGIN,
+                "citation": citation, "stream_interval": flags.stream_interval, "mixed_batches": False, "recv_interval": flags.recv_interval}  # fmt: skip
+    return engine_defaults(Backend.SGLANG, system, 0).replace(**(launched | changes))
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,7 @@ class SpeculativeRuns:
     plain_up_to: Mapping[tuple[int, int], int]  # (isl, osl) -> the plain key's highest concurrency at this TP (0: none)
     flags: FlagsRule  # the -mtp script's scheduler flags
     nextn: int  # --speculative-num-steps, chain drafting (topk 1, steps + 1 draft tokens)
+    accepted: tuple[float, str] | str  # (accepted drafts per step, its published source), or why none is published
     max_running: int | None  # --max-running-requests (None: CONC)
     citation: str
 
@@ -202,13 +207,13 @@ SGLANG_SPECULATIVE_RUNS: tuple[SpeculativeRuns, ...] = (
         MappingProxyType({}),
         _recv_from_16(32768, 30),
         3,
+        (QWEN35_MTP3_ACCEPTED, QWEN35_MTP3_ACCEPTED_CITATION),
         None,
         "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 35d4bb367 (PR 898, 2026-03-20): only qwen3.5-fp8-b200-sglang-mtp "
         "runs image lmsysorg/sglang:v0.5.9-cu130 with { tp: 4, ep: 1, conc 4-256, spec-decoding: mtp } (the plain key: "
         "v0.5.9-cu129-amd64, { tp: 4, ep: 4 }, { tp: 8 }); benchmarks/single_node/qwen3.5_fp8_b200_mtp.sh @ 35d4bb367: "
         "SPECULATIVE_NUM_STEPS=3, SPECULATIVE_DRAFT_TOKENS=4, SPECULATIVE_EAGLE_TOPK=1, --chunked-prefill-size 32768, "
-        "--scheduler-recv-interval 30 (CONC >= 16) else 10, --stream-interval 30, --max-running-requests $CONC; accepted drafts "
-        "per step: " + QWEN35_MTP3_ACCEPTED_CITATION + _SPEC_CITATION,
+        "--scheduler-recv-interval 30 (CONC >= 16) else 10, --stream-interval 30, --max-running-requests $CONC" + _SPEC_CITATION,
     ),
     SpeculativeRuns(
         "dsr1",
@@ -220,6 +225,7 @@ SGLANG_SPECULATIVE_RUNS: tuple[SpeculativeRuns, ...] = (
         MappingProxyType({(1024, 1024): 64, (1024, 8192): 64, (8192, 1024): 4}),
         _recv_from_16(16384, 30),
         2,
+        dsr1_mtp_accepted("sglang", 2),
         512,
         "SemiAnalysisAI/InferenceX .github/configs/nvidia-master.yaml @ 12ba0ae07: dsr1-fp8-b200-sglang runs TP 8 up to conc 64 "
         "(1k/1k, 1k/8k) and 4 (8k/1k), dsr1-fp8-b200-sglang-mtp { tp: 8, ep: 1, conc 4-512, spec-decoding: mtp } on the same image; "
@@ -238,17 +244,8 @@ def sglang_speculative_run(model: str, precision: str | None, system: str, tp: i
     runs = next((r for r in SGLANG_SPECULATIVE_RUNS if r.covers(family, precision, system, tp, isl, osl, concurrency, image, measured)), None)
     if runs is None:
         return None
-    if family == "dsr1":
-        accepted = dsr1_mtp_accepted("sglang", runs.nextn)
-        if isinstance(accepted, str):
-            return None
-        accepted_drafts, citation = accepted[0], f"{runs.citation}; accepted drafts per step: {accepted[1]}"
-    else:
-        accepted_drafts, citation = QWEN35_MTP3_ACCEPTED, runs.citation
-    flags = runs.flags(runs.tp, concurrency)
-    return engine_defaults(Backend.SGLANG, system, 0).replace(
-        step_token_budget=flags.chunked_prefill_size, chunked_prefill=True, max_num_seqs=runs.max_running or concurrency, origin=SOURCE_ORIGIN,
-        citation=citation,
-        stream_interval=flags.stream_interval, mixed_batches=False, recv_interval=flags.recv_interval, nextn=runs.nextn,
-        nextn_accepted=accepted_drafts, overlap_scheduler=False,
-    )  # fmt: skip
+    if isinstance(runs.accepted, str):  # no published acceptance at that depth
+        return None
+    accepted, source = runs.accepted
+    return _launched(system, runs.flags(runs.tp, concurrency), f"{runs.citation}; accepted drafts per step: {source}",
+                     max_num_seqs=runs.max_running or concurrency, nextn=runs.nextn, nextn_accepted=accepted, overlap_scheduler=False)  # fmt: skip
