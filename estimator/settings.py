@@ -75,6 +75,11 @@ class EngineSettings:
     shape_compile_ms: float = field(default=0.0, metadata=_doc(
         "host JIT compile time of a pass that prefills a token count new to the run, ms, >= 0 (SGLang's FLA l2norm "
         "kernel before PR 31558, ~90 ms per PR 23448; agg replay only); empty: 0", point=True))  # fmt: skip
+    prefix_compile_ms: float = field(default=0.0, metadata=_doc(
+        "host JIT compile time the run's first pass that extends a prompt from a cached prefix (a chunk after a prompt's "
+        "first, or past a cached prefix) pays once, ms, >= 0 (SGLang's trtllm_mla backend on SM100 plans FlashInfer's "
+        "CUTLASS FMHA for the prefix, built with nvcc at first use on images without flashinfer-jit-cache; ~20 s, "
+        "sglang issue 7339; agg replay only); empty: 0", point=True))  # fmt: skip
     overlap_scheduler: bool = field(default=True, metadata=_doc(
         "true: the scheduler launches pass n+1 before it returns pass n's tokens, so they reach the client once pass n+1's "
         "host launch is done (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
@@ -119,7 +124,7 @@ class EngineSettings:
             _set(self, name, _integer(name, getattr(self, name), minimum))
         for name in ("chunked_prefill", "mixed_batches", "overlap_scheduler"):
             _set(self, name, bool(getattr(self, name)))
-        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "nextn_accepted", "request_path_ms"):
+        for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "prefix_compile_ms", "nextn_accepted", "request_path_ms"):
             _set(self, name, _finite_non_negative(name, getattr(self, name)))
         if self.eager_layer_ms is not None:
             _set(self, "eager_layer_ms", _finite_non_negative("eager_layer_ms", self.eager_layer_ms))

@@ -1,12 +1,21 @@
-"""Engine builds: what a run's recorded version, image and date say its build does (SGLang's per-shape Triton compiles)."""
+"""Engine builds: what a run's recorded version, image and date say its build does (SGLang's per-shape Triton compiles,
+its first prefix-extend FlashInfer compile)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from estimator.errors import UnknownModelError
 from estimator.models import linear_attention_layers
+from measurements.clients import INFERENCEX
 from measurements.schema import Measurement
+
+
+def with_build_compiles(m: Measurement) -> Measurement:
+    """The measurement with the first-use compiles its engine build pays in the replay (shape_compile_ms, prefix_compile_ms)."""
+    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=shape_compile_ms(m), prefix_compile_ms=prefix_compile_ms(m)))
+
 
 SHAPE_COMPILE_MS = 90.0  # one Triton compile of the FLA l2norm kernel, ms (SGLang PR 23448: "~90 ms each")
 SHAPE_COMPILE_FIXED = "2026-07-17"  # SGLang PR 31558 merged: T no longer specialized
@@ -51,3 +60,41 @@ def sglang_specializes_l2norm(m: Measurement) -> bool:
         if nightly:
             return "-".join(nightly.groups()) < SHAPE_COMPILE_FIXED
     return m.measured_date is not None and m.measured_date[:10] < SHAPE_COMPILE_FIXED
+
+
+# SGLang issue 7339 (0.4.7): "an approximately 20-second stall when returning the first cached token", cicc building
+# FlashInfer's cascade.cu at first use; the compile of fmha_cutlass_sm100a itself is not published (a larger CUTLASS module)
+PREFIX_COMPILE_MS = 20_000.0
+# SGLang releases whose images lack flashinfer-jit-cache: docker/Dockerfile ARG INSTALL_FLASHINFER_JIT_CACHE=0 until PR 14959
+# ("enable flashinfer-jit-cache in image build", merged 2025-12-12); 0.5.6, the last release before it, on PyPI 2025-12-03
+JIT_CACHE_RELEASE = (0, 5, 7)
+# The InferenceX SGLang DeepSeek-R1 B200 launches of the single-prompt warm-up era: benchmarks/dsr1_fp4_b200_docker.sh and
+# dsr1_fp8_b200_docker.sh pass --attention-backend trtllm_mla --disable-radix-cache (at e06929c70 2025-11-02, 189ae51cc
+# 2025-11-18, d27433dff 2025-12-31) on lmsysorg/sglang v0.5.3rc1-cu129-b200, v0.5.5-cu129-amd64 (PR 204) and
+# v0.5.6-cu129-amd64 (.github/configs/nvidia-master.yaml dsr1-fp4/fp8-b200-sglang through 6e35460d2, 2026-01-22)
+TRTLLM_MLA_RUNS = frozenset({("deepseek-ai/DeepSeek-R1", "b200_sxm"), ("deepseek-ai/DeepSeek-V3", "b200_sxm")})
+
+
+def prefix_compile_ms(m: Measurement) -> float:
+    """The FlashInfer compile an agg run's first pass that extends a prompt from a prefix pays
+    (EngineSettings.prefix_compile_ms), ms: PREFIX_COMPILE_MS for an InferenceX SGLang run of
+    TRTLLM_MLA_RUNS whose build lacks flashinfer-jit-cache and whose warm-up did not extend a
+    prefix (one prompt alone, no longer than the chunk); 0 otherwise. SGLang 0.5.5's trtllm_mla
+    backend inherits FlashInfer MLA's chunked-prefix metadata: a prefix extend plans a
+    BatchPrefillWithRaggedKVCacheWrapper with the CUTLASS backend on SM100, whose module
+    (fmha_cutlass_sm100a) nvcc builds at first use (flashinfer 0.5.0 jit/core.py build_and_load);
+    the server's own warm-up (8 tokens) and decode CUDA graphs never reach it."""
+    if m.mode != "agg" or m.engine != "sglang" or m.source != INFERENCEX or (m.model, m.system) not in TRTLLM_MLA_RUNS:
+        return 0.0
+    release = _release(m)
+    if m.protocol.num_warmups != 1 or m.isl > m.settings.step_token_budget or (release is not None and release >= JIT_CACHE_RELEASE):
+        return 0.0
+    return PREFIX_COMPILE_MS
+
+
+def _release(m: Measurement) -> tuple[int, ...] | None:
+    """The SGLang release a run records (version, else image tag) as numbers, or None."""
+    tag = _RELEASE_TAG.search(m.image or "")
+    text = (m.engine_version or "").removeprefix("v") or (tag.group(1) if tag else "")
+    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(n) for n in numbers.groups()) if numbers else None

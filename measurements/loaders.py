@@ -107,7 +107,7 @@ def silicon_measurement(row: dict) -> Measurement:
     settings = recipes.with_launch_kv_cache(m.settings, source, m.engine, m.model, m.precision, m.system, m.mode, m.image)
     settings = recipes.with_vllm_async_scheduling(settings, source, m.engine, m.model)
     settings = recipes.with_vllm_memory_utilization(settings, source, m.engine, m.model, m.precision, m.system, m.image)
-    return dataclasses.replace(m, settings=settings.replace(shape_compile_ms=builds.shape_compile_ms(m)))
+    return builds.with_build_compiles(dataclasses.replace(m, settings=settings))
 
 
 def source_of(provenance: str) -> str:

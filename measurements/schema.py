@@ -140,6 +140,7 @@ ADDED_COLUMNS = frozenset(
         "nextn",
         "nextn_accepted",
         "shape_compile_ms",
+        "prefix_compile_ms",
         "kv_free_memory_fraction",
         "gpu_memory_utilization",
         "qk_norm_allreduces",

@@ -22,12 +22,14 @@ ROWS = {
     "mismatch": "dsr1_b300_sglang_fp4_agg_1024x1024_c4_cfg717",  # transformers-5 tokenizer mismatch
     "sglang_intake": "dsr1_gb200_sglang_fp8_disagg_8192x1024_c8_cfg536",  # decode recipe: scheduler-recv-interval 10
     "vllm_kv": "2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_8192x1024_c64_tp4_ep4_1359",  # 64 clients, the pool holds fewer
+    "cold_sglang": "dsr1_b200_sglang_fp8_agg_1024x1024_c64_cfg199",  # 2025-11-18: the first prefix extend builds FlashInfer's FMHA
 }
-AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv"}
+AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv", "cold_sglang"}
 MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the replay
     "overlap": AGG,  # agg passes only (the tandem replays no overlap)
     "eager_floor": set(ROWS),  # agg and prefill-stage passes
     "request_path": AGG,
+    "compile": {"cold_sglang"},  # no Qwen3.5 row here compiles per shape
     "admission": {"trtllm_disagg", "sglang_intake"},  # a disagg request's first token
     "admission_lag": {"trtllm_disagg", "sglang_intake"},
     "decode_intake": {"sglang_intake"},
@@ -40,7 +42,7 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
     "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
-    "qk_norm": "vllm_kv",
+    "qk_norm": "vllm_kv", "compile": "cold_sglang",
 }  # fmt: skip
 
 

@@ -836,6 +836,30 @@ def test_a_pass_pays_the_shape_compile_once_per_new_token_count():
         EngineSettings(4096, True, shape_compile_ms=-1.0)
 
 
+def test_the_first_pass_that_extends_a_prefix_pays_the_prefix_compile_once():
+    """SGLang's trtllm_mla backend builds FlashInfer's CUTLASS FMHA at the first prefix extend: the
+    run's first pass with a chunk past token 0 (a prompt's second chunk, or past a cached prefix)
+    lasts prefix_compile_ms longer, once, in both implementations; prompts that fit the budget
+    uncached never pay it."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+
+    def run(compile_ms, budget, prefix=0, impl="numba"):
+        plan = run_plan(Benchmark(prompts_per_client=4, range_ratio=1.0), 1, 512, 64)
+        spec = AggSpec(EngineSettings(budget, True, prefix_compile_ms=compile_ms), prefix=prefix)
+        return replay_agg(plan, spec, pricer, impl).stats
+
+    assert run(20_000.0, 4096) == run(0.0, 4096)  # whole prompts from token 0: nothing extends a prefix
+    chunked, chunked_compiling = run(0.0, 256), run(20_000.0, 256)
+    assert chunked_compiling.ttft_max == pytest.approx(chunked.ttft_max + 20_000.0)
+    assert chunked_compiling.ttft_mean == pytest.approx(chunked.ttft_mean + 20_000.0 / 4)  # the first request only
+    assert chunked_compiling.tpot_mean == pytest.approx(chunked.tpot_mean)
+    cached, cached_compiling = run(0.0, 4096, prefix=128), run(20_000.0, 4096, prefix=128)
+    assert cached_compiling.ttft_mean == pytest.approx(cached.ttft_mean + 20_000.0 / 4)
+    assert run(20_000.0, 256, impl="python") == chunked_compiling
+    with pytest.raises(InvalidInputError, match="prefix_compile_ms"):
+        EngineSettings(4096, True, prefix_compile_ms=-1.0)
+
+
 def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
     """SGLang's default: a pass that prefills carries no decoder. At C = 2 with staggered prompts a
     decoder skips the other prompt's prefill pass: its TPOT grows; C = 1 is unchanged."""

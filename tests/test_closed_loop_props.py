@@ -72,7 +72,8 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
     settings_ = EngineSettings(budget, draw(st.booleans()), draw(st.none() | st.integers(1, MAX_CLIENTS)), mixed_batches=draw(st.booleans()),
                                recv_interval=draw(st.sampled_from([1, 1, 3, 30])), batch_wait_iters=wait_iters,
                                batch_wait_tokens_ratio=wait_ratio, adp_balance_iters=balance[0], adp_batching_wait_iters=balance[1],
-                               shape_compile_ms=draw(compile_ms), overlap_scheduler=draw(st.booleans()), request_path_ms=draw(path))  # fmt: skip
+                               shape_compile_ms=draw(compile_ms), prefix_compile_ms=draw(compile_ms), overlap_scheduler=draw(st.booleans()),
+                               request_path_ms=draw(path))  # fmt: skip
     spec = AggSpec(
         settings_, prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), decode_budget_tokens=draw(st.sampled_from([1, 1, 2])),
         tokens_per_decode=draw(progress), turnaround_ms=draw(turnaround), encoder_ms=draw(st.sampled_from([0.0, 0.0, 3.25])),

@@ -1181,6 +1181,48 @@ def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):
     assert compiling == {m.id for m in qwen35} - undated and len(compiling) > 250 and len(undated) < 20
 
 
+def _cold_dsr1_b200(sample):
+    """An InferenceX SGLang DeepSeek-R1 B200 agg run of the single-prompt warm-up era (2025-11)."""
+    return next(m for m in sample if m.source == "inferencex" and m.engine == "sglang" and m.model == "deepseek-ai/DeepSeek-R1"
+                and m.system == "b200_sxm" and m.mode == "agg" and m.measured_date == "2025-11-10")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "changes, compile_ms",
+    [
+        ({}, builds.PREFIX_COMPILE_MS),  # v0.5.5 era, no version recorded: the config's images all predate the jit cache
+        ({"engine_version": "0.5.6"}, builds.PREFIX_COMPILE_MS),  # the last release before PR 14959
+        ({"image": "lmsysorg/sglang:v0.5.3rc1-cu129-b200"}, builds.PREFIX_COMPILE_MS),
+        ({"engine_version": "0.5.7"}, 0.0),  # its image installs flashinfer-jit-cache
+        ({"image": "lmsysorg/sglang:v0.5.9-cu130"}, 0.0),
+        ({"mode": "disagg"}, 0.0),  # the P/D tandem charges none
+        ({"engine": "vllm"}, 0.0),
+        ({"source": "aic-gap-analysis"}, 0.0),  # no launch published (a twin takes its InferenceX run's settings)
+        ({"system": "h200_sxm"}, 0.0),  # the trtllm_mla backend serves SM100 only
+        ({"model": "Qwen/Qwen3.5-397B-A17B"}, 0.0),  # no MLA
+        ({"isl": 20_000}, 0.0),  # the warm-up prompt itself extends a chunk
+    ],
+)
+def test_cold_trtllm_mla_builds_compile_at_the_first_prefix_extend(sample, changes, compile_ms):
+    m = _cold_dsr1_b200(sample)
+    assert m.protocol.num_warmups == 1 and m.settings.step_token_budget == 16384
+    assert builds.prefix_compile_ms(dataclasses.replace(m, **changes)) == compile_ms
+
+
+def test_a_run_warmed_up_at_its_concurrency_compiles_before_it_is_measured(sample):
+    m = _cold_dsr1_b200(sample)
+    warmed = dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, num_warmups=2 * m.concurrency))
+    assert builds.prefix_compile_ms(m) == builds.PREFIX_COMPILE_MS and builds.prefix_compile_ms(warmed) == 0.0
+
+
+def test_the_sample_rows_that_replay_the_prefix_compile_are_the_cold_dsr1_b200_runs(sample):
+    """The InferenceX SGLang DeepSeek-R1/V3 B200 agg runs before the 2 x C warm-up (PR 480), and no other row."""
+    compiling = {m.id for m in sample if m.settings.prefix_compile_ms}
+    cold = {m.id for m in sample if m.engine == "sglang" and m.system == "b200_sxm" and m.mode == "agg" and "DeepSeek" in m.model
+            and m.source == "inferencex" and m.protocol.num_warmups == 1}  # fmt: skip
+    assert compiling == cold and len(cold) > 90
+
+
 def _dsr1_sglang(sample, **changes):
     base = next(m for m in sample if m.source == "inferencex" and m.engine == "sglang" and m.model in recipe_models_.DSR1_MODELS and m.mode == "agg")
     return dataclasses.replace(base, **changes)

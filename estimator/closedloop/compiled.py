@@ -51,6 +51,7 @@ from estimator.closedloop.spec import (
     AF_K,
     AF_PATH,
     AF_PREFILL_FLOOR,
+    AF_PREFIX_COMPILE,
     AF_TURNAROUND,
     AF_WAIT_RATIO,
     PREFILL_RECV_WEIGHT,
@@ -358,6 +359,16 @@ def _form_pass(order, n_act, ri, rf, t, prefix, budget, chunked, max_seqs, decod
 
 
 @njit(**LEAF)
+def _extends_a_prefix(starts, nc):
+    """Whether a prefilling pass extends some prompt from a cached prefix: a chunk starting past
+    token 0 (settings.py, prefix_compile_ms)."""
+    for i in range(nc):
+        if starts[i] > 0:
+            return True
+    return False
+
+
+@njit(**LEAF)
 def _first_of_shape(compiled, takes, nc, decode_tokens):
     """Whether a prefilling pass's tokens (its chunks' plus its decode query tokens) are new to the
     run (settings.py, shape_compile_ms); marks them compiled."""
@@ -510,6 +521,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     decode_budget, bound, requests, overlap = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS], ints[A_OVERLAP] != 0
     wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
     prefill_floor_ms, compile_ms, path = floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH]
+    prefix_compile_ms = floats[AF_PREFIX_COMPILE]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
     run_c = np.zeros(1024, dtype=np.int64)
@@ -536,6 +548,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     draining = False  # prefills were left pending at the last release (attention-DP balance)
     n_coh = epoch = joins = kv_coh = np.int64(0)  # cohort size, decode passes so far, joins so far, summed KV
     compiled = np.zeros(budget + clients * decode_budget + 1 if compile_ms > 0.0 else 1, dtype=np.bool_)  # pass token counts compiled so far
+    prefix_compiled = False  # the prefix-extend path compiled (settings.py, prefix_compile_ms)
     held_c = np.empty(clients, dtype=np.int64)  # overlap: the previous pass's first tokens still decoding (oracle's held)
     held_k = np.empty(clients, dtype=np.int64)  # their counted TTFT index (-1: not counted)
     held_v = np.empty(clients)  # their TTFTs
@@ -605,6 +618,10 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             if compile_ms > 0.0 and _first_of_shape(compiled, takes, nc, nd * decode_budget):
                 dur = dur + compile_ms
                 host = host + compile_ms
+            if prefix_compile_ms > 0.0 and not prefix_compiled and _extends_a_prefix(starts, nc):
+                prefix_compiled = True
+                dur = dur + prefix_compile_ms
+                host = host + prefix_compile_ms
         if not (0.0 <= dur < np.inf):
             status = NONFINITE
             break

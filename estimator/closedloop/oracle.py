@@ -226,6 +226,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     settings, waited = spec.settings, 0  # waited: passes held since the last release (batch waiting)
     balance = _AdpBalance(settings.adp_balance_iters, settings.adp_batching_wait_iters)
     compiled: set[int] = set()  # pass token counts compiled so far (settings.py, shape_compile_ms)
+    prefix_compiled = False  # the prefix-extend path compiled (settings.py, prefix_compile_ms)
     held: list = []  # overlap: the previous pass's first tokens still decoding, as (request, counted TTFT index or None, TTFT)
     held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
@@ -279,6 +280,10 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 compiled.add(tokens)
                 dur = dur + spec.settings.shape_compile_ms
                 host = host + spec.settings.shape_compile_ms
+            if spec.settings.prefix_compile_ms > 0.0 and not prefix_compiled and max(starts) > 0:
+                prefix_compiled = True
+                dur = dur + spec.settings.prefix_compile_ms
+                host = host + spec.settings.prefix_compile_ms
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
         if spec.settings.overlap_scheduler:  # the previous pass's tokens go out once this pass is launched

@@ -10,6 +10,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | overlap | overlap scheduling: a pass's tokens out when it ends, requests taken in when the pass is formed | agg passes |
 | eager_floor | the host floor of eager prefill passes (layers x per-layer eager cost) | agg and prefill-stage passes |
 | request_path | the fixed server-side cost on a request's first-token path | agg requests |
+| compile | the first-use compiles of the run's engine build (per new prefill shape; the first prefix extend) | SGLang agg runs whose build compiles |
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
@@ -112,6 +113,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("overlap", "overlap scheduling", case=_agg_settings(overlap_scheduler=False)),
     Mechanism("eager_floor", "eager prefill floor", case=_no_floor),
     Mechanism("request_path", "request path", case=_agg_settings(request_path_ms=0.0)),
+    Mechanism("compile", "first-use compiles", case=_agg_settings(shape_compile_ms=0.0, prefix_compile_ms=0.0)),
     Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),

@@ -13,8 +13,9 @@
   its MoE EP equivalent over the same GPUs (priced_inputs gives the order).
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
   engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
-  row's engine scheduler settings and the Triton compiles its engine build pays per new prefill
-  shape (EngineSettings.shape_compile_ms, measurements.builds). It replays the typed run of the
+  row's engine scheduler settings and the first-use compiles its engine build pays (a Triton
+  kernel per new prefill shape, EngineSettings.shape_compile_ms; FlashInfer's CUTLASS FMHA at the
+  first prefix extend, EngineSettings.prefix_compile_ms; measurements.builds). It replays the typed run of the
   priced inputs (replay_input, estimator.closedloop.replay_run) on the rows the uncached closed
   form covers, so both share coverage and reasons.
 * closed_loop-no-<key>: closed_loop with one replayed mechanism switched off (estimator.report.ablation;

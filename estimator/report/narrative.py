@@ -45,6 +45,7 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     balanced, balance_values = _above(rows["adp_balance_iters"], 0)
     drafting, draft_values = _above(rows["nextn"], 0)
     compiling, compile_values = _above(rows["shape_compile_ms"], 0)
+    cold, cold_values = _above(rows["prefix_compile_ms"], 0)
     facts = [
         (
             f"{from_recipes} of {len(rows)} rows take their engine scheduler settings from the source's launch recipe (InferenceX "
@@ -90,6 +91,15 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             f"{compiling} rows run SGLang builds that compile a Triton kernel per prefill shape for gated-delta-net "
             f"layers (the FLA l2norm token count a tl.constexpr before SGLang PR 31558): the closed-loop replay adds "
             f"{compile_values} ms (PR 23448) to a pass that prefills a token count new to the run.",
+        )
+    if cold:
+        facts.insert(
+            3,
+            f"{cold} rows run SGLang's trtllm_mla backend on B200 from images without flashinfer-jit-cache, measured before "
+            "InferenceX's warm-up at the run's concurrency (PR 480): the first pass that extends a prompt from a prefix (a "
+            "prompt's second chunk) builds FlashInfer's CUTLASS FMHA with nvcc, and the closed-loop replay adds "
+            f"{cold_values} ms to it once (the stall sglang issue 7339 publishes for such a FlashInfer build; this module's "
+            "own compile time is not published).",
         )
     fractions = rows["kv_free_memory_fraction"].dropna()
     if len(fractions):

@@ -38,6 +38,7 @@ ADDED_POINT_COLUMNS = MappingProxyType(
         "nextn": 0,
         "pricing": "not recorded",
         "shape_compile_ms": 0.0,
+        "prefix_compile_ms": 0.0,
         "kv_free_memory_fraction": None,
         "replicate_group": "",
         **dict.fromkeys(STAGE_COLUMNS),

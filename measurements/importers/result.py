@@ -223,7 +223,7 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
         ),
         settings=deployment.settings,
     )
-    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=builds.shape_compile_ms(m))), warnings
+    return builds.with_build_compiles(m), warnings
 
 
 def _headline(run: ResultRun, statistic: str, label: str) -> tuple[float, float, str]:
