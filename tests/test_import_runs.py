@@ -7,6 +7,7 @@ bench_serving.py), never copied from a run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -584,6 +585,29 @@ def test_a_deployment_key_given_twice_is_refused_naming_it(tmp_path, capsys, tex
         load_deployment(path)
     assert needle in str(exc.value)
     assert needle in _refused(tmp_path, capsys, path, "--deployment", path)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("tp: 010\n", "'010' (line 6) reads as 8 in YAML 1.1: write the decimal number"),
+        ("tp: 2\nengine: {max_num_tokens: 1:30}\n", "'1:30' (line 7) reads as 90 in YAML 1.1: write the decimal number"),
+    ],
+    ids=["octal", "base-60"],
+)
+def test_a_deployment_integer_in_a_yaml11_form_is_refused_naming_it(tmp_path, capsys, text, needle):
+    """Before: yaml.safe_load read tp: 010 as 8 (octal) and 1:30 as 90 (base 60), silently another deployment."""
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump({k: v for k, v in DEPLOYMENT.items() if k != "tp"}) + text)
+    with pytest.raises(InvalidInputError, match="deploy.yaml") as exc:
+        load_deployment(path)
+    assert needle in str(exc.value)
+    assert needle in _refused(tmp_path, capsys, path, "--deployment", path)
+
+
+def test_a_deployment_integer_written_in_decimal_or_hex_reads_as_written(tmp_path):
+    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump({k: v for k, v in DEPLOYMENT.items() if k != "tp"}) + "tp: 0x2\n")
+    plain = load_deployment(_write(tmp_path, "plain.yaml", yaml.safe_dump(DEPLOYMENT | {"tp": 2})))
+    assert load_deployment(path) == dataclasses.replace(plain, path=str(path))
 
 
 def test_a_request_rate_flag_of_minus_inf_is_refused_by_name(tmp_path, deploy, capsys):

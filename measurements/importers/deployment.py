@@ -1,7 +1,8 @@
 """The deployment file: what ran, for result files that only say what the client measured.
 
 A YAML mapping (read as ``yaml.safe_load`` reads it, except that a key given twice in one mapping is
-refused: ``safe_load`` keeps the last value silently). Required: ``model`` (a bundled model id or a path to
+refused: ``safe_load`` keeps the last value silently; so is an integer in YAML 1.1's octal or base-60 form: ``tp: 010``
+reads as 8). Required: ``model`` (a bundled model id or a path to
 a config.json), ``system`` (a shipped GPU system id), ``backend`` (trtllm | vllm | sglang),
 ``backend_version``, ``mode`` (agg | disagg); for agg ``tp``, for disagg ``prefill`` and ``decode``
 blocks each with ``workers`` and ``tp``. Optional: ``image``, ``precision``, ``gemm_quant``,
@@ -22,6 +23,7 @@ string "false" would read as true).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,8 +91,9 @@ class DeploymentFile:
     client: Mapping[str, Any] = field(default_factory=dict)  # the client: block, checked against CLIENT_KEYS
 
 
-class _RepeatedKeyError(yaml.YAMLError):
-    """A mapping of the file gives a key twice; the message names the key and both lines."""
+class _RefusedFormError(yaml.YAMLError):
+    """The file writes something yaml.SafeLoader would read otherwise than written (a key given twice, a YAML 1.1
+    octal or base-60 integer); the message names it and its line(s)."""
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -105,9 +108,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             if not isinstance(key, Hashable):  # SafeLoader refuses it below
                 continue
             if key in lines:
-                raise _RepeatedKeyError(f"key {key!r} is given twice (lines {lines[key]} and {line})")
+                raise _RefusedFormError(f"key {key!r} is given twice (lines {lines[key]} and {line})")
             lines[key] = line
         return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, refusing YAML 1.1's octal and base-60 forms (010 reads as 8, 1:30 as 90)."""
+        text = str(node.value)
+        if _NON_DECIMAL_INT.fullmatch(text):
+            raise _RefusedFormError(
+                f"{text!r} (line {node.start_mark.line + 1}) reads as {super().construct_yaml_int(node)} in YAML 1.1: write the decimal number"
+            )
+        return super().construct_yaml_int(node)
+
+
+_NON_DECIMAL_INT = re.compile(r"[-+]?(0[0-7_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)")  # YAML 1.1 octal, sexagesimal
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
 
 
 def load_deployment(path: str | Path) -> DeploymentFile:
@@ -119,7 +135,7 @@ def load_deployment(path: str | Path) -> DeploymentFile:
         raise InvalidInputError(f"cannot read deployment file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f"deployment file {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
-    except _RepeatedKeyError as exc:
+    except _RefusedFormError as exc:
         raise InvalidInputError(f"deployment file {path}: {exc}") from None
     except yaml.YAMLError as exc:
         raise InvalidInputError(f"deployment file {path}: not YAML ({str(exc).splitlines()[0]})") from None
