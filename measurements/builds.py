@@ -11,12 +11,6 @@ from estimator.models import linear_attention_layers
 from measurements.clients import INFERENCEX
 from measurements.schema import Measurement
 
-
-def with_build_compiles(m: Measurement) -> Measurement:
-    """The measurement with the first-use compiles its engine build pays in the replay (shape_compile_ms, prefix_compile_ms)."""
-    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=shape_compile_ms(m), prefix_compile_ms=prefix_compile_ms(m)))
-
-
 SHAPE_COMPILE_MS = 90.0  # one Triton compile of the FLA l2norm kernel, ms (SGLang PR 23448: "~90 ms each")
 SHAPE_COMPILE_FIXED = "2026-07-17"  # SGLang PR 31558 merged: T no longer specialized
 
@@ -66,7 +60,9 @@ def sglang_specializes_l2norm(m: Measurement) -> bool:
 # FlashInfer's cascade.cu at first use; the compile of fmha_cutlass_sm100a itself is not published (a larger CUTLASS module)
 PREFIX_COMPILE_MS = 20_000.0
 # SGLang releases whose images lack flashinfer-jit-cache: docker/Dockerfile ARG INSTALL_FLASHINFER_JIT_CACHE=0 until PR 14959
-# ("enable flashinfer-jit-cache in image build", merged 2025-12-12); 0.5.6, the last release before it, on PyPI 2025-12-03
+# ("enable flashinfer-jit-cache in image build", merged 2025-12-12; PR 12851 of 2025-11-07 had put it back in the dev image
+# only, "since the dev docker does not have a slim requirement"); 0.5.6 and its .post1/.post2, the last releases before it,
+# on PyPI 2025-12-03, 12-08 and 12-11. v0.5.3rc1-cu129-b200's build arguments are not published (assumed alike)
 JIT_CACHE_RELEASE = (0, 5, 7)
 # The InferenceX SGLang DeepSeek-R1 B200 launches of the single-prompt warm-up era: benchmarks/dsr1_fp4_b200_docker.sh and
 # dsr1_fp8_b200_docker.sh pass --attention-backend trtllm_mla --disable-radix-cache (at e06929c70 2025-11-02, 189ae51cc
@@ -86,15 +82,26 @@ def prefix_compile_ms(m: Measurement) -> float:
     the server's own warm-up (8 tokens) and decode CUDA graphs never reach it."""
     if m.mode != "agg" or m.engine != "sglang" or m.source != INFERENCEX or (m.model, m.system) not in TRTLLM_MLA_RUNS:
         return 0.0
-    release = _release(m)
-    if m.protocol.num_warmups != 1 or m.isl > m.settings.step_token_budget or (release is not None and release >= JIT_CACHE_RELEASE):
+    if m.protocol.num_warmups != 1 or m.isl > m.settings.step_token_budget:
         return 0.0
-    return PREFIX_COMPILE_MS
+    release = _release(m)
+    if release is None and (m.engine_version or m.image):  # a build recorded but not a release read above: not assumed
+        return 0.0
+    return PREFIX_COMPILE_MS if release is None or release < JIT_CACHE_RELEASE else 0.0
 
 
 def _release(m: Measurement) -> tuple[int, ...] | None:
-    """The SGLang release a run records (version, else image tag) as numbers, or None."""
+    """The SGLang release a run records (its version, else its image tag) as (major, minor, patch), or None. A run that
+    records neither ran an image of InferenceX's single-prompt warm-up era, every one of them before JIT_CACHE_RELEASE
+    (TRTLLM_MLA_RUNS)."""
     tag = _RELEASE_TAG.search(m.image or "")
-    text = (m.engine_version or "").removeprefix("v") or (tag.group(1) if tag else "")
-    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
-    return tuple(int(n) for n in numbers.groups()) if numbers else None
+    for text in ((m.engine_version or "").removeprefix("v"), tag.group(1) if tag else ""):
+        numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
+        if numbers:
+            return tuple(int(n) for n in numbers.groups())
+    return None
+
+
+def with_build_compiles(m: Measurement) -> Measurement:
+    """The measurement with the first-use compiles its engine build pays in the replay (shape_compile_ms, prefix_compile_ms)."""
+    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=shape_compile_ms(m), prefix_compile_ms=prefix_compile_ms(m)))

@@ -860,6 +860,25 @@ def test_the_first_pass_that_extends_a_prefix_pays_the_prefix_compile_once():
         EngineSettings(4096, True, prefix_compile_ms=-1.0)
 
 
+def test_under_overlap_the_prefix_compile_holds_the_previous_pass_first_tokens_too():
+    """The compile is host time: under overlap scheduling the tokens of the pass before it go out only once
+    the compiling pass is launched, so at C = 2 both first prompts' TTFTs carry it (one chunk each side of
+    the budget); without overlap only the prompt the compiling pass completes does."""
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0), 2, 512, 8)
+
+    def rise(overlap, impl):
+        def ttft(compile_ms):
+            spec = AggSpec(EngineSettings(768, True, prefix_compile_ms=compile_ms, overlap_scheduler=overlap))
+            return replay_agg(plan, spec, pricer, impl).stats.ttft_mean
+
+        return ttft(20_000.0) - ttft(0.0)
+
+    for impl in ("numba", "python"):
+        assert rise(True, impl) == pytest.approx(20_000.0, rel=1e-3)
+        assert rise(False, impl) == pytest.approx(20_000.0 / 2, rel=1e-3)
+
+
 def test_without_mixed_batches_decoders_pause_while_prompts_prefill():
     """SGLang's default: a pass that prefills carries no decoder. At C = 2 with staggered prompts a
     decoder skips the other prompt's prefill pass: its TPOT grows; C = 1 is unchanged."""

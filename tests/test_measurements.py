@@ -1201,6 +1201,10 @@ def _cold_dsr1_b200(sample):
         ({"system": "h200_sxm"}, 0.0),  # the trtllm_mla backend serves SM100 only
         ({"model": "Qwen/Qwen3.5-397B-A17B"}, 0.0),  # no MLA
         ({"isl": 20_000}, 0.0),  # the warm-up prompt itself extends a chunk
+        ({"engine_version": "nightly-dev"}, 0.0),  # a build recorded but no release read: not assumed
+        ({"engine_version": "nightly-dev", "image": "lmsysorg/sglang:v0.5.6-cu129-amd64"}, builds.PREFIX_COMPILE_MS),  # the tag
+        ({"engine_version": "0.5.6.post2"}, builds.PREFIX_COMPILE_MS),  # 2025-12-11, before PR 14959
+        ({"engine_version": "v0.5.9", "image": "lmsysorg/sglang:v0.5.5-cu129-amd64"}, 0.0),  # the version first
     ],
 )
 def test_cold_trtllm_mla_builds_compile_at_the_first_prefix_extend(sample, changes, compile_ms):
@@ -1211,8 +1215,9 @@ def test_cold_trtllm_mla_builds_compile_at_the_first_prefix_extend(sample, chang
 
 def test_a_run_warmed_up_at_its_concurrency_compiles_before_it_is_measured(sample):
     m = _cold_dsr1_b200(sample)
-    warmed = dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, num_warmups=2 * m.concurrency))
-    assert builds.prefix_compile_ms(m) == builds.PREFIX_COMPILE_MS and builds.prefix_compile_ms(warmed) == 0.0
+    warmed, unrecorded = (dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, num_warmups=n)) for n in (2 * m.concurrency, None))
+    assert builds.prefix_compile_ms(m) == builds.PREFIX_COMPILE_MS
+    assert builds.prefix_compile_ms(warmed) == builds.prefix_compile_ms(unrecorded) == 0.0
 
 
 def test_the_sample_rows_that_replay_the_prefix_compile_are_the_cold_dsr1_b200_runs(sample):
@@ -1270,7 +1275,10 @@ def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
 
     cold = [m for m in sample if cold_start_note(m)]
     assert cold and all(m.protocol.num_warmups == 1 and m.concurrency > 1 for m in cold)
-    assert COLD_START_NOTE in cold_start_note(cold[0]) and "1 warm-up request before a first wave" in cold_start_note(cold[0])
+    plain = next(m for m in cold if not (m.settings.shape_compile_ms or m.settings.prefix_compile_ms))
+    assert COLD_START_NOTE in cold_start_note(plain) and "1 warm-up request before a first wave" in cold_start_note(plain)
+    charged = next(m for m in cold if m.settings.prefix_compile_ms)  # the note names what the replay charges instead
+    assert COLD_START_NOTE not in cold_start_note(charged) and "at the first prefix extend 20000 ms" in cold_start_note(charged)
     warm = next(m for m in sample if m.protocol.num_warmups and m.protocol.num_warmups >= 2 * m.concurrency)
     assert cold_start_note(warm) == "" and cold_start_note(dataclasses.replace(warm, protocol=dataclasses.replace(warm.protocol, num_warmups=None))) == ""
 

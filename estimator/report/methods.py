@@ -65,6 +65,11 @@ COLD_START_NOTE = (
     "first wave measured cold: first-use kernel compiles and loads for new prefill shapes (TRT-LLM DeepGEMM on Hopper, SGLang "
     "Triton fused_moe configs, FlashInfer kernels loaded on first use) are documented without a published duration, so none is replayed"
 )
+# the same, on a row whose build's first-use compiles the replay charges (EngineSettings.shape_compile_ms, prefix_compile_ms)
+CHARGED_COLD_START_NOTE = (
+    "first wave measured cold: the replay charges this build's first-use compiles ({charged}); the other first-use kernel "
+    "compiles and loads are documented without a published duration, so none is replayed"
+)
 LAYOUT_NOTE = ("SILICON data lack the experts' MoE TP layout: priced as MoE EP over the same GPUs "
                "(the same expert weight bytes and FLOPs per GPU under balanced routing)")  # fmt: skip
 
@@ -334,12 +339,16 @@ def replayed_statistic(stats: LatencyStats, m: Measurement, stated: bool = True)
 
 
 def cold_start_note(m: Measurement) -> str:
-    """COLD_START_NOTE when the client sent fewer warm-up requests than the concurrency its measured pass
-    opens with ("" otherwise, or when the warm-up is not recorded)."""
+    """COLD_START_NOTE (CHARGED_COLD_START_NOTE naming the compiles the replay charges the row's build) when the
+    client sent fewer warm-up requests than the concurrency its measured pass opens with ("" otherwise, or when
+    the warm-up is not recorded)."""
     warmups = m.protocol.num_warmups
     if warmups is None or not m.concurrency or warmups >= m.concurrency:
         return ""
-    return f"{COLD_START_NOTE} ({warmups} warm-up request{'s' * (warmups != 1)} before a first wave of {m.concurrency})"
+    charged = [f"{label} {ms:g} ms" for label, ms in (("per new prefill shape", m.settings.shape_compile_ms),
+                                                      ("at the first prefix extend", m.settings.prefix_compile_ms)) if ms > 0]  # fmt: skip
+    note = CHARGED_COLD_START_NOTE.format(charged=", ".join(charged)) if charged else COLD_START_NOTE
+    return f"{note} ({warmups} warm-up request{'s' * (warmups != 1)} before a first wave of {m.concurrency})"
 
 
 def _closed_loop_method(protocol: str, off: Mechanism | None = None) -> Method:

@@ -1,8 +1,8 @@
 """The deployment file: what ran, for result files that only say what the client measured.
 
 A YAML mapping (read as ``yaml.safe_load`` reads it, except that a key given twice in one mapping is
-refused: ``safe_load`` keeps the last value silently; so is an integer in YAML 1.1's octal or base-60 form: ``tp: 010``
-reads as 8). Required: ``model`` (a bundled model id or a path to
+refused: ``safe_load`` keeps the last value silently; and an integer in YAML 1.1's octal or base-60 form is refused:
+``tp: 010`` reads as 8). Required: ``model`` (a bundled model id or a path to
 a config.json), ``system`` (a shipped GPU system id), ``backend`` (trtllm | vllm | sglang),
 ``backend_version``, ``mode`` (agg | disagg); for agg ``tp``, for disagg ``prefill`` and ``decode``
 blocks each with ``workers`` and ``tp``. Optional: ``image``, ``precision``, ``gemm_quant``,
