@@ -575,28 +575,14 @@ def test_bad_deployment_values_are_refused_when_the_file_is_read(tmp_path, capsy
         ("tp: 2\ntp: 4\n", "key 'tp' is given twice (lines 6 and 7)"),
         ("tp: 2\nclient:\n  isl: 1024\nclient:\n  osl: 128\n", "key 'client' is given twice (lines 7 and 9)"),
         ("tp: 2\nengine: {max_num_tokens: 2048, max_num_tokens: 4096}\n", "key 'max_num_tokens' is given twice (lines 7 and 7)"),
-    ],
-    ids=["tp", "client-block", "engine-setting"],
-)
-def test_a_deployment_key_given_twice_is_refused_naming_it(tmp_path, capsys, text, needle):
-    """Before: YAML's last value won silently (tp 4, or the second client: block alone)."""
-    path = _write(tmp_path, "deploy.yaml", yaml.safe_dump({k: v for k, v in DEPLOYMENT.items() if k != "tp"}) + text)
-    with pytest.raises(InvalidInputError, match="deploy.yaml") as exc:
-        load_deployment(path)
-    assert needle in str(exc.value)
-    assert needle in _refused(tmp_path, capsys, path, "--deployment", path)
-
-
-@pytest.mark.parametrize(
-    ("text", "needle"),
-    [
         ("tp: 010\n", "'010' (line 6) reads as 8 in YAML 1.1: write the decimal number"),
         ("tp: 2\nengine: {max_num_tokens: 1:30}\n", "'1:30' (line 7) reads as 90 in YAML 1.1: write the decimal number"),
     ],
-    ids=["octal", "base-60"],
+    ids=["tp", "client-block", "engine-setting", "octal", "base-60"],
 )
-def test_a_deployment_integer_in_a_yaml11_form_is_refused_naming_it(tmp_path, capsys, text, needle):
-    """Before: yaml.safe_load read tp: 010 as 8 (octal) and 1:30 as 90 (base 60), silently another deployment."""
+def test_a_deployment_form_read_otherwise_than_written_is_refused_naming_it(tmp_path, capsys, text, needle):
+    """Before: YAML's last value won silently (tp 4, or the second client: block alone), and yaml.safe_load read
+    tp: 010 as 8 (octal) and 1:30 as 90 (base 60): silently another deployment."""
     path = _write(tmp_path, "deploy.yaml", yaml.safe_dump({k: v for k, v in DEPLOYMENT.items() if k != "tp"}) + text)
     with pytest.raises(InvalidInputError, match="deploy.yaml") as exc:
         load_deployment(path)
