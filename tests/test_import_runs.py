@@ -577,8 +577,9 @@ def test_bad_deployment_values_are_refused_when_the_file_is_read(tmp_path, capsy
         ("tp: 2\nengine: {max_num_tokens: 2048, max_num_tokens: 4096}\n", "key 'max_num_tokens' is given twice (lines 7 and 7)"),
         ("tp: 010\n", "'010' (line 6) reads as 8 in YAML 1.1: write the decimal number"),
         ("tp: 2\nengine: {max_num_tokens: 1:30}\n", "'1:30' (line 7) reads as 90 in YAML 1.1: write the decimal number"),
+        ("tp: 2\nengine: {kv_cache_free_memory_fraction: 0:0.5}\n", "'0:0.5' (line 7) reads as 0.5 in YAML 1.1: write the decimal number"),
     ],
-    ids=["tp", "client-block", "engine-setting", "octal", "base-60"],
+    ids=["tp", "client-block", "engine-setting", "octal", "base-60", "base-60-float"],
 )
 def test_a_deployment_form_read_otherwise_than_written_is_refused_naming_it(tmp_path, capsys, text, needle):
     """Before: YAML's last value won silently (tp 4, or the second client: block alone), and yaml.safe_load read

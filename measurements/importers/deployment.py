@@ -1,7 +1,7 @@
 """The deployment file: what ran, for result files that only say what the client measured.
 
 A YAML mapping (read as ``yaml.safe_load`` reads it, except that a key given twice in one mapping is
-refused: ``safe_load`` keeps the last value silently; and an integer in YAML 1.1's octal or base-60 form is refused:
+refused: ``safe_load`` keeps the last value silently; and a number in YAML 1.1's octal or base-60 form is refused:
 ``tp: 010`` reads as 8). Required: ``model`` (a bundled model id or a path to
 a config.json), ``system`` (a shipped GPU system id), ``backend`` (trtllm | vllm | sglang),
 ``backend_version``, ``mode`` (agg | disagg); for agg ``tp``, for disagg ``prefill`` and ``decode``
@@ -93,7 +93,7 @@ class DeploymentFile:
 
 class _RefusedFormError(yaml.YAMLError):
     """The file writes something yaml.SafeLoader would read otherwise than written (a key given twice, a YAML 1.1
-    octal or base-60 integer); the message names it and its line(s)."""
+    octal or base-60 number); the message names it and its line(s)."""
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -121,9 +121,19 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             )
         return super().construct_yaml_int(node)
 
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        """A float, refusing YAML 1.1's base-60 form (1:30.5 reads as 90.5)."""
+        text = str(node.value)
+        if ":" in text:
+            raise _RefusedFormError(
+                f"{text!r} (line {node.start_mark.line + 1}) reads as {super().construct_yaml_float(node)} in YAML 1.1: write the decimal number"
+            )
+        return super().construct_yaml_float(node)
+
 
 _NON_DECIMAL_INT = re.compile(r"[-+]?(0[0-7_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)")  # YAML 1.1 octal, sexagesimal
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _UniqueKeyLoader.construct_yaml_float)
 
 
 def load_deployment(path: str | Path) -> DeploymentFile:
