@@ -45,9 +45,7 @@ def sglang_specializes_l2norm(m: Measurement) -> bool:
     nightly image dated before the fix (SHAPE_COMPILE_FIXED), or any build of a run measured
     before the fix (an assumption for releases not read: the fix is the first change to T that
     the PRs report); False when none of these is recorded (later releases are not assumed)."""
-    tag = _RELEASE_TAG.search(m.image or "")
-    releases = {(m.engine_version or "").removeprefix("v"), tag.group(1) if tag else ""}
-    if releases & SHAPE_SPECIALIZING_RELEASES:
+    if set(_recorded_releases(m)) & SHAPE_SPECIALIZING_RELEASES:
         return True
     for text in (m.engine_version, m.image):
         nightly = _NIGHTLY_DATE.search(text or "")
@@ -90,12 +88,17 @@ def prefix_compile_ms(m: Measurement) -> float:
     return PREFIX_COMPILE_MS if release is None or release < JIT_CACHE_RELEASE else 0.0
 
 
+def _recorded_releases(m: Measurement) -> tuple[str, str]:
+    """(the run's engine version without a leading v, its image's release tag), each "" when not recorded."""
+    tag = _RELEASE_TAG.search(m.image or "")
+    return (m.engine_version or "").removeprefix("v"), tag.group(1) if tag else ""
+
+
 def _release(m: Measurement) -> tuple[int, ...] | None:
     """The SGLang release a run records (its version, else its image tag) as (major, minor, patch), or None. A run that
     records neither ran an image of InferenceX's single-prompt warm-up era, every one of them before JIT_CACHE_RELEASE
     (TRTLLM_MLA_RUNS)."""
-    tag = _RELEASE_TAG.search(m.image or "")
-    for text in ((m.engine_version or "").removeprefix("v"), tag.group(1) if tag else ""):
+    for text in _recorded_releases(m):
         numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", text)
         if numbers:
             return tuple(int(n) for n in numbers.groups())

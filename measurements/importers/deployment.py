@@ -114,21 +114,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         """An integer, refusing YAML 1.1's octal and base-60 forms (010 reads as 8, 1:30 as 90)."""
-        text = str(node.value)
-        if _NON_DECIMAL_INT.fullmatch(text):
-            raise _RefusedFormError(
-                f"{text!r} (line {node.start_mark.line + 1}) reads as {super().construct_yaml_int(node)} in YAML 1.1: write the decimal number"
-            )
-        return super().construct_yaml_int(node)
+        value = super().construct_yaml_int(node)
+        if _NON_DECIMAL_INT.fullmatch(str(node.value)):
+            raise _read_otherwise(node, value)
+        return value
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         """A float, refusing YAML 1.1's base-60 form (1:30.5 reads as 90.5)."""
-        text = str(node.value)
-        if ":" in text:
-            raise _RefusedFormError(
-                f"{text!r} (line {node.start_mark.line + 1}) reads as {super().construct_yaml_float(node)} in YAML 1.1: write the decimal number"
-            )
-        return super().construct_yaml_float(node)
+        value = super().construct_yaml_float(node)
+        if ":" in str(node.value):
+            raise _read_otherwise(node, value)
+        return value
+
+
+def _read_otherwise(node: yaml.ScalarNode, value: float) -> _RefusedFormError:
+    """The error for a number YAML 1.1 reads as `value` though written otherwise, naming it and its line."""
+    return _RefusedFormError(f"{node.value!r} (line {node.start_mark.line + 1}) reads as {value} in YAML 1.1: write the decimal number")
 
 
 _NON_DECIMAL_INT = re.compile(r"[-+]?(0[0-7_]+|[1-9][0-9_]*(:[0-5]?[0-9])+)")  # YAML 1.1 octal, sexagesimal
