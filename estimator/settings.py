@@ -27,6 +27,11 @@ DEFAULT_ORIGIN = "engine default"  # origin of settings no source documents
 SOURCE_ORIGIN = "source"  # origin of settings a source's launch recipe documents
 
 
+# TensorRT-LLM's moe_config.backend values (tensorrt_llm/llmapi/llm_args.py MoeConfig.backend Literal: CUTLASS, CUTEDSL,
+# WIDEEP, TRTLLM, DEEPGEMM, VANILLA, TRITON; AUTO and MEGAMOE_DEEPGEMM in later releases and the srt-slurm recipes)
+TRTLLM_MOE_BACKENDS = ("CUTLASS", "CUTEDSL", "WIDEEP", "TRTLLM", "DEEPGEMM", "VANILLA", "TRITON", "AUTO", "MEGAMOE_DEEPGEMM")
+
+
 def _doc(text: str, *, point: bool = False) -> dict[str, Any]:
     return {"doc": text, POINT: point}
 
@@ -111,6 +116,10 @@ class EngineSettings:
         "1, each of the tokens' sums of squares: vLLM 2 through 0.13, 1 from 0.14.0 (PR 31493); SGLang 2 through 0.5.7, 1 "
         "from 0.5.8 (PR 14416); 0: not replayed (TensorRT-LLM: its code not read). The closed-loop replay adds them to "
         "every pass (estimator.closedloop.qk_norm), >= 0; empty: the engine's count at the run's release"))  # fmt: skip
+    moe_backend: str | None = field(default=None, metadata=_doc(
+        "TensorRT-LLM's MoE backend (moe_config.backend: " + ", ".join(TRTLLM_MOE_BACKENDS) + "); TRTLLM, the trtllm-gen kernels, "
+        "prices the tables' trtllm-gen MoE curve at every token count where they hold it (nvfp4 on SM100); a disagg row's is "
+        "its prefill workers'; empty: the reference's rule (trtllm-gen up to 128 tokens, CUTLASS above)", point=True))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))
@@ -129,6 +138,8 @@ class EngineSettings:
         if self.eager_layer_ms is not None:
             _set(self, "eager_layer_ms", _finite_non_negative("eager_layer_ms", self.eager_layer_ms))
         _set(self, "kv_cache_dtype", _kv_cache_dtype(self.kv_cache_dtype))
+        if self.moe_backend is not None and self.moe_backend not in TRTLLM_MOE_BACKENDS:
+            raise InvalidInputError(f"moe_backend must be one of {', '.join(TRTLLM_MOE_BACKENDS)} (or empty), got {self.moe_backend!r}")
         if self.nextn_accepted > self.nextn:
             raise InvalidInputError(f"nextn_accepted must be <= nextn ({self.nextn}), got {self.nextn_accepted!r}")
         for name in KV_MEMORY_SETTINGS:

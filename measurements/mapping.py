@@ -123,6 +123,7 @@ class DisaggInputs:
     nextn_accepted: float = 0.0  # accepted MTP draft tokens per decode step (0 <= this <= decode.nextn)
     decode_recv_interval: int = 1  # the decode workers' scheduler receive interval (the row's EngineSettings.recv_interval, >= 1)
     prefill_overlap: bool = True  # the prefill workers run the overlap scheduler (the row's EngineSettings.overlap_scheduler)
+    prefill_moe_backend: str | None = None  # the prefill workers' TRT-LLM MoE backend (the row's EngineSettings.moe_backend)
 
     @property
     def deployments(self) -> tuple[Deployment, ...]:
@@ -411,7 +412,7 @@ def _inputs(m: Measurement, model_used: str, data_version: str) -> AggInputs | D
     return DisaggInputs(
         _deployment(m, p, model_used, data_version), _deployment(m, d, model_used, data_version), pricer,
         m.isl, m.osl, p.batch_size, p.workers, d.batch_size, d.workers, m.settings.nextn_accepted, m.settings.recv_interval,
-        m.settings.overlap_scheduler,
+        m.settings.overlap_scheduler, m.settings.moe_backend,
     )  # fmt: skip
 
 

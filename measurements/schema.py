@@ -144,6 +144,7 @@ ADDED_COLUMNS = frozenset(
         "kv_free_memory_fraction",
         "gpu_memory_utilization",
         "qk_norm_allreduces",
+        "moe_backend",
         "num_warmups",
         *(f.name for f in dataclasses.fields(Statistics)),
     }

@@ -23,6 +23,7 @@ ROWS = {
     "sglang_intake": "dsr1_gb200_sglang_fp8_disagg_8192x1024_c8_cfg536",  # decode recipe: scheduler-recv-interval 10
     "vllm_kv": "2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_8192x1024_c64_tp4_ep4_1359",  # 64 clients, the pool holds fewer
     "cold_sglang": "dsr1_b200_sglang_fp8_agg_1024x1024_c64_cfg199",  # 2025-11-18: the first prefix extend builds FlashInfer's FMHA
+    "trtllm_fp4_disagg": "2026_03_25_deepseek_r1_gb200_trtllm_fp4_disagg_8192x1024_c4_tp4_0_ep4_0_441",  # prefill recipe: TRTLLM MoE
 }
 AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv", "cold_sglang"}
 MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the replay
@@ -30,19 +31,20 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "eager_floor": set(ROWS),  # agg and prefill-stage passes
     "request_path": AGG,
     "compile": {"cold_sglang"},  # no Qwen3.5 row here compiles per shape
-    "admission": {"trtllm_disagg", "sglang_intake"},  # a disagg request's first token
-    "admission_lag": {"trtllm_disagg", "sglang_intake"},
+    "admission": {"trtllm_disagg", "sglang_intake", "trtllm_fp4_disagg"},  # a disagg request's first token
+    "admission_lag": {"trtllm_disagg", "sglang_intake", "trtllm_fp4_disagg"},
     "decode_intake": {"sglang_intake"},
     "prefill_overlap": {"sglang_intake"},
     "kv_pool": {"vllm_kv"},
     "qk_norm": {"vllm_kv"},  # MiniMax-M2 at TP 4
+    "moe_backend": {"trtllm_fp4_disagg"},  # the FP8 disagg row's prefill recipe sets DEEPGEMM
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
     "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
-    "qk_norm": "vllm_kv", "compile": "cold_sglang",
+    "qk_norm": "vllm_kv", "compile": "cold_sglang", "moe_backend": "trtllm_fp4_disagg",
 }  # fmt: skip
 
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from estimator.caching import memo, register
 from estimator.closedloop import tablecache
+from estimator.closedloop.moe_kernel import trtllm_gen_column, with_trtllm_gen
 from estimator.closedloop.pricing import PassTables
 from estimator.closedloop.qk_norm import qk_norm_ms
 from estimator.deployment import Deployment
@@ -86,6 +87,7 @@ class PassModel:
     seq_scale: float = 1.0  # seq imbalance correction on context attention
     gen_scale: float = 1.0  # gen seq imbalance correction on generation attention
     qk_norm_allreduces: int = 0  # all-reduces per layer of a cross-head q/k norm the pricer's graph omits (EngineSettings'; >= 0)
+    moe_backend: str | None = None  # TRT-LLM's MoE backend (EngineSettings'): TRTLLM prices the Moe op at trtllm-gen's curve (moe_kernel)
 
     @property
     def query_multiplier(self) -> int:
@@ -263,20 +265,26 @@ class _ComponentPricers:
     full: Pricer  # the deployment's pricer
     attention: Pricer  # the full pricer's view holding the KV-reading ops only (CONTEXT_KV_OPS, GENERATION_KV_OPS)
     model: PassModel
+    moe: dict  # phase -> (column of its Moe op in the full pricer, the trtllm-gen pricer), where moe_kernel prices it
 
     def context(self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False) -> np.ndarray:
-        pricer = self.attention if attention else self.full
-        lat = _price_tolerant(lambda s: pricer.context_many(s, self.model.seq_scale), shapes, len(pricer.context_names))
-        fold = op_fold(pricer.context_names, pricer.context_sources, only, exclude)
-        return sequential_sum(fold.apply(lat))
+        return self._phase("context", shapes, only, exclude, attention)
 
     def generation(
         self, shapes: np.ndarray, only: tuple[str, ...] | None = None, exclude: tuple[str, ...] | None = None, attention: bool = False
     ) -> np.ndarray:
+        return self._phase("generation", shapes, only, exclude, attention)
+
+    def _phase(self, phase: str, shapes: np.ndarray, only: tuple[str, ...] | None, exclude: tuple[str, ...] | None, attention: bool) -> np.ndarray:
+        """The fold of a phase's ops at `shapes`: the attention view's, or the full pricer's with its Moe op at the
+        launch's trtllm-gen kernels where moe_kernel prices them."""
         pricer = self.attention if attention else self.full
-        lat = _price_tolerant(lambda s: pricer.generation_many(s, self.model.gen_scale), shapes, len(pricer.generation_names))
-        fold = op_fold(pricer.generation_names, pricer.generation_sources, only, exclude)
-        return sequential_sum(fold.apply(lat))
+        context = phase == "context"
+        many, scale = (pricer.context_many, self.model.seq_scale) if context else (pricer.generation_many, self.model.gen_scale)
+        names, sources = (pricer.context_names, pricer.context_sources) if context else (pricer.generation_names, pricer.generation_sources)
+        moe = None if attention else self.moe.get(phase)
+        lat = _price_tolerant(lambda s: with_trtllm_gen(many(s, scale), s, moe, phase), shapes, len(names))
+        return sequential_sum(op_fold(names, sources, only, exclude).apply(lat))
 
 
 @memo(64)
@@ -284,7 +292,13 @@ def _component_pricers(model: PassModel) -> _ComponentPricers:
     """The full pricer, plus a view of it holding the KV-reading ops only, so that the large
     attention grids do not price every op at every node."""
     full = step_pricer(model.pricer, model.deployment)
-    return _ComponentPricers(full, full.restricted(frozenset(CONTEXT_KV_OPS), frozenset(GENERATION_KV_OPS)), model)
+    moe = {phase: trtllm_gen_column(full, model.deployment, model.moe_backend, phase) for phase in ("context", "generation")}
+    return _ComponentPricers(
+        full,
+        full.restricted(frozenset(CONTEXT_KV_OPS), frozenset(GENERATION_KV_OPS)),
+        model,
+        {phase: column for phase, column in moe.items() if column is not None},
+    )
 
 
 def _price_tolerant(price, shapes: np.ndarray, n_ops: int) -> np.ndarray:

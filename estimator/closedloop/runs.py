@@ -89,6 +89,7 @@ class DisaggRun:
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
     decode_recv_interval: int = 1  # SGLang decode workers' --scheduler-recv-interval: a busy one takes requests in every this many passes (>= 1)
     prefill_overlap: bool = True  # the prefill workers run the overlap scheduler (the engines' default; a launch may turn it off)
+    prefill_moe_backend: str | None = None  # the prefill workers' TRT-LLM MoE backend (EngineSettings.moe_backend); None: the reference's rule
 
     def __post_init__(self) -> None:
         _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch",
@@ -113,13 +114,14 @@ def agg_run(deployment: Deployment, point: AggPoint) -> AggRun:
 
 
 def disagg_run(prefill: Deployment, decode: Deployment, point: DisaggPoint, concurrency: int | None = None,
-               decode_recv_interval: int = 1, prefill_overlap: bool = True) -> DisaggRun:  # fmt: skip
+               decode_recv_interval: int = 1, prefill_overlap: bool = True, prefill_moe_backend: str | None = None) -> DisaggRun:  # fmt: skip
     """The run of a closed-form disagg operating point at a system concurrency (None: every decode
     worker's batch full, the closed form's concurrency); batches span every attention-DP rank."""
     full = point.decode_batch_size * decode.attention_dp * decode.pp * point.decode_workers
     return DisaggRun(prefill, decode, point.isl, point.osl, concurrency or full, point.prefill_workers, point.decode_workers,
                      point.prefill_batch_size * prefill.attention_dp, point.decode_batch_size * decode.attention_dp, point.prefix,
-                     point.nextn_accepted, decode_recv_interval=decode_recv_interval, prefill_overlap=prefill_overlap)  # fmt: skip
+                     point.nextn_accepted, decode_recv_interval=decode_recv_interval, prefill_overlap=prefill_overlap,
+                     prefill_moe_backend=prefill_moe_backend)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
         encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment),
         prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
     )  # fmt: skip
-    model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces)
+    model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces, moe_backend=settings.moe_backend)
     return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, model)
 
 
@@ -211,17 +213,18 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
                       decode_bound_at_dispatch=run.decode.backend in DECODE_BOUND_AT_DISPATCH,
                       decode_intake_interval=run.decode_recv_interval,
                       prefill_overlap=run.prefill_overlap and run.prefill.backend in PREFILL_OVERLAP)  # fmt: skip
-    return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec, _worker_model(run.prefill, pricer),
-                      _worker_model(run.decode, pricer))  # fmt: skip
+    return TandemCase(run.concurrency, run.isl, run.visual_tokens, run.osl, protocol, spec,
+                      _worker_model(run.prefill, pricer, run.prefill_moe_backend), _worker_model(run.decode, pricer))  # fmt: skip
 
 
-def _worker_model(deployment: Deployment, pricer: str) -> PassModel:
+def _worker_model(deployment: Deployment, pricer: str, moe_backend: str | None = None) -> PassModel:
     """A disaggregated worker's pass model: its engine's q/k norm all-reduces at the worker's data version,
-    a slot alias resolved (a disagg run records no engine version per worker)."""
+    a slot alias resolved (a disagg run records no engine version per worker), and its MoE backend."""
     return PassModel(
         deployment,
         pricer,
         qk_norm_allreduces=qk_norm_allreduces(deployment.backend, resolve_version(deployment.system, deployment.backend, deployment.version)),
+        moe_backend=moe_backend,
     )
 
 

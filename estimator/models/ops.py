@@ -116,7 +116,7 @@ class Moe(Op):
     quant_mode: str  # MoE quant mode, e.g. "fp8_block"
     workload_distribution: str  # token routing skew, e.g. "power_law_1.01"
     is_gated: bool = True  # gated (SwiGLU, 3 GEMMs) or not (2 GEMMs)
-    moe_backend: str | None = None  # sglang MoE backend ("deepep_moe" is retired: always a miss)
+    moe_backend: str | None = None  # sglang's ("deepep_moe" retired: a miss), or TRT-LLM's TRTLLM: trtllm-gen's curve at every token count
     enable_eplb: bool = False  # expert-parallel load balancing (sglang context ops price 0.8 x tokens)
     is_context: bool = False  # the op belongs to the context phase (gates EPLB)
     kind: str = field(init=False, default="Moe")

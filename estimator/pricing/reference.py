@@ -118,6 +118,11 @@ class ReferencePricer:
             views[key] = view
         return views[key]
 
+    def moe_op(self, phase: str) -> dict | None:
+        """The fields of the phase's ("context" or "generation") Moe op as the reference serializes it, or None when the
+        phase has none outside an Overlap group (whose ops the reference prices as one)."""
+        return next((spec["Moe"] for spec in self._spec_ops[phase] if "Moe" in spec), None)
+
     def _probe(self) -> None:
         """Names, sources and row counts of the priced ops, from one evaluation per phase."""
         probe_c = self.context_ops(1, 1)

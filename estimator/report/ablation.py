@@ -17,6 +17,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | prefill_overlap | a prefill worker's overlap loop: a batch's KV sent after the next batch's launch, that batch formed at the last launch (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
+| moe_backend | the launch's MoE backend: trtllm-gen's MoE curve at every token count (the reference's rule instead) | TRT-LLM runs whose launch sets TRTLLM (the DeepSeek-R1 FP4 disagg prefill workers) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
@@ -66,18 +67,16 @@ def _tandem_spec(**changes) -> Callable[[Case], Case]:
     return off
 
 
-def _no_qk_norm(case: Case) -> Case:
-    """The case with its pass models pricing no cross-head q/k norm all-reduce."""
-    if isinstance(case, AggCase):
-        return case if not isinstance(case.steps, PassModel) else dataclasses.replace(case, steps=_without_qk_norm(case.steps))
-    if not (isinstance(case.prefill, PassModel) and isinstance(case.decode, PassModel)):
-        return case
-    return dataclasses.replace(case, prefill=_without_qk_norm(case.prefill), decode=_without_qk_norm(case.decode))
+def _pass_models(**changes) -> Callable[[Case], Case]:
+    def off(case: Case) -> Case:
+        """The case with `changes` on each of its pass models (agg steps; disagg prefill and decode)."""
+        if isinstance(case, AggCase):
+            return case if not isinstance(case.steps, PassModel) else dataclasses.replace(case, steps=dataclasses.replace(case.steps, **changes))
+        if not (isinstance(case.prefill, PassModel) and isinstance(case.decode, PassModel)):
+            return case
+        return dataclasses.replace(case, prefill=dataclasses.replace(case.prefill, **changes), decode=dataclasses.replace(case.decode, **changes))
 
-
-def _without_qk_norm(model: PassModel) -> PassModel:
-    """The pass model pricing no cross-head q/k norm all-reduce."""
-    return dataclasses.replace(model, qk_norm_allreduces=0)
+    return off
 
 
 def _recorded_prompt(row: MappedRow) -> MappedRow:
@@ -119,7 +118,8 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
     Mechanism("prefill_overlap", "prefill workers' overlap loop (KV after the next launch, intake at the last)", case=_tandem_spec(prefill_overlap=False)),
     Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_no_gpu_memory_utilization),
-    Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_no_qk_norm),
+    Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_pass_models(qk_norm_allreduces=0)),
+    Mechanism("moe_backend", "the launch's MoE backend (trtllm-gen)", case=_pass_models(moe_backend=None)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip

@@ -40,6 +40,7 @@ ADDED_POINT_COLUMNS = MappingProxyType(
         "shape_compile_ms": 0.0,
         "prefix_compile_ms": 0.0,
         "kv_free_memory_fraction": None,
+        "moe_backend": None,
         "replicate_group": "",
         **dict.fromkeys(STAGE_COLUMNS),
         "recipe_key": "",

@@ -51,6 +51,7 @@ class Rule:
     prefill_max_batch_size: int | str  # running-request cap per attention-DP rank
     prefill_token_budget: int | str  # prompt tokens one prefill pass takes per attention-DP rank (prefill_budget); empty: not set
     prefill_overlap: str  # false: the recipe turns the prefill workers' overlap scheduler off (prefill_overlap_off); empty: not
+    prefill_moe_backend: str  # TRT-LLM prefill workers' moe_config.backend in the recipe (TRTLLM, CUTLASS, ...); empty: not set
     decode_workers: int
     decode_tp: int | str
     decode_ep: int | str
@@ -148,6 +149,7 @@ class Recipes:
         out["decode_recv_interval"] = decode.get("scheduler-recv-interval")
         out["prefill_token_budget"] = prefill_budget(prefill)
         out["prefill_overlap"] = "false" if prefill_overlap_off(prefill, backend.get("prefill_environment") or {}) else ""
+        out["prefill_moe_backend"] = (prefill.get("moe_config") or {}).get("backend") or ""
         return out
 
 
@@ -232,7 +234,7 @@ def _entry_rows(key, entry, slc, item_node, lines, recipes, commit, when):
             prefill_workers=pre["num-worker"], decode_workers=dec["num-worker"],
             **_stage("prefill", pre, ps, rec, system, entry["framework"]), **_stage("decode", dec, ds, rec, system, entry["framework"]),
             prefill_token_budget="" if rec.get("prefill_token_budget") is None else rec["prefill_token_budget"],
-            prefill_overlap=rec.get("prefill_overlap", ""),
+            prefill_overlap=rec.get("prefill_overlap", ""), prefill_moe_backend=rec.get("prefill_moe_backend", ""),
             decode_recv_interval="" if rec.get("decode_recv_interval") is None else int(rec["decode_recv_interval"]),
             spec_mode=spec_mode, nextn="" if nextn in (None, "") else int(nextn),
             recipe_file=recipe_file, recipe_commit=rec.get("commit", "") if rec else "",
@@ -326,7 +328,8 @@ def _trt_launch_rows(call: tuple[str, ...], seq: tuple[int, int], common: dict) 
     context_batch, context_tokens = (4, 4608) if seq[0] == seq[1] else (1, 8448)
     return [dict(common, key="launcher:dynamo-trtllm", model="deepseek-r1-0528-fp4-v2", precision="fp4", framework="trtllm", isl=seq[0],
                  osl=seq[1], conc=int(conc), prefill_workers=int(ctx), prefill_tp=TRT_CONTEXT_TP, prefill_ep=TRT_CONTEXT_TP,
-                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, prefill_token_budget=context_tokens, prefill_overlap="", decode_workers=int(gen), decode_tp=int(gen_tp),
+                 prefill_attention_dp="true", prefill_max_batch_size=context_batch, prefill_token_budget=context_tokens, prefill_overlap="", prefill_moe_backend="",
+                 decode_workers=int(gen), decode_tp=int(gen_tp),
                  decode_ep=int(gen_tp), decode_attention_dp=dp, decode_max_batch_size=int(batch), decode_recv_interval="", spec_mode="mtp" if mtp == "on" else "none",
                  nextn=int(nextn), launch_script=TRT_CONTEXT_SCRIPT)
             for conc in conc_list.split()]  # fmt: skip
@@ -341,7 +344,7 @@ def _sglang_launch_rows(call: tuple[str, ...], concs: str, seq: tuple[int, int],
     dp, pep, dep = ("", "", "") if undecided else ("true", ptp, dtp)
     return [dict(common, key="launcher:dynamo-sglang", model="deepseek-r1-0528", precision="fp8", framework="sglang", isl=seq[0], osl=seq[1],
                  conc=int(conc), prefill_workers=pw, prefill_tp=ptp, prefill_ep=pep, prefill_attention_dp=dp, prefill_max_batch_size="", prefill_token_budget="", prefill_overlap="",
-                 decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", decode_recv_interval="", spec_mode="none", nextn=0,
+                 prefill_moe_backend="", decode_workers=dw, decode_tp=dtp, decode_ep=dep, decode_attention_dp=dp, decode_max_batch_size="", decode_recv_interval="", spec_mode="none", nextn=0,
                  launch_script=f"{undecided or SGLANG_DEFAULT_SCRIPT}; {SGLANG_NO_SPEC}")
             for conc in concs.split("x")]  # fmt: skip
 

@@ -47,6 +47,7 @@ class Stage:
     recv_interval: int | None = None  # SGLang --scheduler-recv-interval the recipe sets; None: not set (the engine default, 1)
     token_budget: int | None = None  # prompt tokens one pass takes per attention-DP rank (derive.prefill_budget); None: not set
     overlap: bool | None = None  # False: the recipe turns the overlap scheduler off (derive.prefill_overlap_off); None: not set
+    moe_backend: str | None = None  # TRT-LLM moe_config.backend the recipe sets (prefill stage only); None: not set
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ def _latest(rules: list[dict[str, str]], when: str) -> list[dict[str, str]]:
 
 def _signature(rule: dict[str, str]) -> tuple:
     cols = ("prefill_workers", "prefill_tp", "prefill_ep", "prefill_attention_dp", "prefill_max_batch_size", "prefill_token_budget",
-            "prefill_overlap", "decode_workers",
+            "prefill_overlap", "prefill_moe_backend", "decode_workers",
             "decode_tp", "decode_ep", "decode_attention_dp", "decode_max_batch_size", "decode_recv_interval", "nextn")  # fmt: skip
     return tuple(rule[c] for c in cols)
 
@@ -311,7 +312,7 @@ def _topology(rule: dict[str, str], concurrency: int | None) -> Topology:
         return Stage(workers=int(rule[f"{s}_workers"]), tp=int(rule[f"{s}_tp"]), ep=_int(rule[f"{s}_ep"]),
                      attention_dp=None if dp == "" else dp == "true", max_batch_size=_int(rule[f"{s}_max_batch_size"]),
                      recv_interval=_int(rule.get(f"{s}_recv_interval", "")), token_budget=_int(rule.get(f"{s}_token_budget", "")),
-                     overlap=False if rule.get(f"{s}_overlap") == "false" else None)  # fmt: skip
+                     overlap=False if rule.get(f"{s}_overlap") == "false" else None, moe_backend=rule.get(f"{s}_moe_backend") or None)  # fmt: skip
 
     citation = f"{rule['repository']} {rule['file']} @ {rule['commit']} {rule['lines']}: {rule['excerpt']}"
     if rule["recipe_file"]:

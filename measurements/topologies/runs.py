@@ -3,8 +3,8 @@ speculative depth, and the benchmark client of its launch path (srt-slurm's sa-b
 launcher's dynamo clients: measurements.topologies.resolver.multinode_client).
 
 ``published_run`` returns the measurement with its layouts, mode, client protocol, MTP
-settings, decode workers' scheduler receive interval (SGLang recipes) and prefill workers' overlap
-scheduler (a recipe that turns it off) replaced by the published ones and a note saying what was replaced, or why the run
+settings, decode workers' scheduler receive interval (SGLang recipes), prefill workers' overlap
+scheduler (a recipe that turns it off) and MoE backend (TRT-LLM recipes) replaced by the published ones and a note saying what was replaced, or why the run
 cannot be priced from its topology (a speculative mode the config leaves open, an acceptance
 figure not published). A stage whose batch cap the config does not set takes the engine's
 documented default, stated in the note; a prefill batch holds at most the whole prompts of its
@@ -70,6 +70,9 @@ def published_run(m: Measurement, topology: Topology) -> tuple[Measurement, str]
                                   recv_interval=topology.decode.recv_interval)  # fmt: skip
     if topology.prefill.overlap is False:  # and its overlap_scheduler its prefill workers'
         settings = settings.cited(f"prefill overlap scheduler off: {topology.citation}", overlap_scheduler=False)
+    if topology.prefill.moe_backend is not None:  # and its moe_backend its prefill workers'
+        settings = settings.cited(f"prefill moe_config.backend {topology.prefill.moe_backend}: {topology.citation}",
+                                  moe_backend=topology.prefill.moe_backend)  # fmt: skip
     run = dataclasses.replace(m, mode="disagg", agg=None, prefill=prefill, decode=decode, protocol=protocol, settings=settings)
     return run, "; ".join(notes)
 

@@ -1,0 +1,102 @@
+"""TensorRT-LLM's trtllm-gen MoE (estimator.closedloop.moe_kernel): a launch whose moe_config.backend is TRTLLM has
+its MoE priced at the tables' trtllm-gen curve at every token count, everything else as the reference prices it; the
+recipe fact reaches the replay from the published topology (a test fails when the mechanism is removed)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from estimator.closedloop.engine import PassModel, _component_pricers
+from estimator.closedloop.moe_kernel import trtllm_gen_pricer
+from estimator.deployment import Deployment, QuantOverrides, Role
+from estimator.errors import InvalidInputError
+from estimator.models.ops import Moe
+from estimator.perf.paths import systems_root
+from estimator.perf.stack import load_stack
+from estimator.pricing.native import TRTLLM_GEN, NativePricer
+from estimator.settings import EngineSettings
+from measurements.loaders import load_silicon_sample
+from measurements.mapping import map_measurement
+from measurements.topologies.derive import COLUMNS
+from measurements.topologies.resolver import RULES_PATH
+
+pytestmark = pytest.mark.reference
+
+VERSION = "1.3.0rc20"
+PREFILL = Deployment("deepseek-ai/DeepSeek-R1", "b200_sxm", "trtllm", VERSION, tp=1, attention_dp=4, moe_tp=1, moe_ep=4,
+                     quant=QuantOverrides(gemm="nvfp4", moe="nvfp4"), role=Role.PREFILL)  # fmt: skip
+SHARED = ("context_attention", "context_mla_block")  # the KV-reading ops the pass tables price apart
+TOKENS = np.array([[1, t, 0] for t in (64, 1024, 4096, 8192)], dtype=np.float64)
+TRTLLM_ROW = "2026_03_25_deepseek_r1_gb200_trtllm_fp4_disagg_8192x1024_c4_tp4_0_ep4_0_441"  # srt-slurm prefill: TRTLLM
+
+
+def _moe(**changes) -> Moe:
+    fields = dict(name="context_moe", scale_factor=1.0, hidden_size=7168, inter_size=2048, topk=8, num_experts=256, moe_tp_size=1,
+                  moe_ep_size=4, attention_dp_size=1, quant_mode="nvfp4", workload_distribution="power_law_1.01", is_context=True)  # fmt: skip
+    return Moe(**{**fields, **changes})
+
+
+def _measured(kernel: str, tokens: int) -> float:
+    """The B200 1.3.0rc20 moe_perf latency of DeepSeek-R1's nvfp4 MoE at EP 4 by kernel source, ms."""
+    t = pd.read_parquet(systems_root() / "data" / "b200_sxm" / "moe" / "trtllm" / VERSION / "moe_perf.parquet")
+    row = t[(t.kernel_source == kernel) & (t.moe_dtype == "nvfp4") & (t.hidden_size == 7168) & (t.num_experts == 256) & (t.moe_ep_size == 4)
+            & (t.moe_tp_size == 1) & (t.distribution == "power_law_1.01") & (t.num_tokens == tokens)]  # fmt: skip
+    return float(row.latency.iloc[0])
+
+
+@pytest.mark.parametrize("tokens", [64, 4096])
+def test_the_trtllm_backend_prices_the_trtllm_gen_curve_at_every_token_count(tokens):
+    """At a measured token count the op is the trtllm-gen kernel's measurement; without the backend the reference's
+    rule prices CUTLASS's above 128 tokens."""
+    tables = load_stack("b200_sxm", "trtllm", VERSION)
+    shape = np.array([[1, tokens, 0]], dtype=np.float64)
+    gen = NativePricer(tables, [_moe(moe_backend=TRTLLM_GEN)], []).context_many(shape)[0, 0]
+    rule = NativePricer(tables, [_moe()], []).context_many(shape)[0, 0]
+    assert gen == pytest.approx(_measured("moe_torch_flow_min_latency", tokens), rel=1e-9)
+    assert rule == pytest.approx(_measured("moe_torch_flow_min_latency" if tokens <= 128 else "moe_torch_flow_cutlass", tokens), rel=1e-9)
+
+
+def test_a_quant_without_a_trtllm_gen_curve_keeps_the_reference_price():
+    assert trtllm_gen_pricer(PREFILL, tuple(sorted(_moe(quant_mode="fp8_block").spec()["Moe"].items()))) is None
+
+
+def _shared(moe_backend: str | None, deployment: Deployment = PREFILL) -> np.ndarray:
+    return _component_pricers(PassModel(deployment, "reference", moe_backend=moe_backend)).context(TOKENS, exclude=SHARED)
+
+
+def test_the_pass_tables_swap_only_the_moe_op():
+    """The prefill worker's shared context price drops by the reference's MoE less trtllm-gen's, token for token;
+    another backend (CUTLASS) keeps the reference's prices bit for bit."""
+    full = _component_pricers(PassModel(PREFILL, "reference")).full
+    col = full.context_names.index("context_moe")
+    reference_moe = full.context_many(TOKENS)[:, col]
+    op = Moe(**{**full.moe_op("context"), "moe_backend": TRTLLM_GEN})
+    gen_moe = NativePricer(load_stack("b200_sxm", "trtllm", VERSION), [op], []).context_many(TOKENS)[:, 0]
+    assert np.all(gen_moe < reference_moe)
+    np.testing.assert_allclose(_shared(None) - _shared("TRTLLM"), reference_moe - gen_moe, rtol=1e-9)
+    assert np.array_equal(_shared("CUTLASS"), _shared(None))
+
+
+def test_a_system_whose_tables_lack_the_curve_keeps_the_reference_price():
+    gb300 = dataclasses.replace(PREFILL, system="gb300")
+    assert np.array_equal(_shared("TRTLLM", gb300), _shared(None, gb300))
+
+
+def test_the_recipe_fact_reaches_the_prefill_workers():
+    """rules.csv holds the recipe's prefill moe_config.backend (derive.Recipes), the published run cites it, and the
+    disagg inputs carry it to the replay's prefill pass model."""
+    assert "prefill_moe_backend" in COLUMNS and "prefill_moe_backend" in pd.read_csv(RULES_PATH, nrows=0).columns
+    run = next(m for m in load_silicon_sample() if m.id == TRTLLM_ROW)
+    row = map_measurement(run)
+    assert row.inputs.prefill_moe_backend == "TRTLLM"
+    assert "prefill moe_config.backend TRTLLM: " in row.measurement.settings.citation
+
+
+@pytest.mark.parametrize("bad", ["trtllm-gen", "cutlass", 1])
+def test_an_unknown_moe_backend_is_refused_naming_it(bad):
+    with pytest.raises(InvalidInputError, match="moe_backend must be one of"):
+        EngineSettings(step_token_budget=8192, chunked_prefill=False, moe_backend=bad)
