@@ -37,7 +37,7 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "prefill_overlap": {"sglang_intake"},
     "kv_pool": {"vllm_kv"},
     "qk_norm": {"vllm_kv"},  # MiniMax-M2 at TP 4
-    "moe_backend": {"trtllm_fp4_disagg"},  # the FP8 disagg row's prefill recipe sets DEEPGEMM
+    "moe_backend": {"trtllm_fp4_disagg"},  # the FP8 row's prefill runs TRTLLM too, but no trtllm-gen fp8_block curve exists
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
 }

@@ -11,13 +11,16 @@ import pandas as pd
 import pytest
 
 from estimator.closedloop.engine import PassModel, _component_pricers
-from estimator.closedloop.moe_kernel import trtllm_gen_pricer
+from estimator.closedloop.moe_kernel import priced_apart, trtllm_gen_pricer
+from estimator.closedloop.protocol import parse_protocol
+from estimator.closedloop.runs import tandem_engine_case
 from estimator.deployment import Deployment, QuantOverrides, Role
 from estimator.errors import InvalidInputError
 from estimator.models.ops import Moe
 from estimator.perf.paths import systems_root
 from estimator.perf.stack import load_stack
 from estimator.pricing.native import TRTLLM_GEN, NativePricer
+from estimator.report.methods import replay_input
 from estimator.settings import EngineSettings
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import map_measurement
@@ -100,3 +103,20 @@ def test_the_recipe_fact_reaches_the_prefill_workers():
 def test_an_unknown_moe_backend_is_refused_naming_it(bad):
     with pytest.raises(InvalidInputError, match="moe_backend must be one of"):
         EngineSettings(step_token_budget=8192, chunked_prefill=False, moe_backend=bad)
+
+
+def test_the_native_twin_of_the_reference_op_prices_as_the_reference():
+    """Without the backend the native op built from the reference's Moe fields prices the reference's column (below and
+    above 128 tokens), so the swap changes the kernel and nothing else."""
+    full = _component_pricers(PassModel(PREFILL, "reference")).full
+    twin = NativePricer(load_stack("b200_sxm", "trtllm", VERSION), [Moe(**full.moe_op("context"))], [])
+    np.testing.assert_allclose(twin.context_many(TOKENS)[:, 0], full.context_many(TOKENS)[:, full.context_names.index("context_moe")], rtol=1e-9)
+
+
+def test_only_the_trtllm_backend_gets_its_own_pass_model():
+    """Backends priced as the reference prices them share one pass model (one set of price grids); the prefill worker of
+    the TRTLLM row replays with it."""
+    row = map_measurement(next(m for m in load_silicon_sample() if m.id == TRTLLM_ROW))
+    case = tandem_engine_case(replay_input(row), parse_protocol("steady"), "reference")
+    assert case.prefill.moe_backend == "TRTLLM" and case.decode.moe_backend is None
+    assert priced_apart("CUTLASS") is None and priced_apart("TRTLLM") == "TRTLLM"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from estimator.caching import memo
-from estimator.deployment import Deployment
+from estimator.deployment import Backend, Deployment
 from estimator.kernels.ops import I_TABLE
 from estimator.models.ops import Moe
 from estimator.perf.stack import load_stack
@@ -38,14 +38,14 @@ def trtllm_gen_pricer(deployment: Deployment, op_fields: tuple) -> NativePricer 
 
 
 def trtllm_gen_column(full, deployment: Deployment, moe_backend: str | None, phase: str) -> tuple[int, NativePricer] | None:
-    """(column of the phase's Moe op in `full`'s op list, its trtllm-gen pricer) when the launch runs TRTLLM and the
-    tables price it, else None (the reference's price stands)."""
+    """(column of the phase's one Moe op in `full`'s op list, its trtllm-gen pricer) when a TRT-LLM launch runs TRTLLM
+    and the tables price it, else None (the reference's price stands)."""
     moe_op = getattr(full, "moe_op", None)
-    if moe_backend != TRTLLM_GEN or moe_op is None:
+    if moe_backend != TRTLLM_GEN or moe_op is None or deployment.backend is not Backend.TRTLLM:
         return None
     fields = moe_op(phase)
     names = full.context_names if phase == "context" else full.generation_names
-    if fields is None or fields["name"] not in names:
+    if fields is None or names.count(fields["name"]) != 1:
         return None
     pricer = trtllm_gen_pricer(deployment, tuple(sorted(fields.items())))
     return None if pricer is None else (names.index(fields["name"]), pricer)
@@ -60,3 +60,9 @@ def with_trtllm_gen(lat: np.ndarray, shapes: np.ndarray, column: tuple[int, Nati
     many = pricer.context_many if phase == "context" else pricer.generation_many
     out[:, col] = many(shapes)[:, 0]
     return out
+
+
+def priced_apart(moe_backend: str | None) -> str | None:
+    """The MoE backend a pass model keeps: TRTLLM, whose kernels the replay prices apart; None for any other (the
+    reference's prices, one set of price grids for them all)."""
+    return moe_backend if moe_backend == TRTLLM_GEN else None

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from estimator.closedloop.cases import AggCase, Case, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
 from estimator.closedloop.host import prefill_floor_ms
+from estimator.closedloop.moe_kernel import priced_apart
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.spec import AggSpec, TandemSpec
 from estimator.closedloop.stats import LatencyStats
@@ -177,7 +178,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
         encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment),
         prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
     )  # fmt: skip
-    model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces, moe_backend=settings.moe_backend)
+    model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces, moe_backend=priced_apart(settings.moe_backend))
     return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, model)
 
 
@@ -224,7 +225,7 @@ def _worker_model(deployment: Deployment, pricer: str, moe_backend: str | None =
         deployment,
         pricer,
         qk_norm_allreduces=qk_norm_allreduces(deployment.backend, resolve_version(deployment.system, deployment.backend, deployment.version)),
-        moe_backend=moe_backend,
+        moe_backend=priced_apart(moe_backend),
     )
 
 

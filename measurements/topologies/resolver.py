@@ -301,7 +301,8 @@ def _describe(rule: dict[str, str]) -> str:
 
     def stage(s: str) -> str:
         dp = {"true": " dp-attn", "false": "", "": " dp-attn?"}[rule[f"{s}_attention_dp"]]
-        return f"{rule[f'{s}_workers']}x tp{rule[f'{s}_tp']} ep{rule[f'{s}_ep'] or '?'}{dp}"
+        moe = f" moe {rule[f'{s}_moe_backend']}" if rule.get(f"{s}_moe_backend") else ""
+        return f"{rule[f'{s}_workers']}x tp{rule[f'{s}_tp']} ep{rule[f'{s}_ep'] or '?'}{dp}{moe}"
 
     return f"{rule['key']}@{rule['commit']} conc {rule['conc']} P {stage('prefill')} / D {stage('decode')} {spec}"
 
