@@ -20,6 +20,9 @@ between nodes. This is the approximation of engine pricing:
   length 1: only the KV-reading ops (``CONTEXT_KV_OPS`` / ``GENERATION_KV_OPS``: attention, and
   MLA's fused attention block) read the prefix or the KV length.
 
+A launch whose TRT-LLM MoE backend is TRTLLM (``PassModel.moe_backend``) has its Moe op column priced at
+the tables' trtllm-gen curve instead of the reference's (estimator.closedloop.moe_kernel).
+
 The reference engine (MoE, MLA and hybrid models) prices a shape 10-100x slower than the native
 kernels, so its lattices are coarser (``LATTICES``; passes within 1% of direct pricing, tested),
 and coarser still for its HYBRID database mode. Attention-only grids are priced by a pricer
