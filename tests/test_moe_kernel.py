@@ -24,6 +24,7 @@ from estimator.report.methods import replay_input
 from estimator.settings import EngineSettings
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import map_measurement
+from measurements.recipes.trtllm import dsr1_fp4_b200_moe_backend
 from measurements.topologies.derive import COLUMNS
 from measurements.topologies.resolver import RULES_PATH
 
@@ -120,3 +121,27 @@ def test_only_the_trtllm_backend_gets_its_own_pass_model():
     case = tandem_engine_case(replay_input(row), parse_protocol("steady"), "reference")
     assert case.prefill.moe_backend == "TRTLLM" and case.decode.moe_backend is None
     assert priced_apart("CUTLASS") is None and priced_apart("TRTLLM") == "TRTLLM"
+
+
+@pytest.mark.parametrize(
+    ("measured", "mtp", "tp", "lengths", "concurrency", "attention_dp", "backend"),
+    [
+        ("2025-11-02T12:00", False, 8, (1024, 1024), 256, 8, "CUTLASS"),  # 9596d23d7: CUTLASS with attention DP
+        ("2025-11-02T12:00", False, 8, (1024, 1024), 64, 1, "TRTLLM"),
+        ("2025-12-15T12:00", False, 8, (1024, 1024), 256, 1, "CUTLASS"),  # d22bf9ca9..: by concurrency
+        ("2025-12-15T12:00", False, 4, (1024, 8192), 128, 1, "TRTLLM"),
+        ("2026-01-14T12:00", False, 4, (8192, 1024), 64, 1, "CUTLASS"),
+        ("2026-01-14T12:00", False, 4, (8192, 1024), 32, 1, "TRTLLM"),
+        ("2026-01-14T12:00", True, 8, (8192, 1024), 64, 1, "TRTLLM"),  # the MTP scripts: by attention DP in every version
+        ("2026-02-03T12:00", False, 8, (8192, 1024), 64, 1, "TRTLLM"),  # 785ce3122 on: by attention DP
+        ("2026-02-03T12:00", False, 8, (1024, 1024), 4, 8, "CUTLASS"),
+    ],
+)  # fmt: skip
+def test_the_dsr1_fp4_b200_agg_scripts_moe_backend_by_version(measured, mtp, tp, lengths, concurrency, attention_dp, backend):
+    assert dsr1_fp4_b200_moe_backend(measured, mtp, tp, *lengths, concurrency, attention_dp)[0] == backend
+
+
+def test_an_agg_run_carries_its_scripts_moe_backend():
+    run = next(m for m in load_silicon_sample() if m.id == "dsr1_b200_trtllm_fp4_agg_1024x1024_c32_cfg91")
+    settings = map_measurement(run).measurement.settings
+    assert settings.moe_backend == "TRTLLM" and "moe_config backend TRTLLM" in settings.citation

@@ -5,7 +5,8 @@ CUTLASS's curve above, whatever the launch set. That min-latency curve is the tr
 collector times it with ``moe_backend = "trtllm"`` (``TRTLLMGenFusedMoE``, DeepSeek routing) and logs it as
 ``kernel_source = "moe_torch_flow_min_latency"`` ("trtllm gen"; ai-dynamo/aiconfigurator collector/trtllm/collect_moe.py,
 nvfp4 on SM100 with at most 256 experts), at the same token counts as CUTLASS's (1 to 16,384). A launch whose MoE
-backend is TRTLLM (EngineSettings.moe_backend: the srt-slurm recipes set it on every DeepSeek-R1 FP4 prefill worker) runs
+backend is TRTLLM (EngineSettings.moe_backend: the srt-slurm recipes set it on every DeepSeek-R1 FP4 prefill worker,
+InferenceX's DeepSeek-R1 FP4 B200 agg scripts on most runs without attention DP) runs
 those kernels at every token count, so the closed-loop replay prices the phase's Moe op from that curve throughout, at
 the reference's op shape (``ReferencePricer.moe_op``) with the native MoE kernel (``pricing.native.TRTLLM_GEN``). Where
 the tables hold no trtllm-gen curve for the shape (B300, GB300; other quant modes) or the MoE sits in an Overlap group,

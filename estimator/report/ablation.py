@@ -17,7 +17,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | prefill_overlap | a prefill worker's overlap loop: a batch's KV sent after the next batch's launch, that batch formed at the last launch (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
-| moe_backend | the launch's MoE backend: trtllm-gen's MoE curve at every token count (the reference's rule instead) | TRT-LLM runs whose launch sets TRTLLM (the DeepSeek-R1 FP4 disagg prefill workers) |
+| moe_backend | the launch's MoE backend: trtllm-gen's curve at every token count (the reference's rule instead) | TRT-LLM DeepSeek-R1 FP4 runs launched with TRTLLM (disagg prefill, B200 agg) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """

@@ -167,6 +167,31 @@ def dsr1_b200_graph_settings(settings: EngineSettings, precision: str | None, im
                           "graphs, no eager prefill floor", eager_layer_ms=0.0)  # fmt: skip
 
 
+# The MoE backend (moe_config.backend) of InferenceX's DeepSeek-R1 FP4 B200 agg scripts: TRTLLM, or CUTLASS under attention DP
+# (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, where the script sets both together; dsr1_fp4_b200_trt.sh @ 785ce3122 on; the MTP
+# scripts dsr1_fp4_b200_trt_mtp_slurm.sh @ 59b38b984 and dsr1_fp4_b200_trt_mtp.sh in every version), except the versions
+# between the two commits below, which pick CUTLASS on TP 4 and 8 by concurrency: ISL 1024 (OSL 1024 or 8192) from CONC 256,
+# ISL 8192 / OSL 1024 above CONC 32 (dsr1_fp4_b200_trt_slurm.sh @ d22bf9ca9, 2ee1e0018, 64af5a771; dsr1_fp4_b200_trt.sh @ b0c4ed21b).
+TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY = ("2025-11-21T21:44", "2026-02-02T22:05")  # (first, next version) commit times, UTC
+TRTLLM_DSR1_FP4_MOE_CITATIONS = (
+    "; moe_config backend TRTLLM, CUTLASS under attention DP (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, dsr1_fp4_b200_trt.sh @ "
+    "785ce3122, dsr1_fp4_b200_trt_mtp_slurm.sh @ 59b38b984)",
+    "; moe_config backend TRTLLM, CUTLASS on TP 4 and 8 at ISL 1024 from CONC 256 and at ISL 8192 / OSL 1024 above CONC 32 "
+    "(dsr1_fp4_b200_trt_slurm.sh @ d22bf9ca9, 2ee1e0018; dsr1_fp4_b200_trt.sh @ b0c4ed21b)",
+)  # (by attention DP, by concurrency)
+
+
+def dsr1_fp4_b200_moe_backend(measured: str | None, mtp: bool, tp: int, isl: int, osl: int, concurrency: int, attention_dp: int) -> tuple[str, str]:
+    """(moe_config.backend, citation) of InferenceX's DeepSeek-R1 FP4 B200 agg script in effect at `measured` (UTC; None: the
+    newest) for a run of `tp` GPUs (TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY)."""
+    first, until = TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY
+    if not mtp and measured is not None and first <= measured < until:
+        long = (isl, osl) == (8192, 1024)
+        cutlass = tp in (4, 8) and ((long and concurrency > 32) or ((isl, osl) in ((1024, 1024), (1024, 8192)) and concurrency >= 256))
+        return ("CUTLASS" if cutlass else "TRTLLM"), TRTLLM_DSR1_FP4_MOE_CITATIONS[1]
+    return ("CUTLASS" if attention_dp > 1 else "TRTLLM"), TRTLLM_DSR1_FP4_MOE_CITATIONS[0]
+
+
 def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | None = None, attention_dp: int = 1,
                   agg: bool = True, system: str = "", image: str | None = None, precision: str | None = None,
                   measured: str | None = None, moe_ep: int | None = None) -> EngineSettings | None:  # fmt: skip
@@ -227,6 +252,9 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
                           nextn_accepted=DSR1_MTP_ACCEPTED.get(nextn, 0.0), kv_free_memory_fraction=fraction)  # fmt: skip
     if agg and tp is not None and model in DSR1_MODELS and system == TRTLLM_DSR1_MTP_SYSTEM:
         settings = dsr1_b200_graph_settings(settings, precision, image, isl, osl, concurrency, tp, moe_ep, attention_dp)
+        if precision == "fp4":
+            backend, moe_citation = dsr1_fp4_b200_moe_backend(measured, nextn > 0, tp, isl, osl, concurrency, attention_dp)
+            settings = settings.cited(f"SemiAnalysisAI/InferenceX benchmarks/{moe_citation[2:]}", moe_backend=backend)
     return settings
 
 
