@@ -118,7 +118,8 @@ class EngineSettings:
         "every pass (estimator.closedloop.qk_norm), >= 0; empty: the engine's count at the run's release"))  # fmt: skip
     moe_backend: str | None = field(default=None, metadata=_doc(
         "TensorRT-LLM's MoE backend (moe_config.backend: " + ", ".join(TRTLLM_MOE_BACKENDS) + "); TRTLLM, the trtllm-gen kernels, "
-        "prices the tables' trtllm-gen MoE curve at every token count where they hold it (nvfp4 on SM100); a disagg row's is "
+        "prices the tables' trtllm-gen MoE curve at every token count (nvfp4; B300/GB300 by their SM100-family sibling's "
+        "trtllm-gen / CUTLASS ratio); a disagg row's is "
         "its prefill workers'; empty: the reference's rule (trtllm-gen up to 128 tokens, CUTLASS above)", point=True))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip

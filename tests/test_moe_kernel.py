@@ -19,7 +19,7 @@ from estimator.errors import InvalidInputError
 from estimator.models.ops import Moe
 from estimator.perf.paths import systems_root
 from estimator.perf.stack import load_stack
-from estimator.pricing.native import TRTLLM_GEN, NativePricer
+from estimator.pricing.native import TRTLLM_CUTLASS, TRTLLM_GEN, NativePricer
 from estimator.report.methods import replay_input
 from estimator.settings import EngineSettings
 from measurements.loaders import load_silicon_sample
@@ -54,13 +54,15 @@ def _measured(kernel: str, tokens: int) -> float:
 
 @pytest.mark.parametrize("tokens", [64, 4096])
 def test_the_trtllm_backend_prices_the_trtllm_gen_curve_at_every_token_count(tokens):
-    """At a measured token count the op is the trtllm-gen kernel's measurement; without the backend the reference's
-    rule prices CUTLASS's above 128 tokens."""
+    """At a measured token count the op is the trtllm-gen kernel's measurement (CUTLASS's with that backend); without
+    a backend the reference's rule prices CUTLASS's above 128 tokens."""
     tables = load_stack("b200_sxm", "trtllm", VERSION)
     shape = np.array([[1, tokens, 0]], dtype=np.float64)
     gen = NativePricer(tables, [_moe(moe_backend=TRTLLM_GEN)], []).context_many(shape)[0, 0]
+    cutlass = NativePricer(tables, [_moe(moe_backend=TRTLLM_CUTLASS)], []).context_many(shape)[0, 0]
     rule = NativePricer(tables, [_moe()], []).context_many(shape)[0, 0]
     assert gen == pytest.approx(_measured("moe_torch_flow_min_latency", tokens), rel=1e-9)
+    assert cutlass == pytest.approx(_measured("moe_torch_flow_cutlass", tokens), rel=1e-9)
     assert rule == pytest.approx(_measured("moe_torch_flow_min_latency" if tokens <= 128 else "moe_torch_flow_cutlass", tokens), rel=1e-9)
 
 
@@ -85,9 +87,21 @@ def test_the_pass_tables_swap_only_the_moe_op():
     assert np.array_equal(_shared("CUTLASS"), _shared(None))
 
 
-def test_a_system_whose_tables_lack_the_curve_keeps_the_reference_price():
+def test_a_system_without_the_curve_takes_its_siblings_ratio():
+    """GB300's tables hold no trtllm-gen curve: its MoE is its own CUTLASS price times GB200's trtllm-gen / CUTLASS ratio
+    at the same op and token count; without the backend it keeps the reference's price."""
     gb300 = dataclasses.replace(PREFILL, system="gb300")
-    assert np.array_equal(_shared("TRTLLM", gb300), _shared(None, gb300))
+    full = _component_pricers(PassModel(gb300, "reference")).full
+    fields = full.moe_op("context")
+
+    def moe(system: str, backend: str) -> np.ndarray:
+        pricer = NativePricer(load_stack(system, "trtllm", VERSION), [Moe(**{**fields, "moe_backend": backend})], [])
+        return pricer.context_many(TOKENS)[:, 0]
+
+    transferred = moe("gb300", TRTLLM_CUTLASS) * moe("gb200", TRTLLM_GEN) / moe("gb200", TRTLLM_CUTLASS)
+    reference_moe = full.context_many(TOKENS)[:, full.context_names.index("context_moe")]
+    np.testing.assert_allclose(_shared(None, gb300) - _shared("TRTLLM", gb300), reference_moe - transferred, rtol=1e-9)
+    assert np.all(transferred < reference_moe)
 
 
 def test_the_recipe_fact_reaches_the_prefill_workers():

@@ -55,6 +55,7 @@ _NCCL_SOL_PASSES = {"all_gather": 1.0, "alltoall": 1.0, "reduce_scatter": 1.0, "
 # "moe_torch_flow_min_latency", "trtllm gen"; nvfp4 on SM100, DeepSeek routing). A Moe op of this backend prices that curve
 # at every token count (the reference prices it up to LOW_LATENCY_TOKENS and CUTLASS's curve above).
 TRTLLM_GEN = "TRTLLM"
+TRTLLM_CUTLASS = "CUTLASS"  # TensorRT-LLM's moe_config.backend CUTLASS: a Moe op of this backend prices CUTLASS's curve at every token count
 _RETIRED_MOE_BACKEND = ("sglang", "deepep_moe")  # (backend, moe_backend) whose MoE compute the reference retired
 
 
@@ -287,6 +288,8 @@ class OpCompiler:
         it[K.I_TABLE] = self.t.moe.curve(MOE_DEFAULT, op.quant_mode, op.workload_distribution, shape)
         if op.quant_mode == "nvfp4" and op.is_gated:
             it[K.I_LOW_LATENCY] = self.t.moe.curve(MOE_MIN_LATENCY, op.quant_mode, op.workload_distribution, shape)
+        if op.moe_backend == TRTLLM_CUTLASS:  # CUTLASS's curve at every token count
+            it[K.I_LOW_LATENCY] = -1
         if op.moe_backend == TRTLLM_GEN:  # the trtllm-gen kernels at every token count, a miss where the tables lack them
             it[K.I_TABLE], it[K.I_LOW_LATENCY] = it[K.I_LOW_LATENCY], -1
             return f"MoE trtllm-gen quant={op.quant_mode} distribution={op.workload_distribution} (topk, experts, hidden, inter, moe_tp, moe_ep)={shape} ({self.t.label})"
