@@ -174,9 +174,9 @@ def dsr1_b200_graph_settings(settings: EngineSettings, precision: str | None, im
 # ISL 8192 / OSL 1024 above CONC 32 (dsr1_fp4_b200_trt_slurm.sh @ d22bf9ca9, 2ee1e0018, 64af5a771; dsr1_fp4_b200_trt.sh @ b0c4ed21b).
 TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY = ("2025-11-21T21:44", "2026-02-02T22:05")  # (first, next version) commit times, UTC
 TRTLLM_DSR1_FP4_MOE_CITATIONS = (
-    "; moe_config backend TRTLLM, CUTLASS under attention DP (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, dsr1_fp4_b200_trt.sh @ "
+    "moe_config backend TRTLLM, CUTLASS under attention DP (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, dsr1_fp4_b200_trt.sh @ "
     "785ce3122, dsr1_fp4_b200_trt_mtp_slurm.sh @ 59b38b984)",
-    "; moe_config backend TRTLLM, CUTLASS on TP 4 and 8 at ISL 1024 from CONC 256 and at ISL 8192 / OSL 1024 above CONC 32 "
+    "moe_config backend TRTLLM, CUTLASS on TP 4 and 8 at ISL 1024 from CONC 256 and at ISL 8192 / OSL 1024 above CONC 32 "
     "(dsr1_fp4_b200_trt_slurm.sh @ d22bf9ca9, 2ee1e0018; dsr1_fp4_b200_trt.sh @ b0c4ed21b)",
 )  # (by attention DP, by concurrency)
 
@@ -254,7 +254,7 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
         settings = dsr1_b200_graph_settings(settings, precision, image, isl, osl, concurrency, tp, moe_ep, attention_dp)
         if precision == "fp4":
             backend, moe_citation = dsr1_fp4_b200_moe_backend(measured, nextn > 0, tp, isl, osl, concurrency, attention_dp)
-            settings = settings.cited(f"SemiAnalysisAI/InferenceX benchmarks/{moe_citation[2:]}", moe_backend=backend)
+            settings = settings.cited(f"SemiAnalysisAI/InferenceX benchmarks: {moe_citation}", moe_backend=backend)
     return settings
 
 
