@@ -169,11 +169,17 @@ FIELDS: Mapping[str, dataclasses.Field] = MappingProxyType({f.name: f for f in d
 KV_MEMORY_SETTINGS: Mapping[str, Backend] = MappingProxyType({"kv_free_memory_fraction": Backend.TRTLLM, "gpu_memory_utilization": Backend.VLLM})
 
 
-def foreign_kv_memory_setting(settings: EngineSettings, backend: Backend) -> str | None:
-    """The message naming a KV-cache memory setting of these settings that another engine than `backend` reads, or None."""
-    for name, owner in KV_MEMORY_SETTINGS.items():
+# Settings one engine alone reads: name -> (that engine, what the setting is); a launch of another engine setting one is refused
+ENGINE_OWN_SETTINGS: Mapping[str, tuple[Backend, str]] = MappingProxyType(
+    {**{name: (owner, "KV-cache setting") for name, owner in KV_MEMORY_SETTINGS.items()}, "moe_backend": (Backend.TRTLLM, "MoE backend")}
+)
+
+
+def foreign_setting(settings: EngineSettings, backend: Backend) -> str | None:
+    """The message naming a setting of these settings that another engine than `backend` alone reads, or None."""
+    for name, (owner, what) in ENGINE_OWN_SETTINGS.items():
         if getattr(settings, name) is not None and backend is not owner:
-            return f"{name} is {owner.value}'s KV-cache setting; backend {backend.value!r} has none"
+            return f"{name} is {owner.value}'s {what}; backend {backend.value!r} has none"
     return None
 
 

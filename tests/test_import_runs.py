@@ -198,6 +198,11 @@ def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
     for backend, key, owner in (("trtllm", "gpu_memory_utilization", "vllm"), ("vllm", "kv_cache_free_memory_fraction", "trtllm")):
         with pytest.raises(InvalidInputError, match=f"engine: .* is {owner}'s KV-cache setting; backend '{backend}' has none"):
             parse_deployment(DEPLOYMENT | {"backend": backend, "engine": {key: 0.9}}, "d.yaml")
+    assert parse_deployment(DEPLOYMENT | {"engine": {"moe_backend": "TRTLLM"}}, "d.yaml").settings.moe_backend == "TRTLLM"
+    with pytest.raises(InvalidInputError, match="engine: moe_backend is trtllm's MoE backend; backend 'vllm' has none"):
+        parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"moe_backend": "TRTLLM"}}, "d.yaml")
+    with pytest.raises(InvalidInputError, match="engine: moe_backend must be one of .* got 'trtllm-gen'"):
+        parse_deployment(DEPLOYMENT | {"engine": {"moe_backend": "trtllm-gen"}}, "d.yaml")
     old = parse_deployment(DEPLOYMENT | {"backend": "vllm", "backend_version": "0.13.0"}, "d.yaml").settings
     assert not old.overlap_scheduler  # async scheduling is the default from vLLM 0.14.0
 

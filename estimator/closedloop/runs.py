@@ -36,7 +36,7 @@ from estimator.scheduler.agg import AggPoint, decode_tokens_per_iteration
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import EngineSettings, foreign_kv_memory_setting, kv_running_cap, qk_norm_allreduces, system_defaults
+from estimator.settings import EngineSettings, foreign_setting, kv_running_cap, qk_norm_allreduces, system_defaults
 
 
 @dataclass(frozen=True)
@@ -274,13 +274,13 @@ def kv_pool_setting(settings: EngineSettings) -> str:
 def kv_pool(settings: EngineSettings, deployment: Deployment) -> float | None:
     """The KV-cache pool per GPU a launch's settings document, bytes, or None where they document none:
     vLLM's at settings.gpu_memory_utilization (vllm_kv_pool_bytes, an upper bound), TensorRT-LLM's at
-    settings.kv_free_memory_fraction (kv_pool_bytes). InvalidInputError for either setting on another
-    backend, or TensorRT-LLM's on an architecture that is not natively modelled: its pool is the small
+    settings.kv_free_memory_fraction (kv_pool_bytes). InvalidInputError for a setting another engine alone
+    reads (foreign_setting), or TensorRT-LLM's on an architecture that is not natively modelled: its pool is the small
     difference of the GPU's memory and the memory model's weights, activations and overheads, which
     only the native model derives from the bundled config (the reference's accounting, e.g.
     DeepSeek-R1 FP8 at 166.4 GiB per GPU on TP 4, is not checked against the checkpoints)."""
     backend = deployment.backend
-    foreign = foreign_kv_memory_setting(settings, backend)
+    foreign = foreign_setting(settings, backend)
     if foreign is not None:
         raise InvalidInputError(foreign)
     if backend is Backend.VLLM and settings.gpu_memory_utilization is not None:

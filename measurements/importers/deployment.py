@@ -35,7 +35,7 @@ import yaml
 from estimator.deployment import MAX_SIZE, Backend, QuantOverrides
 from estimator.errors import EstimatorError, InvalidInputError, UnknownModelError, UnsupportedModelError
 from estimator.models import ModelConfig, check_overrides, infer_quant, resolve_model_config
-from estimator.settings import KV_MEMORY_SETTINGS, SOURCE_ORIGIN, EngineSettings, foreign_kv_memory_setting, system_defaults
+from estimator.settings import KV_MEMORY_SETTINGS, SOURCE_ORIGIN, EngineSettings, foreign_setting, system_defaults
 from measurements.schema import Layout
 
 MODES = ("agg", "disagg")
@@ -62,6 +62,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
         "num_nextn_predict_layers": "nextn",  # TRT-LLM speculative_config (MTP)
         "speculative_num_steps": "nextn",  # SGLang
         "stream_interval": "stream_interval",
+        "moe_backend": "moe_backend",  # TRT-LLM moe_config.backend
     }
 )
 FRACTION_FIELDS = frozenset(KV_MEMORY_SETTINGS)  # the fraction-valued settings: an integer 1 there reads as 1.0
@@ -190,7 +191,7 @@ def parse_deployment(doc: Any, path: str) -> DeploymentFile:
                 raise InvalidInputError(f"{where}: disagg deployment sets {key!r} at the top level (put it in the prefill and decode blocks)")
         agg, prefill, decode = None, _block(doc, "prefill", where), _block(doc, "decode", where)
     settings, engine_keys = _settings(doc.get("engine"), defaults, path)
-    foreign = foreign_kv_memory_setting(settings, Backend.parse(backend))
+    foreign = foreign_setting(settings, Backend.parse(backend))
     if foreign is not None:
         raise InvalidInputError(f"{where}: engine: {foreign}")
     gemm_quant, moe_quant = _quant_modes(doc, config, backend, where)
@@ -346,6 +347,7 @@ tp: 1                          # agg: tensor parallel size (disagg: in the prefi
 #   kv_cache_dtype: fp8
 #   overlap_scheduler: true
 #   num_nextn_predict_layers: 0          # MTP speculative depth (SGLang speculative_num_steps)
+#   moe_backend: TRTLLM                  # TRT-LLM moe_config.backend (disagg: the prefill workers')
 #   cuda_graph_batch_sizes: [1, 2, 4]    # accepted, not read by the estimate
 #
 # Facts a result file may lack (the --isl/--osl/... flags override these):
