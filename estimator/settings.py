@@ -120,7 +120,8 @@ class EngineSettings:
         "TensorRT-LLM's MoE backend (moe_config.backend: " + ", ".join(TRTLLM_MOE_BACKENDS) + "); TRTLLM, the trtllm-gen kernels, "
         "prices the tables' trtllm-gen MoE curve at every token count (nvfp4; B300/GB300 by their SM100-family sibling's "
         "trtllm-gen / CUTLASS ratio); a disagg row's is "
-        "its prefill workers'; empty: the reference's rule (trtllm-gen up to 128 tokens, CUTLASS above)", point=True))  # fmt: skip
+        "its prefill workers'; empty or another backend: the reference's rule (trtllm-gen up to 128 tokens, CUTLASS above)",
+        point=True))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))

@@ -138,21 +138,24 @@ def test_only_the_trtllm_backend_gets_its_own_pass_model():
 
 
 @pytest.mark.parametrize(
-    ("measured", "mtp", "tp", "lengths", "concurrency", "attention_dp", "backend"),
+    ("measured", "image", "mtp", "tp", "lengths", "concurrency", "attention_dp", "backend"),
     [
-        ("2025-11-02T12:00", False, 8, (1024, 1024), 256, 8, "CUTLASS"),  # 9596d23d7: CUTLASS with attention DP
-        ("2025-11-02T12:00", False, 8, (1024, 1024), 64, 1, "TRTLLM"),
-        ("2025-12-15T12:00", False, 8, (1024, 1024), 256, 1, "CUTLASS"),  # d22bf9ca9..: by concurrency
-        ("2025-12-15T12:00", False, 4, (1024, 8192), 128, 1, "TRTLLM"),
-        ("2026-01-14T12:00", False, 4, (8192, 1024), 64, 1, "CUTLASS"),
-        ("2026-01-14T12:00", False, 4, (8192, 1024), 32, 1, "TRTLLM"),
-        ("2026-01-14T12:00", True, 8, (8192, 1024), 64, 1, "TRTLLM"),  # the MTP scripts: by attention DP in every version
-        ("2026-02-03T12:00", False, 8, (8192, 1024), 64, 1, "TRTLLM"),  # 785ce3122 on: by attention DP
-        ("2026-02-03T12:00", False, 8, (1024, 1024), 4, 8, "CUTLASS"),
+        ("2025-11-02T12:00", None, False, 8, (1024, 1024), 256, 8, "CUTLASS"),  # 9596d23d7: CUTLASS with attention DP
+        ("2025-11-02T12:00", None, False, 8, (1024, 1024), 64, 1, "TRTLLM"),
+        ("2025-11-03T17:00", None, False, 8, (1024, 1024), 256, 1, "TRTLLM"),  # before PR 145's merge (18:05Z)
+        ("2025-12-15T12:00", None, False, 8, (1024, 1024), 256, 1, "CUTLASS"),  # PR 145 on: by concurrency
+        ("2025-12-15T12:00", None, False, 4, (1024, 8192), 128, 1, "TRTLLM"),
+        ("2026-01-14T12:00", None, False, 4, (8192, 1024), 64, 1, "CUTLASS"),
+        ("2026-01-14T12:00", None, False, 4, (8192, 1024), 32, 1, "TRTLLM"),
+        ("2026-01-14T12:00", None, True, 8, (8192, 1024), 64, 1, "TRTLLM"),  # the MTP scripts: by attention DP in every version
+        ("2026-02-03T12:00", None, False, 8, (8192, 1024), 64, 1, "CUTLASS"),  # before PR 620's merge (17:34Z)
+        ("2026-02-03T18:00", None, False, 8, (8192, 1024), 64, 1, "TRTLLM"),  # PR 620 on: by attention DP
+        ("2026-02-03T18:00", None, False, 8, (1024, 1024), 4, 8, "CUTLASS"),
+        ("2026-02-03T00:00", "nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6.post2", False, 8, (1024, 1024), 128, 8, "CUTLASS"),  # PR 620's run
     ],
 )  # fmt: skip
-def test_the_dsr1_fp4_b200_agg_scripts_moe_backend_by_version(measured, mtp, tp, lengths, concurrency, attention_dp, backend):
-    assert dsr1_fp4_b200_moe_backend(measured, mtp, tp, *lengths, concurrency, attention_dp)[0] == backend
+def test_the_dsr1_fp4_b200_agg_scripts_moe_backend_by_version(measured, image, mtp, tp, lengths, concurrency, attention_dp, backend):
+    assert dsr1_fp4_b200_moe_backend(measured, image, mtp, tp, *lengths, concurrency, attention_dp)[0] == backend
 
 
 def test_an_agg_run_carries_its_scripts_moe_backend():

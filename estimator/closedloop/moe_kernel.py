@@ -28,6 +28,7 @@ import numpy as np
 
 from estimator.caching import memo
 from estimator.deployment import Backend, Deployment
+from estimator.errors import UnknownVersionError
 from estimator.kernels.ops import I_TABLE
 from estimator.models.ops import Moe
 from estimator.perf.stack import load_stack
@@ -59,7 +60,10 @@ def _one_op(system: str, deployment: Deployment, op_fields: tuple, backend: str)
     """A native pricer of the one Moe op at `backend`'s curve on `system`'s tables (the deployment's version), or None
     when they hold no such curve."""
     engine = deployment.backend.value
-    tables = load_stack(system, engine, resolve_version(system, engine, deployment.version))
+    try:
+        tables = load_stack(system, engine, resolve_version(system, engine, deployment.version))
+    except UnknownVersionError:  # a sibling without the deployment's version: no transfer
+        return None
     op = Moe(**{**dict(op_fields), "moe_backend": backend})
     pricer = NativePricer(tables, [op], [op])
     return pricer if pricer.context.ints[0, I_TABLE] >= 0 else None

@@ -167,25 +167,26 @@ def dsr1_b200_graph_settings(settings: EngineSettings, precision: str | None, im
                           "graphs, no eager prefill floor", eager_layer_ms=0.0)  # fmt: skip
 
 
-# The MoE backend (moe_config.backend) of InferenceX's DeepSeek-R1 FP4 B200 agg scripts: TRTLLM, or CUTLASS under attention DP
-# (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, where the script sets both together; dsr1_fp4_b200_trt.sh @ 785ce3122 on; the MTP
-# scripts dsr1_fp4_b200_trt_mtp_slurm.sh @ 59b38b984 and dsr1_fp4_b200_trt_mtp.sh in every version), except the versions
-# between the two commits below, which pick CUTLASS on TP 4 and 8 by concurrency: ISL 1024 (OSL 1024 or 8192) from CONC 256,
-# ISL 8192 / OSL 1024 above CONC 32 (dsr1_fp4_b200_trt_slurm.sh @ d22bf9ca9, 2ee1e0018, 64af5a771; dsr1_fp4_b200_trt.sh @ b0c4ed21b).
-TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY = ("2025-11-21T21:44", "2026-02-02T22:05")  # (first, next version) commit times, UTC
+# The MoE backend (moe_config.backend) of InferenceX's DeepSeek-R1 FP4 B200 agg scripts on main, by version: TRTLLM, or
+# CUTLASS under attention DP, except from PR 145 to PR 620, where it is CUTLASS on TP 4 and 8 by concurrency (the citations).
+TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY = ("2025-11-03T18:05", "2026-02-03T17:34")  # UTC merge times of PR 145 (17d5e204f) and PR 620 (6eecc0e66)
 TRTLLM_DSR1_FP4_MOE_CITATIONS = (
-    "moe_config backend TRTLLM, CUTLASS under attention DP (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, dsr1_fp4_b200_trt.sh @ "
-    "785ce3122, dsr1_fp4_b200_trt_mtp_slurm.sh @ 59b38b984)",
+    "moe_config backend TRTLLM, CUTLASS under attention DP (dsr1_fp4_b200_trt_slurm.sh @ 9596d23d7, which sets both together; "
+    "dsr1_fp4_b200_trt.sh @ 6eecc0e66, PR 620, whose runs on 1.2.0rc6.post2 the sample holds; the MTP scripts from "
+    "dsr1_fp4_b200_trt_mtp_slurm.sh @ bf3456727, PR 392)",
     "moe_config backend TRTLLM, CUTLASS on TP 4 and 8 at ISL 1024 from CONC 256 and at ISL 8192 / OSL 1024 above CONC 32 "
-    "(dsr1_fp4_b200_trt_slurm.sh @ d22bf9ca9, 2ee1e0018; dsr1_fp4_b200_trt.sh @ b0c4ed21b)",
+    "(dsr1_fp4_b200_trt_slurm.sh @ 17d5e204f, PR 145, to 64af5a771; dsr1_fp4_b200_trt.sh @ b0c4ed21b to b30c3398a)",
 )  # (by attention DP, by concurrency)
 
 
-def dsr1_fp4_b200_moe_backend(measured: str | None, mtp: bool, tp: int, isl: int, osl: int, concurrency: int, attention_dp: int) -> tuple[str, str]:
+def dsr1_fp4_b200_moe_backend(measured: str | None, image: str | None, mtp: bool, tp: int, isl: int, osl: int, concurrency: int,
+                              attention_dp: int) -> tuple[str, str]:  # fmt: skip
     """(moe_config.backend, citation) of InferenceX's DeepSeek-R1 FP4 B200 agg script in effect at `measured` (UTC; None: the
-    newest) for a run of `tp` GPUs (TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY)."""
+    newest) for a run of `tp` GPUs (TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY); a run on PR 620's image is that PR's own run, on its
+    script (TRTLLM_DSR1_B200_GRAPH_IMAGES), whatever its time."""
     first, until = TRTLLM_DSR1_FP4_MOE_BY_CONCURRENCY
-    if not mtp and measured is not None and first <= measured < until:
+    pr620 = _on_image(image, TRTLLM_DSR1_B200_GRAPH_IMAGES[False])
+    if not mtp and not pr620 and measured is not None and first <= measured < until:
         long = (isl, osl) == (8192, 1024)
         cutlass = tp in (4, 8) and ((long and concurrency > 32) or ((isl, osl) in ((1024, 1024), (1024, 8192)) and concurrency >= 256))
         return ("CUTLASS" if cutlass else "TRTLLM"), TRTLLM_DSR1_FP4_MOE_CITATIONS[1]
@@ -204,7 +205,8 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     recipes' image, or of the H200 MTP run (dsr1_mtp_drafts; `measured`: the run's UTC time), their MTP drafts and token budget, and for the agg runs of the
     recipes read their KV-cache memory fraction (`precision`: the row's, which picks the DeepSeek-R1
     recipe), and for the agg DeepSeek-R1 B200 runs of TRT-LLM 1.2's scripts their piecewise CUDA graphs and
-    batch waiting (dsr1_b200_graph_settings; `moe_ep`: the run's MoE expert parallel size); None for other models."""
+    batch waiting (dsr1_b200_graph_settings; `moe_ep`: the run's MoE expert parallel size), and for the agg
+    DeepSeek-R1 FP4 B200 runs their MoE backend (dsr1_fp4_b200_moe_backend); None for other models."""
     wait_iters, wait_ratio, balance, nextn, free_memory = 0, 0.0, (0, 0), 0, None
     if model in DSR1_MODELS:
         budget, citation = (concurrency + isl + 64 + 63) // 64 * 64, TRTLLM_DSR1_CITATION
@@ -253,7 +255,7 @@ def trtllm_recipe(model: str, isl: int, osl: int, concurrency: int, tp: int | No
     if agg and tp is not None and model in DSR1_MODELS and system == TRTLLM_DSR1_MTP_SYSTEM:
         settings = dsr1_b200_graph_settings(settings, precision, image, isl, osl, concurrency, tp, moe_ep, attention_dp)
         if precision == "fp4":
-            backend, moe_citation = dsr1_fp4_b200_moe_backend(measured, nextn > 0, tp, isl, osl, concurrency, attention_dp)
+            backend, moe_citation = dsr1_fp4_b200_moe_backend(measured, image, nextn > 0, tp, isl, osl, concurrency, attention_dp)
             settings = settings.cited(f"SemiAnalysisAI/InferenceX benchmarks: {moe_citation}", moe_backend=backend)
     return settings
 
