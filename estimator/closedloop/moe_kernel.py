@@ -48,12 +48,16 @@ class TransferredCurve:
     sibling_gen: NativePricer  # the sibling's trtllm-gen curve
     sibling_cutlass: NativePricer  # the sibling's CUTLASS curve
 
-    def context_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
-        return self.own_cutlass.context_many(shapes) * self.sibling_gen.context_many(shapes) / self.sibling_cutlass.context_many(shapes)
+    def context_many(self, shapes: np.ndarray) -> np.ndarray:
+        return self._transferred("context_many", shapes)
 
-    def generation_many(self, shapes: np.ndarray, scale: float = 1.0) -> np.ndarray:
-        sibling = self.sibling_gen.generation_many(shapes) / self.sibling_cutlass.generation_many(shapes)
-        return self.own_cutlass.generation_many(shapes) * sibling
+    def generation_many(self, shapes: np.ndarray) -> np.ndarray:
+        return self._transferred("generation_many", shapes)
+
+    def _transferred(self, many: str, shapes: np.ndarray) -> np.ndarray:
+        """own CUTLASS x sibling trtllm-gen / sibling CUTLASS at `shapes`, each priced by its pricer's `many` method."""
+        own, gen, cutlass = (getattr(pricer, many)(shapes) for pricer in (self.own_cutlass, self.sibling_gen, self.sibling_cutlass))
+        return own * gen / cutlass
 
 
 def _one_op(system: str, deployment: Deployment, op_fields: tuple, backend: str) -> NativePricer | None:
