@@ -122,14 +122,20 @@ class EngineSettings:
         "trtllm-gen / CUTLASS ratio); a disagg row's is "
         "its prefill workers'; empty or another backend: the reference's rule (trtllm-gen up to 128 tokens, CUTLASS above)",
         point=True))  # fmt: skip
+    cudagraph_max_tokens: int | None = field(default=None, metadata=_doc(
+        "largest pass, in tokens, vLLM replays as a CUDA graph (--max-cudagraph-capture-size; a prefill or mixed pass "
+        "within it replays a piecewise graph, one above it runs eagerly: CUDAGraphMode FULL_AND_PIECEWISE, "
+        "CudagraphDispatcher.dispatch); when the step token budget fits in it every pass is graphed and the replay "
+        "charges no eager prefill dispatch, >= 1; empty: vLLM's default min(2 x max_num_seqs, 512)", point=True))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))
 
     def __post_init__(self) -> None:
         _set(self, "step_token_budget", _integer("step_token_budget", self.step_token_budget, 1))
-        if self.max_num_seqs is not None:
-            _set(self, "max_num_seqs", _integer("max_num_seqs", self.max_num_seqs, 1))
+        for name in ("max_num_seqs", "cudagraph_max_tokens"):
+            if getattr(self, name) is not None:
+                _set(self, name, _integer(name, getattr(self, name), 1))
         for name, minimum in (("stream_interval", 1), ("recv_interval", 1), ("batch_wait_iters", 0), ("adp_balance_iters", 0),
                               ("adp_batching_wait_iters", 0), ("nextn", 0), ("qk_norm_allreduces", 0)):  # fmt: skip
             _set(self, name, _integer(name, getattr(self, name), minimum))
@@ -172,7 +178,8 @@ KV_MEMORY_SETTINGS: Mapping[str, Backend] = MappingProxyType({"kv_free_memory_fr
 
 # Settings one engine alone reads: name -> (that engine, what the setting is); a launch of another engine setting one is refused
 ENGINE_OWN_SETTINGS: Mapping[str, tuple[Backend, str]] = MappingProxyType(
-    {**{name: (owner, "KV-cache setting") for name, owner in KV_MEMORY_SETTINGS.items()}, "moe_backend": (Backend.TRTLLM, "MoE backend")}
+    {**{name: (owner, "KV-cache setting") for name, owner in KV_MEMORY_SETTINGS.items()}, "moe_backend": (Backend.TRTLLM, "MoE backend"),
+     "cudagraph_max_tokens": (Backend.VLLM, "CUDA-graph capture size")}
 )
 
 

@@ -145,6 +145,7 @@ ADDED_COLUMNS = frozenset(
         "gpu_memory_utilization",
         "qk_norm_allreduces",
         "moe_backend",
+        "cudagraph_max_tokens",
         "num_warmups",
         *(f.name for f in dataclasses.fields(Statistics)),
     }

@@ -24,8 +24,9 @@ ROWS = {
     "vllm_kv": "2026_04_06_minimax_m2_5_h100_sxm_vllm_fp8_agg_8192x1024_c64_tp4_ep4_1359",  # 64 clients, the pool holds fewer
     "cold_sglang": "dsr1_b200_sglang_fp8_agg_1024x1024_c64_cfg199",  # 2025-11-18: the first prefix extend builds FlashInfer's FMHA
     "trtllm_fp4_disagg": "2026_03_25_deepseek_r1_gb200_trtllm_fp4_disagg_8192x1024_c4_tp4_0_ep4_0_441",  # prefill recipe: TRTLLM MoE
+    "vllm_graphs": "minimaxm2_5_b200_vllm_fp8_agg_1024x1024_c4_cfg633",  # v0.19 script: CUDA graphs up to 2,048 tokens, budget 2,048
 }
-AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv", "cold_sglang"}
+AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv", "cold_sglang", "vllm_graphs"}
 MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the replay
     "overlap": AGG,  # agg passes only (the tandem replays no overlap)
     "eager_floor": set(ROWS),  # agg and prefill-stage passes
@@ -36,7 +37,8 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "decode_intake": {"sglang_intake"},
     "prefill_overlap": {"sglang_intake"},
     "kv_pool": {"vllm_kv"},
-    "qk_norm": {"vllm_kv"},  # MiniMax-M2 at TP 4
+    "cuda_graphs": {"vllm_graphs"},
+    "qk_norm": {"vllm_kv", "vllm_graphs"},  # MiniMax-M2 at TP > 1
     "moe_backend": {"trtllm_fp4_disagg"},  # the FP8 row's prefill runs TRTLLM too, but no trtllm-gen fp8_block curve exists
     "tokenizer": {"mismatch"},
     "statistic": set(),  # every sample row states the mean
@@ -44,7 +46,7 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
     "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
-    "qk_norm": "vllm_kv", "compile": "cold_sglang", "moe_backend": "trtllm_fp4_disagg",
+    "qk_norm": "vllm_kv", "compile": "cold_sglang", "moe_backend": "trtllm_fp4_disagg", "cuda_graphs": "vllm_graphs",
 }  # fmt: skip
 
 

@@ -33,7 +33,7 @@ from estimator.closedloop import (
 )
 from estimator.closedloop.cases import replay_case
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
-from estimator.closedloop.host import HOST_POINTS, eager_cost, prefill_floor_ms
+from estimator.closedloop.host import HOST_POINTS, eager_cost, every_pass_graphed, prefill_floor_ms
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
@@ -716,6 +716,33 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
     engine = closed_loop_for_agg_row(row, vllm)
     assert engine["ttft"] == pytest.approx(row["prefill_step_ms"] + 64 * 0.8, rel=1e-9)
     assert closed_loop_for_agg_row(row, vllm, pricing="row")["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
+
+
+def test_vllm_replay_charges_no_dispatch_when_every_pass_replays_a_cuda_graph():
+    """A launch whose capture size holds its step budget replays every pass, prefills included, as a CUDA graph
+    (piecewise): C = 1 TTFT is the prefill pass alone; one token over the capture size and the eager dispatch is back."""
+    vllm = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2)
+    row = dict(run_agg(vllm, AggPoint(2048, 128, 1)).row)
+    graphed = engine_defaults("vllm", "h200_sxm", 141 << 30).replace(step_token_budget=2048, cudagraph_max_tokens=2048)
+    assert closed_loop_for_agg_row(row, vllm, settings=graphed)["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
+    eager = graphed.replace(cudagraph_max_tokens=2047)
+    assert closed_loop_for_agg_row(row, vllm, settings=eager)["ttft"] == pytest.approx(row["prefill_step_ms"] + 64 * 0.8, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("backend", "budget", "capture", "max_seqs", "graphed"),
+    [
+        ("vllm", 2048, 2048, None, True),
+        ("vllm", 4096, 2048, None, False),
+        ("vllm", 512, None, None, True),  # vLLM's default capture size: min(2 x max_num_seqs, 512)
+        ("vllm", 512, None, 128, False),  # 2 x 128 = 256 tokens graphed
+        ("vllm", 8192, None, 1024, False),  # the engine's defaults: prefills above 512 tokens run eagerly
+        ("sglang", 512, None, None, False),  # the other engines' eager passes: prefill_floor_ms
+    ],
+)
+def test_every_pass_is_graphed_where_the_capture_size_holds_the_step_budget(backend, budget, capture, max_seqs, graphed):
+    settings = EngineSettings(budget, True, max_seqs, cudagraph_max_tokens=capture)
+    assert every_pass_graphed(Backend.parse(backend), settings) is graphed
 
 
 def test_eager_prefill_passes_last_at_least_layers_times_the_per_layer_host_cost():

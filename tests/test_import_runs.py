@@ -203,6 +203,13 @@ def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
         parse_deployment(DEPLOYMENT | {"backend": "vllm", "engine": {"moe_backend": "TRTLLM"}}, "d.yaml")
     with pytest.raises(InvalidInputError, match="engine: moe_backend must be one of .* got 'trtllm-gen'"):
         parse_deployment(DEPLOYMENT | {"engine": {"moe_backend": "trtllm-gen"}}, "d.yaml")
+    vllm = DEPLOYMENT | {"backend": "vllm"}
+    assert parse_deployment(vllm | {"engine": {"max_cudagraph_capture_size": 2048}}, "d.yaml").settings.cudagraph_max_tokens == 2048
+    with pytest.raises(InvalidInputError, match="engine: cudagraph_max_tokens is vllm's CUDA-graph capture size; backend 'trtllm' has none"):
+        parse_deployment(DEPLOYMENT | {"engine": {"max_cudagraph_capture_size": 2048}}, "d.yaml")
+    for bad in (0, 2.5, "big"):
+        with pytest.raises(InvalidInputError, match=f"engine: cudagraph_max_tokens must be .*, got {bad!r}"):
+            parse_deployment(vllm | {"engine": {"max_cudagraph_capture_size": bad}}, "d.yaml")
     old = parse_deployment(DEPLOYMENT | {"backend": "vllm", "backend_version": "0.13.0"}, "d.yaml").settings
     assert not old.overlap_scheduler  # async scheduling is the default from vLLM 0.14.0
 

@@ -161,6 +161,7 @@ def test_engine_settings_come_from_the_recipe_only_where_one_documents_them(samp
             seen[key[0]] += 1
         elif m.source == clients.INFERENCEX and twice_the_isl:
             assert p.origin == "source" and p.step_token_budget == 2 * m.isl and p.stream_interval == 20, m.id
+            assert p.cudagraph_max_tokens == 2048 and "--max-cudagraph-capture-size 2048" in p.citation, m.id
             seen[m.model] += 1
         elif "InferenceX twin" not in m.protocol.client_citation:  # a gap-analysis twin takes its InferenceX run's settings
             assert p.origin == "engine default", m.id

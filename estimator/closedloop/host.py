@@ -15,8 +15,9 @@ Rule: per-layer cost = point / layers counted; a pass that prefills lasts at lea
 deployment's decoder layers, whatever its TP and GPU (each rank's process launches its own layers).
 An architecture with its own point takes it; another MoE architecture takes the framework's smallest
 published MoE per-layer cost (a lower bound: the fewest kernels per layer measured); a dense
-architecture takes none (no published point, fewer kernels per layer); vLLM V1 graphs prefill
-(piecewise CUDA graphs by default) and takes none.
+architecture takes none (no published point, fewer kernels per layer). vLLM takes none here: its
+eager passes carry the reference's per-request dispatch overhead instead (runs.dispatch_overhead_ms),
+which a launch whose every pass replays a CUDA graph does not pay (``every_pass_graphed``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from estimator.caching import memo
 from estimator.deployment import Backend, Deployment
 from estimator.models import model_architecture
 from estimator.scheduler.facts import deployment_facts
-from estimator.settings import TRTLLM_REQUEST_PATH_MS
+from estimator.settings import TRTLLM_REQUEST_PATH_MS, EngineSettings
 
 COOKBOOK = "sgl-project/sgl-cookbook @ 7b5bd9c"  # bench_serving output at concurrency 1, 10 prompts, random dataset
 
@@ -151,3 +152,26 @@ def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float | None) -> fl
     if eager_layer_ms is None:
         eager_layer_ms = eager_cost(deployment.backend, deployment.model, facts.num_experts > 0).per_layer_ms
     return eager_layer_ms * facts.num_layers
+
+
+# vLLM V1 (cudagraph_mode FULL_AND_PIECEWISE, the default) replays a piecewise CUDA graph for a prefill or mixed pass
+# whose token count is within the largest capture size and runs a larger one eagerly: vllm-project/vllm
+# vllm/config/compilation.py @ 002284db CompilationConfig.cudagraph_mode ("FULL_AND_PIECEWISE mode: Capture full
+# cudagraph for decode batches and piecewise cudagraph for prefill and mixed prefill-decode batches ... the default")
+# and max_cudagraph_capture_size ("If not specified, max_cudagraph_capture_size is set to min(max_num_seqs*2, 512)");
+# vllm/v1/cudagraph_dispatcher.py @ 009eec3 (mixed-mode keys at each capture size; no key: CUDAGraphMode.NONE).
+VLLM_CUDAGRAPH_MAX_TOKENS = 512  # the default's cap, min(2 x max_num_seqs, 512)
+
+
+def vllm_cudagraph_max_tokens(settings: EngineSettings) -> int:
+    """The largest pass, in tokens, a vLLM launch replays as a CUDA graph: the launch's capture size, or vLLM's default."""
+    if settings.cudagraph_max_tokens is not None:
+        return settings.cudagraph_max_tokens
+    seqs = settings.max_num_seqs
+    return VLLM_CUDAGRAPH_MAX_TOKENS if seqs is None else min(2 * seqs, VLLM_CUDAGRAPH_MAX_TOKENS)
+
+
+def every_pass_graphed(backend: Backend, settings: EngineSettings) -> bool:
+    """True when a vLLM launch's step token budget fits in its CUDA-graph capture size, so every pass, prefills
+    included, replays a graph; False otherwise and for the other engines (their eager passes: prefill_floor_ms)."""
+    return backend is Backend.VLLM and settings.step_token_budget <= vllm_cudagraph_max_tokens(settings)

@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from estimator.closedloop.cases import AggCase, Case, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
-from estimator.closedloop.host import prefill_floor_ms
+from estimator.closedloop.host import every_pass_graphed, prefill_floor_ms
 from estimator.closedloop.moe_kernel import priced_apart
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.spec import AggSpec, TandemSpec
@@ -175,7 +175,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     settings = kv_capped(settings, deployment, run.batch_size, run.isl, run.visual_tokens, run.osl, protocol)
     spec = AggSpec(
         settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
-        encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment),
+        encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment, settings),
         prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
     )  # fmt: skip
     model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces, moe_backend=priced_apart(settings.moe_backend))
@@ -229,10 +229,13 @@ def _worker_model(deployment: Deployment, pricer: str, moe_backend: str | None =
     )
 
 
-def dispatch_overhead_ms(deployment: Deployment) -> float:
+def dispatch_overhead_ms(deployment: Deployment, settings: EngineSettings) -> float:
     """The prefill dispatch overhead the reference's legacy TTFT charges once per request (vLLM: 0.8 ms per
     decoder layer, AIConfigurator PR 1166, fitted to each request's TTFT beyond its kernels; SGLang,
-    TRT-LLM: none), ms: the replay adds it to each request's path (AggSpec.path_ms), holding no pass up."""
+    TRT-LLM: none), ms: the replay adds it to each request's path (AggSpec.path_ms), holding no pass up.
+    None where every pass of the launch replays a CUDA graph (host.every_pass_graphed): no pass is eager."""
+    if every_pass_graphed(deployment.backend, settings):
+        return 0.0
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)
 
 

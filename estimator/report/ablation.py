@@ -16,6 +16,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
 | prefill_overlap | a prefill worker's overlap loop: a batch's KV sent after the next batch's launch, that batch formed at the last launch (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
+| cuda_graphs | vLLM's prefills replayed as CUDA graphs where the launch's capture size holds the step budget (the reference's eager dispatch overhead charged instead) | vLLM agg runs launched with --max-cudagraph-capture-size at or above the budget |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
 | moe_backend | the launch's MoE backend: trtllm-gen's curve at every token count (the reference's rule instead) | TRT-LLM DeepSeek-R1 FP4 runs launched with TRTLLM (disagg prefill, B200 agg) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
@@ -89,12 +90,15 @@ def _recorded_prompt(row: MappedRow) -> MappedRow:
     return dataclasses.replace(row, inputs=dataclasses.replace(row.inputs, isl=isl), checkpoint_inputs=checkpoint, granularity_fallbacks=fallbacks)
 
 
-def _no_gpu_memory_utilization(row: MappedRow) -> MappedRow:
-    """The row without its launch's GPU memory utilization (no vLLM KV-pool cap)."""
-    settings = row.measurement.settings
-    if settings.gpu_memory_utilization is None:
-        return row
-    return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(gpu_memory_utilization=None)))
+def _row_without(name: str) -> Callable[[MappedRow], MappedRow]:
+    def off(row: MappedRow) -> MappedRow:
+        """The row without its launch's setting `name` (the engine's default instead)."""
+        settings = row.measurement.settings
+        if getattr(settings, name) is None:
+            return row
+        return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(**{name: None})))
+
+    return off
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,8 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
     Mechanism("prefill_overlap", "prefill workers' overlap loop (KV after the next launch, intake at the last)", case=_tandem_spec(prefill_overlap=False)),
-    Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_no_gpu_memory_utilization),
+    Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_row_without("gpu_memory_utilization")),
+    Mechanism("cuda_graphs", "vLLM's graphed prefills (the eager dispatch charged instead)", row=_row_without("cudagraph_max_tokens")),
     Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_pass_models(qk_norm_allreduces=0)),
     Mechanism("moe_backend", "the launch's MoE backend (trtllm-gen)", case=_pass_models(moe_backend=None)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),

@@ -41,6 +41,7 @@ ADDED_POINT_COLUMNS = MappingProxyType(
         "prefix_compile_ms": 0.0,
         "kv_free_memory_fraction": None,
         "moe_backend": None,
+        "cudagraph_max_tokens": None,
         "replicate_group": "",
         **dict.fromkeys(STAGE_COLUMNS),
         "recipe_key": "",

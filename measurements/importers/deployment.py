@@ -63,6 +63,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
         "speculative_num_steps": "nextn",  # SGLang
         "stream_interval": "stream_interval",
         "moe_backend": "moe_backend",  # TRT-LLM moe_config.backend
+        "max_cudagraph_capture_size": "cudagraph_max_tokens",  # vLLM
     }
 )
 FRACTION_FIELDS = frozenset(KV_MEMORY_SETTINGS)  # the fraction-valued settings: an integer 1 there reads as 1.0
@@ -348,6 +349,7 @@ tp: 1                          # agg: tensor parallel size (disagg: in the prefi
 #   overlap_scheduler: true
 #   num_nextn_predict_layers: 0          # MTP speculative depth (SGLang speculative_num_steps)
 #   moe_backend: TRTLLM                  # TRT-LLM moe_config.backend (disagg: the prefill workers')
+#   max_cudagraph_capture_size: 2048     # vLLM: largest pass replayed as a CUDA graph
 #   cuda_graph_batch_sizes: [1, 2, 4]    # accepted, not read by the estimate
 #
 # Facts a result file may lack (the --isl/--osl/... flags override these):

@@ -71,20 +71,23 @@ def vllm_memory_utilization(model: str, precision: str | None, system: str, imag
 
 
 # InferenceX's MiniMax-M2.5 B200/B300 vLLM scripts on the v0.19.0 image (every version from each script's first on that
-# image to 2026-05): --max-num-batched-tokens $((ISL * 2)) --stream-interval 20 (the first token goes out at once:
-# OutputProcessor sends at the first token, then every stream-interval tokens, v0.19.0 v1/engine/output_processor.py L285-L298).
+# image to 2026-05): --max-cudagraph-capture-size 2048 --max-num-batched-tokens $((ISL * 2)) --stream-interval 20 (the first
+# token goes out at once: OutputProcessor sends at the first token, then every stream-interval tokens, v0.19.0
+# v1/engine/output_processor.py L285-L298).
 MINIMAX_BLACKWELL_SCRIPTS = (
-    "minimaxm2.5_fp4_b200.sh @ 79bd988e9 L50-L51, 13962fcfa L52-L53; minimaxm2.5_fp4_b300.sh @ 22d0f12f7 L54-L55, 633fd2377 "
-    "L56-L57; minimaxm2.5_fp8_b200.sh @ bddbf4031 (PR 947) L51-L52, 41ed82dc1 L51-L52; minimaxm2.5_fp8_b300.sh @ 340d7854c "
-    "L55-L56, 0c2467c15 L55-L56: --max-num-batched-tokens $((ISL * 2)) --stream-interval 20, image vllm/vllm-openai:v0.19.0"
+    "minimaxm2.5_fp4_b200.sh @ 79bd988e9 L49-L51, 13962fcfa L51-L53; minimaxm2.5_fp4_b300.sh @ 22d0f12f7 L53-L55, 633fd2377 "
+    "L55-L57; minimaxm2.5_fp8_b200.sh @ bddbf4031 (PR 947) L50-L52, 41ed82dc1 L50-L52; minimaxm2.5_fp8_b300.sh @ 340d7854c "
+    "L54-L56, 0c2467c15 L54-L56: --max-cudagraph-capture-size 2048 --max-num-batched-tokens $((ISL * 2)) --stream-interval 20, "
+    "image vllm/vllm-openai:v0.19.0"
 )
 MINIMAX_BLACKWELL_VERSION = "0.19.0"
 MINIMAX_BLACKWELL_IMAGE = f"vllm/vllm-openai:v{MINIMAX_BLACKWELL_VERSION}"
 MINIMAX_BLACKWELL_STREAM_INTERVAL = 20
+BLACKWELL_CUDAGRAPH_MAX_TOKENS = 2048  # --max-cudagraph-capture-size of the scripts above and KIMI_K25_B200_SCRIPT
 
 
 KIMI_K25_B200_SCRIPT = (
-    "kimik2.5_fp4_b200.sh @ 6c3acebfa (PR 1047, 2026-04-20) L45-L48: --max-num-batched-tokens "
+    "kimik2.5_fp4_b200.sh @ 6c3acebfa (PR 1047, 2026-04-20) L45-L48: --max-cudagraph-capture-size 2048 --max-num-batched-tokens "
     '"$((ISL * 2 ))" --stream-interval 20 (with --kv-cache-dtype fp8), image vllm/vllm-openai:v0.17.0'
 )
 KIMI_K25_B200_FROM = "2026-04-20"
@@ -94,8 +97,9 @@ KIMI_K25_B200_VERSION = "0.17.0"
 def vllm_recipe(model: str, precision: str | None, system: str, image: str | None, isl: int,
                 measured: str | None = None) -> EngineSettings | None:  # fmt: skip
     """The scheduler settings an InferenceX vLLM agg script launches a run with where it sets them apart from vLLM's
-    defaults (a step budget of twice the ISL and stream interval 20: MiniMax-M2.5 FP4 and FP8 on B200 and B300 on the
-    v0.19.0 image, Kimi-K2.5 FP4 on B200 from 2026-04-20), or None (the engine defaults hold)."""
+    defaults (CUDA graphs up to 2,048 tokens, a step budget of twice the ISL and stream interval 20: MiniMax-M2.5 FP4
+    and FP8 on B200 and B300 on the v0.19.0 image, Kimi-K2.5 FP4 on B200 from 2026-04-20), or None (the engine defaults
+    hold)."""
     if model == "MiniMaxAI/MiniMax-M2.5" and precision in ("fp4", "fp8") and system in ("b200_sxm", "b300_sxm"):
         if not (image or "").startswith(MINIMAX_BLACKWELL_IMAGE):
             return None
@@ -108,10 +112,12 @@ def vllm_recipe(model: str, precision: str | None, system: str, image: str | Non
 
 
 def _twice_the_isl(system: str, version: str, isl: int, scripts: str) -> EngineSettings:
-    """The engine's defaults with a step budget of twice the ISL and stream interval 20 (the first token goes out at once:
-    OutputProcessor sends at the first token, then every stream-interval tokens, v0.19.0 v1/engine/output_processor.py L285-L298)."""
+    """The engine's defaults with CUDA graphs up to 2,048 tokens, a step budget of twice the ISL and stream interval 20
+    (the first token goes out at once: OutputProcessor sends at the first token, then every stream-interval tokens,
+    v0.19.0 v1/engine/output_processor.py L285-L298)."""
     defaults = system_defaults(Backend.VLLM, system, version)
-    return defaults.replace(step_token_budget=2 * isl, stream_interval=MINIMAX_BLACKWELL_STREAM_INTERVAL, origin=SOURCE_ORIGIN,
+    return defaults.replace(step_token_budget=2 * isl, stream_interval=MINIMAX_BLACKWELL_STREAM_INTERVAL,
+                            cudagraph_max_tokens=BLACKWELL_CUDAGRAPH_MAX_TOKENS, origin=SOURCE_ORIGIN,
                             citation=f"SemiAnalysisAI/InferenceX benchmarks/single_node/{scripts}")  # fmt: skip
 
 
