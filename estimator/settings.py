@@ -178,8 +178,11 @@ KV_MEMORY_SETTINGS: Mapping[str, Backend] = MappingProxyType({"kv_free_memory_fr
 
 # Settings one engine alone reads: name -> (that engine, what the setting is); a launch of another engine setting one is refused
 ENGINE_OWN_SETTINGS: Mapping[str, tuple[Backend, str]] = MappingProxyType(
-    {**{name: (owner, "KV-cache setting") for name, owner in KV_MEMORY_SETTINGS.items()}, "moe_backend": (Backend.TRTLLM, "MoE backend"),
-     "cudagraph_max_tokens": (Backend.VLLM, "CUDA-graph capture size")}
+    {
+        **{name: (owner, "KV-cache setting") for name, owner in KV_MEMORY_SETTINGS.items()},
+        "moe_backend": (Backend.TRTLLM, "MoE backend"),
+        "cudagraph_max_tokens": (Backend.VLLM, "CUDA-graph capture size"),
+    }
 )
 
 
