@@ -429,8 +429,8 @@ def _layout(run: Run, concurrency: int) -> Layout | str:
 
 
 def _settings(run: Run, layout: Layout) -> EngineSettings | str:
-    """SGLang's defaults on the system (estimator.settings.system_defaults) with what the launch sets."""
-    base, launch = system_defaults("sglang", run.system), run.launch
+    """SGLang's defaults on the system at the page's release (estimator.settings.system_defaults) with what the launch sets."""
+    base, launch = system_defaults("sglang", run.system, _release(run.env)), run.launch
     if launch is None:
         return base
     changes: dict[str, object] = {}
