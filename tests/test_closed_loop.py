@@ -1216,14 +1216,15 @@ def test_vllm_defaults_cap_at_the_kv_pool():
 
 
 @pytest.mark.parametrize(
-    "deployment, name",
-    [(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "trtllm", tp=2), "gpu_memory_utilization"),
-     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), "gpu_memory_utilization"),
-     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2), "kv_free_memory_fraction")],
+    "deployment, name, value, what",
+    [(Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "trtllm", tp=2), "gpu_memory_utilization", 0.9, "KV-cache setting"),
+     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), "gpu_memory_utilization", 0.9, "KV-cache setting"),
+     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2), "kv_free_memory_fraction", 0.9, "KV-cache setting"),
+     (Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "sglang", tp=2), "cudagraph_max_tokens", 2048, "CUDA-graph capture size")],
 )  # fmt: skip
-def test_a_kv_memory_setting_belongs_to_its_engine(deployment, name):
-    settings = EngineSettings(8192, True, **{name: 0.9})
-    with pytest.raises(InvalidInputError, match=f"{name} is .*'s KV-cache setting; backend '{deployment.backend.value}' has none"):
+def test_an_engine_own_setting_belongs_to_its_engine(deployment, name, value, what):
+    settings = EngineSettings(8192, True, **{name: value})
+    with pytest.raises(InvalidInputError, match=f"{name} is .*'s {what}; backend '{deployment.backend.value}' has none"):
         kv_capped(settings, deployment, 4, 1024, 0, 64, Steady())
 
 

@@ -207,7 +207,7 @@ def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):
     assert parse_deployment(vllm | {"engine": {"max_cudagraph_capture_size": 2048}}, "d.yaml").settings.cudagraph_max_tokens == 2048
     with pytest.raises(InvalidInputError, match="engine: cudagraph_max_tokens is vllm's CUDA-graph capture size; backend 'trtllm' has none"):
         parse_deployment(DEPLOYMENT | {"engine": {"max_cudagraph_capture_size": 2048}}, "d.yaml")
-    for bad in (0, 2.5, "big"):
+    for bad in (0, -1, 2.5, True, "big"):
         with pytest.raises(InvalidInputError, match=f"engine: cudagraph_max_tokens must be .*, got {bad!r}"):
             parse_deployment(vllm | {"engine": {"max_cudagraph_capture_size": bad}}, "d.yaml")
     old = parse_deployment(DEPLOYMENT | {"backend": "vllm", "backend_version": "0.13.0"}, "d.yaml").settings

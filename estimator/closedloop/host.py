@@ -164,7 +164,9 @@ VLLM_CUDAGRAPH_MAX_TOKENS = 512  # the default's cap, min(2 x max_num_seqs, 512)
 
 
 def vllm_cudagraph_max_tokens(settings: EngineSettings) -> int:
-    """The largest pass, in tokens, a vLLM launch replays as a CUDA graph: the launch's capture size, or vLLM's default."""
+    """The largest pass, in tokens, a vLLM launch replays as a CUDA graph: the launch's capture size, or vLLM's default
+    min(2 x max_num_seqs, 512), 512 when max_num_seqs is unset (vLLM's own default is at least 256). Not followed: later
+    releases scale the default by the speculative draft tokens + 1 (the release read has no such factor)."""
     if settings.cudagraph_max_tokens is not None:
         return settings.cudagraph_max_tokens
     seqs = settings.max_num_seqs

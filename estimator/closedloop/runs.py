@@ -172,10 +172,11 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
         settings = settings.replace(batch_wait_iters=0, batch_wait_tokens_ratio=0.0)
     else:
         settings = settings.replace(adp_balance_iters=0, adp_batching_wait_iters=0)
+    dispatch_ms = dispatch_overhead_ms(deployment, settings)  # the launch's capture size, before any KV-pool cap on max_num_seqs
     settings = kv_capped(settings, deployment, run.batch_size, run.isl, run.visual_tokens, run.osl, protocol)
     spec = AggSpec(
         settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
-        encoder_ms=run.encoder_ms, dispatch_ms=dispatch_overhead_ms(deployment, settings),
+        encoder_ms=run.encoder_ms, dispatch_ms=dispatch_ms,
         prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
     )  # fmt: skip
     model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces, moe_backend=priced_apart(settings.moe_backend))
@@ -233,7 +234,7 @@ def dispatch_overhead_ms(deployment: Deployment, settings: EngineSettings) -> fl
     """The prefill dispatch overhead the reference's legacy TTFT charges once per request (vLLM: 0.8 ms per
     decoder layer, AIConfigurator PR 1166, fitted to each request's TTFT beyond its kernels; SGLang,
     TRT-LLM: none), ms: the replay adds it to each request's path (AggSpec.path_ms), holding no pass up.
-    None where every pass of the launch replays a CUDA graph (host.every_pass_graphed): no pass is eager."""
+    0 where every pass of the launch replays a CUDA graph (host.every_pass_graphed): no pass is eager."""
     if every_pass_graphed(deployment.backend, settings):
         return 0.0
     return POLICIES[deployment.backend].dispatch_overhead_ms(deployment_facts(deployment).num_layers)

@@ -16,7 +16,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
 | prefill_overlap | a prefill worker's overlap loop: a batch's KV sent after the next batch's launch, that batch formed at the last launch (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
-| cuda_graphs | vLLM's graphed prefills where the capture size holds the step budget (the eager dispatch charged instead) | vLLM agg runs whose capture size holds the budget |
+| cuda_graphs | vLLM's graphed prefills where the launch's capture size holds the step budget (the eager dispatch charged instead) | vLLM agg runs launched with such a capture size |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
 | moe_backend | the launch's MoE backend: trtllm-gen's curve at every token count (the reference's rule instead) | TRT-LLM DeepSeek-R1 FP4 runs launched with TRTLLM (disagg prefill, B200 agg) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
