@@ -101,8 +101,10 @@ class EngineSettings:
         "fixed time on a request's path outside the engine's passes, ms, >= 0: the HTTP server handing the request to the "
         "executor, and the first token's response reaching the client; it adds to every TTFT and delays each client's "
         "next request by as much (TRT-LLM trtllm-serve: ai-dynamo/aisimulate issue 288, 1.3.0rc14, server to executor "
-        "2.69 ms + first token to server response 2.04 ms + client minus server 5.24 ms; agg replay only); 0: none "
-        "published", point=True))  # fmt: skip
+        "2.69 ms + first token to server response 2.04 ms + client minus server 5.24 ms; vLLM: its client's TTFT minus "
+        "the server's vllm:time_to_first_token_seconds on the completions endpoint, vllm-project/vllm PR 54628, 8.4 and "
+        "12.0 ms, their mean, which a request charged the reference's dispatch overhead pays inside it; agg replay only); "
+        "0: none published", point=True))  # fmt: skip
     kv_free_memory_fraction: float | None = field(default=None, metadata=_doc(
         "KV-cache share of the memory left after weights and activations (TRT-LLM "
         "kv_cache_config.free_gpu_memory_fraction) of a documented launch, 0 < this <= 1; empty: undocumented. The "
@@ -300,6 +302,10 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
 
 # fixed request-path time outside the passes, ms, by serving front end
 TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 288: trtllm-serve 1.3.0rc14 TTFT split (means)
+# vllm-project/vllm PR 54628 (vLLM 0.28.1rc1, RTX 4070 laptop under WSL2, Qwen2.5-0.5B, random 512/128, concurrency 8): the
+# client's mean TTFT minus the server's vllm:time_to_first_token_seconds (arrival at the API server to the first token) on
+# the completions endpoint InferenceX's client calls ("openai" backend): +8.4 ms and +12.0 ms in its two rounds
+VLLM_REQUEST_PATH_MS = (8.4 + 12.0) / 2
 
 
 # vLLM V1 schedules asynchronously (overlap: step n's outputs return after step n+1 is scheduled and submitted,
@@ -325,6 +331,8 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
       that are not A100s, else 2048 and 256; chunked prefill on; async scheduling (overlap) from
       VLLM_ASYNC_SCHEDULING_FROM, none before; 0.9 of GPU memory for weights, activations and KV;
       MiniMax-M2's q/k norm all-reduces per layer by release (qk_norm_allreduces; SGLang likewise);
+      the API server's request path (VLLM_REQUEST_PATH_MS), held inside the reference's dispatch
+      overhead where that is charged (AggSpec.path_ms);
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
       running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
       (piecewise CUDA graphs off by default through 0.5.9) at the published per-architecture cost;
@@ -338,8 +346,8 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
     if backend is Backend.VLLM:
         overlap = not _released_before(version, VLLM_ASYNC_SCHEDULING_FROM)
         return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=overlap, eager_layer_ms=0.0,
-                              gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION, qk_norm_allreduces=qk_norm_allreduces(backend, version),
-                              citation=citation)  # fmt: skip
+                              request_path_ms=VLLM_REQUEST_PATH_MS, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
+                              qk_norm_allreduces=qk_norm_allreduces(backend, version), citation=citation)  # fmt: skip
     if backend is Backend.SGLANG:
         return EngineSettings(sglang_chunked_prefill_size(gpu_memory_bytes), True, None, mixed_batches=False,
                               qk_norm_allreduces=qk_norm_allreduces(backend, version), citation=citation)  # fmt: skip

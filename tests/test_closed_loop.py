@@ -48,7 +48,7 @@ from estimator.scheduler import AggPoint, run_agg
 from estimator.scheduler.facts import deployment_facts
 from estimator.scheduler.memory import kv_pool_bytes, vllm_kv_pool_bytes
 from estimator.scheduler.policies import POLICIES
-from estimator.settings import TRTLLM_REQUEST_PATH_MS, EngineSettings, engine_defaults, kv_running_cap, served_kv_cache_dtype
+from estimator.settings import TRTLLM_REQUEST_PATH_MS, VLLM_REQUEST_PATH_MS, EngineSettings, engine_defaults, kv_running_cap, served_kv_cache_dtype
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
 
 IMPLS = ("numba", "python")
@@ -297,9 +297,11 @@ def test_benchmark_lengths_are_dealt_in_a_mixed_order():
             "vllm",
             "h200_sxm",
             141,
-            EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9, qk_norm_allreduces=1),
+            EngineSettings(8192, True, 1024, overlap_scheduler=True, eager_layer_ms=0.0, request_path_ms=VLLM_REQUEST_PATH_MS,
+                           gpu_memory_utilization=0.9, qk_norm_allreduces=1),
         ),
-        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0, gpu_memory_utilization=0.9, qk_norm_allreduces=1)),
+        ("vllm", "a100_sxm", 80, EngineSettings(2048, True, 256, overlap_scheduler=True, eager_layer_ms=0.0, request_path_ms=VLLM_REQUEST_PATH_MS,
+                                                gpu_memory_utilization=0.9, qk_norm_allreduces=1)),
         ("sglang", "h100_sxm", 80, EngineSettings(8192, True, None, mixed_batches=False, qk_norm_allreduces=1)),
         ("sglang", "b200_sxm", 180, EngineSettings(16384, True, None, mixed_batches=False, qk_norm_allreduces=1)),
         ("trtllm", "h200_sxm", 141, EngineSettings(8192, False, 2048, request_path_ms=TRTLLM_REQUEST_PATH_MS)),
@@ -709,8 +711,9 @@ def test_closed_loop_for_agg_row_in_both_pricings():
 
 def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_pass():
     """C = 1 on vLLM: TTFT = the prefill pass + 0.8 ms per layer (the reference's legacy dispatch
-    overhead, 64 layers for Qwen3-32B); row pricing keeps the reference's wiring (no overhead), and
-    SGLang pays none (test_closed_loop_for_agg_row_in_both_pricings)."""
+    overhead, 64 layers for Qwen3-32B, which holds the request path: vLLM's own is not added); row
+    pricing keeps the reference's wiring (no overhead), and SGLang pays none
+    (test_closed_loop_for_agg_row_in_both_pricings)."""
     vllm = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2)
     row = dict(run_agg(vllm, AggPoint(2048, 128, 1)).row)
     engine = closed_loop_for_agg_row(row, vllm)
@@ -720,13 +723,23 @@ def test_vllm_engine_replay_pays_the_prefill_dispatch_overhead_once_per_prefill_
 
 def test_vllm_replay_charges_no_dispatch_when_every_pass_replays_a_cuda_graph():
     """A launch whose capture size holds its step budget replays every pass, prefills included, as a CUDA graph
-    (piecewise): C = 1 TTFT is the prefill pass alone; one token over the capture size and the eager dispatch is back."""
+    (piecewise): C = 1 TTFT is the prefill pass plus vLLM's request path alone; one token over the capture size and
+    the eager dispatch, which holds the path, is back."""
     vllm = Deployment("Qwen/Qwen3-32B-FP8", "h200_sxm", "vllm", tp=2)
     row = dict(run_agg(vllm, AggPoint(2048, 128, 1)).row)
     graphed = engine_defaults("vllm", "h200_sxm", 141 << 30).replace(step_token_budget=2048, cudagraph_max_tokens=2048)
-    assert closed_loop_for_agg_row(row, vllm, settings=graphed)["ttft"] == pytest.approx(row["prefill_step_ms"], rel=1e-9)
+    ttft = closed_loop_for_agg_row(row, vllm, settings=graphed)["ttft"]
+    assert ttft == pytest.approx(row["prefill_step_ms"] + VLLM_REQUEST_PATH_MS, rel=1e-9)
     eager = graphed.replace(cudagraph_max_tokens=2047)
     assert closed_loop_for_agg_row(row, vllm, settings=eager)["ttft"] == pytest.approx(row["prefill_step_ms"] + 64 * 0.8, rel=1e-9)
+
+
+@pytest.mark.parametrize(("request_path", "dispatch", "path"), [(10.2, 0.0, 10.2), (10.2, 51.2, 51.2), (0.0, 0.0, 0.0), (9.97, 0.0, 9.97)])
+def test_a_requests_path_is_the_fitted_dispatch_where_charged_else_the_request_path(request_path, dispatch, path):
+    """The reference's dispatch overhead is fitted to the whole TTFT beyond the kernels (HTTP and tokenization included),
+    so a request charged it pays no separate request path."""
+    spec = AggSpec(EngineSettings(2048, True, request_path_ms=request_path), dispatch_ms=dispatch)
+    assert spec.path_ms == path
 
 
 @pytest.mark.parametrize(
