@@ -103,7 +103,8 @@ class EngineSettings:
         "next request by as much (TRT-LLM trtllm-serve: ai-dynamo/aisimulate issue 288, 1.3.0rc14, server to executor "
         "2.69 ms + first token to server response 2.04 ms + client minus server 5.24 ms; vLLM: its client's TTFT minus "
         "the server's vllm:time_to_first_token_seconds on the completions endpoint, vllm-project/vllm PR 54628, 8.4 and "
-        "12.0 ms, their mean, which a request charged the reference's dispatch overhead pays inside it; agg replay only); "
+        "12.0 ms, their mean, held inside the reference's dispatch overhead where that is charged: a request's path is the "
+        "larger of the two; agg replay only); "
         "0: none published", point=True))  # fmt: skip
     kv_free_memory_fraction: float | None = field(default=None, metadata=_doc(
         "KV-cache share of the memory left after weights and activations (TRT-LLM "

@@ -30,7 +30,7 @@ AGG = {"sglang_agg", "trtllm_agg", "mismatch", "vllm_kv", "cold_sglang", "vllm_g
 MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the replay
     "overlap": AGG,  # agg passes only (the tandem replays no overlap)
     "eager_floor": set(ROWS),  # agg and prefill-stage passes
-    "request_path": AGG,
+    "request_path": {"trtllm_agg", "vllm_graphs"},  # an eager vLLM request's path sits inside the dispatch charge
     "compile": {"cold_sglang"},  # no Qwen3.5 row here compiles per shape
     "admission": {"trtllm_disagg", "sglang_intake", "trtllm_fp4_disagg"},  # a disagg request's first token
     "admission_lag": {"trtllm_disagg", "sglang_intake", "trtllm_fp4_disagg"},

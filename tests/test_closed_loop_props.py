@@ -245,8 +245,9 @@ fixed_lengths = st.one_of(st.builds(Steady, st.integers(0, 3), st.just(4)), st.b
 
 @given(agg_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths, compile_ms=st.just(0.0), path=st.sampled_from([0.0, 9.97])))
 def test_single_client_agg_ttft_is_the_solo_prefill_plus_the_request_path(config):
-    """Exactly the solo prefill without a request path (EngineSettings.request_path_ms and the reference's per-request
-    dispatch overhead, AggSpec.path_ms); with one, that path adds to every TTFT one for one (to the clock's rounding: t - born)."""
+    """Exactly the solo prefill without a request path (AggSpec.path_ms: the larger of EngineSettings.request_path_ms and
+    the reference's per-request dispatch overhead); with one, that path adds to every TTFT one for one (to the clock's
+    rounding: t - born)."""
     stats = outcome(replay_agg, *config, impl="numba")
     if isinstance(stats, str):
         assert "chunked prefill is off" in stats

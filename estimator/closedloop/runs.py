@@ -233,7 +233,8 @@ def _worker_model(deployment: Deployment, pricer: str, moe_backend: str | None =
 def dispatch_overhead_ms(deployment: Deployment, settings: EngineSettings) -> float:
     """The prefill dispatch overhead the reference's legacy TTFT charges once per request (vLLM: 0.8 ms per
     decoder layer, AIConfigurator PR 1166, fitted to each request's TTFT beyond its kernels; SGLang,
-    TRT-LLM: none), ms: the replay adds it to each request's path (AggSpec.path_ms), holding no pass up.
+    TRT-LLM: none), ms: the replay charges it as the request's path to the engine, the request path held
+    inside it (AggSpec.path_ms: the larger of the two), holding no pass up.
     0 where every pass of the launch replays a CUDA graph (host.every_pass_graphed): no pass is eager."""
     if every_pass_graphed(deployment.backend, settings):
         return 0.0

@@ -49,7 +49,7 @@ class AggSpec:
     tokens_per_decode: float = 1.0  # k: output tokens per decode pass per request (1 + accepted drafts, >= 1)
     turnaround_ms: float = 0.0  # client time between a completion and the next dispatch, ms (>= 0)
     encoder_ms: float = 0.0  # encoder GPU time per request, charged in its first chunk's pass, ms (>= 0)
-    dispatch_ms: float = 0.0  # the reference's prefill dispatch overhead per request, its whole path to the engine when > 0 (path_ms), ms (>= 0)
+    dispatch_ms: float = 0.0  # the reference's prefill dispatch overhead per request, holding its path to the engine (path_ms), ms (>= 0)
     prefill_floor_ms: float = 0.0  # host launch time of an eager pass that prefills: it lasts at least this long, ms (>= 0)
 
     def __post_init__(self) -> None:
@@ -81,11 +81,11 @@ class AggSpec:
 
     @property
     def path_ms(self) -> float:
-        """Time from a request's dispatch to the engine seeing it, ms: the reference's per-request prefill dispatch
-        overhead where one is charged (AIConfigurator's legacy TTFT charges it once per request: PR 1166 fits it to each
-        request's whole TTFT beyond its kernels, the HTTP path and tokenization included, so it holds no pass up and
-        stands for the request path too), else the settings' request path."""
-        return self.dispatch_ms if self.dispatch_ms > 0 else self.settings.request_path_ms
+        """Time from a request's dispatch to the engine seeing it, ms: the larger of the reference's per-request prefill
+        dispatch overhead (AIConfigurator's legacy TTFT charges it once per request: PR 1166 fits it to each request's
+        whole TTFT beyond its kernels, the HTTP path and tokenization included, so it holds no pass up and holds the
+        request path) and the settings' request path."""
+        return max(self.dispatch_ms, self.settings.request_path_ms)
 
     def check(self, plan: RunPlan) -> None:
         """Raise InvalidInputError for a prefix not below every input or for batch waiting set

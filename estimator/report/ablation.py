@@ -9,7 +9,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 |---|---|---|
 | overlap | overlap scheduling: a pass's tokens out when it ends, requests taken in when the pass is formed | agg passes |
 | eager_floor | the host floor of eager prefill passes (layers x per-layer eager cost) | agg and prefill-stage passes |
-| request_path | the fixed server-side cost on a request's first-token path | agg requests |
+| request_path | the fixed cost on a request's first-token path outside the passes | TRT-LLM agg requests; vLLM's where no dispatch charge holds it |
 | compile | the first-use compiles of the run's engine build (per new prefill shape; the first prefix extend) | SGLang agg runs whose build compiles |
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
