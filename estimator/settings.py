@@ -86,8 +86,8 @@ class EngineSettings:
         "CUTLASS FMHA for the prefix, built with nvcc at first use on images without flashinfer-jit-cache; ~20 s, "
         "sglang issue 7339; agg replay only); empty: 0", point=True))  # fmt: skip
     overlap_scheduler: bool = field(default=True, metadata=_doc(
-        "true: the scheduler launches pass n+1 before it returns pass n's tokens, so they reach the client once pass n+1's "
-        "host launch is done (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
+        "true: the scheduler launches pass n+1 while pass n runs and returns pass n's tokens once that launch is done, so a "
+        "host-bound launch overlaps the GPU time of the pass before it (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
         "event_loop_overlap, on by default; vLLM V1 async scheduling, on by default from 0.14 unless pipeline-parallel); a "
         "disagg row's is its prefill workers': SGLang's sends a batch's KV after the next batch's launch and forms that batch "
         "from the requests it held at the last launch (the P/D tandem)",

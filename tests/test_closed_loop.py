@@ -861,6 +861,25 @@ def test_overlap_scheduling_takes_a_completed_client_s_next_request_two_passes_a
     assert alone_on.ttft_max == pytest.approx(alone_off.ttft_max, rel=1e-12) == 10.0
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_under_overlap_a_host_bound_launch_runs_while_the_previous_pass_is_on_the_gpu(impl):
+    """The loop iteration that launches pass n+1 starts once pass n is launched and pass n-1 returned, so an eager
+    launch overlaps the GPU time of the pass before it. Two clients (osl 2 and 6), flat prices (prefill 10 ms, decode
+    5 ms), a 30 ms host floor: the first client's next request, dispatched at 35, is taken in by the intake at 40 (the
+    start of the decode pass 40-45, which was launched at once) and its prefill's 30 ms launch starts then, so that pass
+    ends at 70 and its TTFT is 35 ms (45 - 35 + 25), not the 40 of a launch started at the decode pass's end. Without
+    overlap the intake at 35 takes it at once (TTFT 30)."""
+    plan = RunPlan(2, 0, 3, 3, np.array([8, 8, 8]), np.array((2, 6, 2)))
+
+    def run(overlap):
+        spec = AggSpec(EngineSettings(600, False, mixed_batches=False, overlap_scheduler=overlap), prefill_floor_ms=30.0)
+        return replay_agg(plan, spec, flat_pricer(10.0, 5.0), impl).stats
+
+    on, off = run(True), run(False)
+    assert (on.ttft_max, off.ttft_max) == (35.0, 30.0)
+    assert on.ttft_mean == pytest.approx((30.0 + 30.0 + 35.0) / 3, rel=1e-12)
+
+
 def test_the_prefill_floor_holds_only_passes_that_prefill():
     """A pass that prefills lasts at least the floor, in both implementations; decode-only passes
     keep their price (TPOT unchanged at C = 1), and a floor below every prefill pass changes nothing."""

@@ -538,7 +538,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     hj = np.empty((1, clients), dtype=np.int64)  # cohort heap: admission order (join counter)
     hc = np.empty((1, clients), dtype=np.int64)  # cohort heap: client
     n_act = head = n_wait = running = np.int64(0)  # np.int64: one compiled signature for the callees, not one per literal
-    launched = -1.0  # overlap: the previous pass's launch, when this pass's intake polls (< 0: no overlap, or idle since; oracle.seen)
+    launched = -1.0  # overlap: when the loop iteration launching this pass starts and its intake polls (< 0: no overlap, or idle since; oracle.seen)
     can_cohort = k == 1.0
     cohort = can_cohort  # decoders are a cohort (else: per request)
     since_recv = recv_interval  # weighted passes since the last intake of requests
@@ -553,7 +553,6 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     held_k = np.empty(clients, dtype=np.int64)  # their counted TTFT index (-1: not counted)
     held_v = np.empty(clients)  # their TTFTs
     n_held = np.int64(0)
-    held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
     for c in range(clients):
         _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, path)
@@ -609,11 +608,13 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             n_held = np.int64(0)
             launched = -1.0  # an idle scheduler polls until it receives
             continue
-        dur = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
-        dur = dur + encoder_ms * new_starts
-        host = 0.0
+        gpu = affine_ms(params, nc, starts, takes, nd, kv_sum) if kind == AFFINE else engine_ms(params, data, hdr, nc, starts, takes, nd, kv_sum)
+        gpu = gpu + encoder_ms * new_starts
+        lead = t - launched if launched >= 0.0 else 0.0  # overlap: this pass's launch began that long before the GPU is free for it
+        dur = gpu
+        host = 0.0  # the pass's host launch time (eager prefill launches and inline compiles)
         if nc > 0:
-            dur = max(dur, prefill_floor_ms)
+            dur = max(gpu, prefill_floor_ms - lead)
             host = prefill_floor_ms
             if compile_ms > 0.0 and _first_of_shape(compiled, takes, nc, nd * decode_budget):
                 dur = dur + compile_ms
@@ -626,16 +627,16 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
             status = NONFINITE
             break
         if overlap:
-            _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, host - held_slack)
+            _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, host - lead)
         t_prev = t
-        launched = t if overlap else -1.0
+        launched = t + max(host - lead, 0.0) if overlap else -1.0
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if nc > 0 else 1
         for i in range(ns):
             rf[svc[i], SERVICE] += dur
         counting = cnt[DONE] >= warm
         n_fin = 0
-        n_held, held_slack = np.int64(0), dur - host
+        n_held = np.int64(0)
         for i in range(nf):
             c = firsts[i]
             ttft, index = (rf[c, ADMIT_T] - rf[c, BORN]) + rf[c, SERVICE], cnt[N_TTFT] if counting else -1

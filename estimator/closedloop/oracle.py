@@ -8,9 +8,10 @@ TTFT path, TTFT accumulates pass durations (stats.py) and osl == 1 decodes nothi
 the engine's max_num_seqs (admission stops at that many running requests, FIFO), decode
 requests that take several budget tokens (speculative queries), a run plan's dispatch cap
 (benchmark protocol), SGLang's intake interval (new requests are taken in only every
-recv_interval weighted passes, settings.py), overlap scheduling (a pass's first tokens go out
-once the next pass is launched, and the intake that forms a pass polls when the previous pass is
-launched: ``seen``), and a pass price that must be finite (else NoProgressError). The
+recv_interval weighted passes, settings.py), overlap scheduling (the loop iteration that launches a
+pass starts once the previous pass's launch is done and the pass before it has returned: its intake
+polls then (``seen``), its host launch runs while the previous pass is on the GPU, and the previous
+pass's first tokens go out once it is done), and a pass price that must be finite (else NoProgressError). The
 tandem's window closes at its last completion; the reference closed it at the launch of the last
 decode iteration, one decode step early.
 """
@@ -208,12 +209,14 @@ class _AdpBalance:
 def seen(visible: float, t: float, launched: float | None) -> bool:
     """Whether the intake that forms the pass starting at t takes in a request visible from `visible`.
     Without overlap the scheduler polls when the pass is formed, at t (launched None). Under overlap
-    it forms pass n+1 while pass n runs: the loop iteration that launches pass n+1 polls right after
-    it returned pass n-1's results, at pass n's launch (`launched`), and a request visible exactly
-    then (the next request of a client whose completion that iteration returned) arrives after the
-    poll (SGLang 0.5.9 ``event_loop_overlap``: ``recv_requests``, then ``run_batch``, then
-    ``pop_and_process`` of the previous batch; TRT-LLM ``_executor_loop_overlap``; vLLM V1
-    ``EngineCore.step_with_batch_queue``)."""
+    it forms pass n+1 while pass n runs: the loop iteration that launches pass n+1 starts, and polls,
+    once it has launched pass n and returned pass n-1's results (`launched`: pass n's start, or the end
+    of pass n's host launch when that runs past it), and a request visible exactly then (the next
+    request of a client whose completion that iteration returned) arrives after the poll (SGLang
+    0.5.9 ``event_loop_overlap``: ``recv_requests``, then ``run_batch``, then ``pop_and_process`` of
+    the previous batch; TRT-LLM ``_executor_loop_overlap``; vLLM V1 ``EngineCore.step_with_batch_queue``).
+    That launch begins before pass n ends, so a host-bound pass n+1 lasts its host time less the
+    lead (agg_calendar)."""
     return visible <= t if launched is None else visible < launched
 
 
@@ -228,11 +231,10 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     compiled: set[int] = set()  # pass token counts compiled so far (settings.py, shape_compile_ms)
     prefix_compiled = False  # the prefix-extend path compiled (settings.py, prefix_compile_ms)
     held: list = []  # overlap: the previous pass's first tokens still decoding, as (request, counted TTFT index or None, TTFT)
-    held_slack = 0.0  # the previous pass's GPU time beyond its host time
     t = 0.0
     active: list[Request] = []
     waiting: deque[Request] = deque()
-    launched: float | None = None  # overlap: the previous pass's launch, when this pass's intake polls (None: no overlap, or idle since)
+    launched: float | None = None  # overlap: when the loop iteration launching this pass starts and its intake polls (None: no overlap, or idle since)
     path = spec.path_ms  # a request reaches the engine this long after its dispatch (settings.py; AggSpec.path_ms)
     for _ in range(plan.clients):
         waiting.append(run.new_request(0.0, path))
@@ -272,8 +274,9 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         dur = pricer.pass_ms(PassShape(tuple(starts), tuple(takes), len(decs), sum(r.isl + r.made for r in decs)))
         dur = dur + spec.encoder_ms * new_starts
         host = 0.0  # the pass's host launch time (eager prefill launches and inline compiles)
+        lead = 0.0 if launched is None else t - launched  # overlap: this pass's launch began that long before the GPU is free for it
         if takes:
-            dur = max(dur, spec.prefill_floor_ms)
+            dur = max(dur, spec.prefill_floor_ms - lead)
             host = spec.prefill_floor_ms
             tokens = sum(takes) + len(decs) * spec.decode_budget_tokens
             if spec.settings.shape_compile_ms > 0.0 and tokens not in compiled:
@@ -287,8 +290,8 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
         if not (0.0 <= dur < math.inf):
             raise NoProgressError(NONFINITE_MESSAGE)
         if spec.settings.overlap_scheduler:  # the previous pass's tokens go out once this pass is launched
-            run.delay_first_tokens(held, host - held_slack)
-        launched = t if spec.settings.overlap_scheduler else None
+            run.delay_first_tokens(held, host - lead)
+        launched = t + max(host - lead, 0.0) if spec.settings.overlap_scheduler else None
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if takes else 1
         for r in active:
@@ -296,7 +299,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
                 r.service += dur
         # ---- emissions: completed prompts first, then decoders, each in list order ----
         counting = run.counting
-        held, held_slack = [], dur - host
+        held = []
         for r in firsts:
             ttft, index = (r.admitted_at - r.born) + r.service, len(run.ttfts) if counting else None
             run.first_token(r, t, ttft, counting)
