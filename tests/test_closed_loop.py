@@ -431,6 +431,21 @@ def test_a_back_to_back_prefill_launch_delays_the_previous_batchs_hand_offs(impl
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+def test_an_overlapping_prefill_worker_launches_its_next_batch_while_the_last_one_runs(impl):
+    """Prefill overlap: one prefill worker (batch 1, host floor 5 ms, 1 ms a prompt token), one decode worker (3 ms
+    passes), osl 2, A of 12 tokens and B of 1. A's batch runs [0, 12]; the loop iteration launching B starts once A's
+    5 ms launch is done, at 5, and its intake takes B; B's 5 ms launch is done at 10, before A ends, so B's batch ends at
+    13 (its 1 ms of GPU work after A's) and A's KV leaves at 12. A is admitted at 12, B at 15 behind A's decode pass:
+    mean TTFT 13.5. Without overlap B's launch starts at 12 and ends at 17: mean 14.5."""
+    plan = RunPlan(2, 0, 2, 2, np.array([12, 1]), np.array([2, 2]))
+    got = {}
+    for overlap in (False, True):
+        spec = TandemSpec(1, 1, prefill_batch=1, prefill_floor_ms=5.0, first_token_on_admission=True, prefill_overlap=overlap)
+        got[overlap] = replay_tandem(plan, spec, affine_pricer(0.0, 1.0, 0.0, 1.0, 0.0, 0.0), INTAKE_DECODE, impl).stats.ttft_mean
+    assert got == {False: 14.5, True: 13.5}
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_an_overlapping_prefill_worker_forms_its_next_batch_from_what_it_held_at_its_last_launch(impl):
     """Five clients, two prompts each, one prefill worker (batches of 2, 10 ms, no host floor, so no KV
     delay), one decode worker (1 ms passes), osl 2. A, B prefill at 0, C, D at 10; A and B finish at 11

@@ -1132,8 +1132,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     bound_to = np.full(clients, -1)  # each client's decode worker (bound at dispatch or at its hand-off)
     last_b = np.empty((n_prefill, prefill_batch), dtype=np.int64)  # each prefill worker's latest batch
     last_n = np.zeros(n_prefill, dtype=np.int64)
-    last_d = np.zeros(n_prefill)  # and its duration, ms
-    last_launch = np.full(n_prefill, -1.0)  # and its launch, ms (< 0: none yet)
+    next_launch = np.full(n_prefill, -1.0)  # overlap: when the loop iteration after its latest launch starts, ms (< 0: none yet)
     waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
@@ -1154,18 +1153,18 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
         for i in range(n_prefill):
             if plen[i] == 0 or p_free[i] > t:
                 continue
-            back_to_back = t == p_free[i]
             nb = 0
-            if overlap and back_to_back and last_launch[i] >= 0.0:  # formed while the last batch ran: its intake polled at that launch
-                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, last_launch[i], prefill_batch, batch)
+            lead = -1.0  # overlap: this launch began that long before the worker's GPU is free (< 0: formed idle)
+            if overlap and t == p_free[i] and next_launch[i] >= 0.0:  # formed while the last batch ran, at the iteration's start
+                nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, next_launch[i], prefill_batch, batch)
+                if nb > 0:
+                    lead = t - next_launch[i]
             if nb == 0:  # idle: the worker polls until it receives
                 nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, -1.0, prefill_batch, batch)
             if nb == 0:
                 continue
-            last_launch[i] = t
-            delay = prefill_floor_ms - (last_d[i] - prefill_floor_ms)  # this launch's host time past the last batch's GPU time
-            if overlap and back_to_back and delay > 0.0:  # the last batch's KV goes out after this launch
-                _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)
+            if lead >= 0.0 and prefill_floor_ms - lead > 0.0:  # the last batch's KV goes out once this launch is done
+                _delay_handoffs(last_b, last_n, i, prefill_floor_ms - lead, rf, bound_to, rq, rlen, rmin, n_coh)
             last_n[i] = 0  # filled with the batch's hand-offs below (a client's index names its next request once it completes)
             for b in range(nb):
                 starts[b] = prefix
@@ -1175,13 +1174,13 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 if p_kind == AFFINE
                 else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
             )
-            dur = max(dur + encoder_ms, prefill_floor_ms)
+            dur = max(dur + encoder_ms, prefill_floor_ms - max(lead, 0.0))
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break
             end = t + dur
             p_free[i] = end
-            last_d[i] = dur
+            next_launch[i] = t + max(prefill_floor_ms - max(lead, 0.0), 0.0)
             counting = cnt[DONE] >= warm
             for b in range(nb):
                 c = batch[b]

@@ -345,13 +345,15 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     worker's next intake before its prefill may start; a worker takes in at the start of a pass
     once `interval` passes have run since its last intake, at the pass after one that admitted
     hand-offs, and at once when it goes idle (sglang-pd-decode-intake.md).
-    Prefill overlap (spec.prefill_overlap): a prefill worker that launches a batch the moment its
-    previous batch ends sends the previous batch's KV once this launch is done, so those hand-offs
-    not admitted yet arrive later by the launch's host time (prefill_floor_ms) less the previous
-    batch's GPU time beyond its own host launch, when positive (the agg calendar's overlap rule); a first token sent at the
-    hand-off (first_token_on_admission off) and a one-token request's end keep the batch's end. Such a
-    worker forms its next batch while the last one runs, so that batch's intake polled at the last
-    launch (`seen`); when it found none the worker idles and polls until it receives."""
+    Prefill overlap (spec.prefill_overlap): a busy prefill worker's loop iteration starts once its last
+    launch is done and the batch before returned, while the last batch runs (the agg calendar's overlap
+    rule): its intake polls then (`seen`), its batch's host launch (prefill_floor_ms) starts then, so
+    that batch ends at the later of its GPU time after the last batch and its launch's end, and the last
+    batch's KV goes out once this launch is done, so those hand-offs not admitted yet arrive later by
+    the launch's end past the last batch's end, when positive; a first token sent at the hand-off
+    (first_token_on_admission off) and a one-token request's end keep the batch's end. When that intake
+    found none the worker returns the last batch (its KV leaves at its end), idles and polls until it
+    receives."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
@@ -363,8 +365,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     last_start = [0.0] * d  # each decode worker's latest iteration start, ms
     routed = {"prefill": 0, "decode": 0}
     last_batch: list[list[Request]] = [[] for _ in range(p)]  # each prefill worker's latest batch
-    last_dur = [0.0] * p  # and its duration, ms
-    last_launch: list[float | None] = [None] * p  # and its launch, ms
+    next_launch: list[float | None] = [None] * p  # overlap: when the loop iteration after its latest launch starts, ms
 
     def to_prefill(r: Request) -> None:
         pq[routed["prefill"] % p].append(r)
@@ -412,17 +413,17 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
         for i in range(p):
             if not pq[i] or p_free[i] > t:
                 continue
-            back_to_back = spec.prefill_overlap and t == p_free[i]  # formed while the last batch ran
-            polls = [last_launch[i]] if back_to_back and last_launch[i] is not None else []
-            for launched in [*polls, None]:  # the intake at the last launch, then the idle worker's, which polls until it receives
+            back_to_back = spec.prefill_overlap and t == p_free[i] and next_launch[i] is not None  # formed while the last batch ran
+            polls = [next_launch[i]] if back_to_back else []
+            for launched in [*polls, None]:  # the intake as the next iteration starts, then the idle worker's, which polls until it receives
                 batch = [r for r in pq[i] if seen(r.visible, t, launched)][: spec.prefill_batch]
                 if batch:
                     break
             if not batch:
                 continue
-            last_launch[i] = t
-            delay = spec.prefill_floor_ms - (last_dur[i] - spec.prefill_floor_ms)  # this launch's host time past the last batch's GPU time
-            if back_to_back and delay > 0.0:  # launched back to back: the last batch's KV goes out after it
+            lead = t - launched if launched is not None else 0.0  # this launch began that long before the worker's GPU is free
+            delay = spec.prefill_floor_ms - lead  # this launch's host time past the last batch's end
+            if launched is not None and delay > 0.0:  # launched back to back: the last batch's KV goes out once this launch is done
                 for r in last_batch[i]:
                     if r.admitted_at is None and r.made < r.osl:  # still on its way to its decode worker
                         runs[r.decode_worker] = [x for x in runs[r.decode_worker] if x is not r]
@@ -430,11 +431,12 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                         arrive(runs[r.decode_worker], r)
             last_batch[i] = batch
             dur = prefill_pricer.pass_ms(PassShape(tuple(spec.prefix for _ in batch), tuple(r.new for r in batch), 0, 0))
-            dur = max(dur + spec.encoder_ms, spec.prefill_floor_ms)  # an eager batch lasts at least its host launch time
+            dur = max(dur + spec.encoder_ms, spec.prefill_floor_ms - lead)  # an eager batch lasts at least its host launch time
             if not (0.0 <= dur < math.inf):
                 raise NoProgressError(NONFINITE_MESSAGE)
             end = t + dur
-            p_free[i], last_dur[i] = end, dur
+            p_free[i] = end
+            next_launch[i] = t + max(spec.prefill_floor_ms - lead, 0.0)
             pq[i] = [r for r in pq[i] if not any(r is b for b in batch)]
             counting = run.counting  # decided at batch launch
             for r in batch:

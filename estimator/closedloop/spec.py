@@ -130,7 +130,7 @@ class TandemSpec:
     decode_bound_at_dispatch: bool = False  # True: a request's decode worker is chosen (round robin) at its dispatch; False: at its hand-off
     decode_intake_interval: int = 1  # a busy decode worker takes requests in every this many passes, then they prefill (>= 1; > 1: bound at dispatch)
     prefill_overlap: bool = (
-        False  # True: a batch launched as the previous one ends delays that one's hand-offs and takes the requests held at its launch (oracle.tandem)
+        False  # True: a batch launched while the previous one runs delays that one's hand-offs and takes the requests held as its launch began (oracle.tandem)
     )
 
     def __post_init__(self) -> None:

@@ -120,7 +120,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
-    Mechanism("prefill_overlap", "prefill workers' overlap loop (KV after the next launch, intake at the last)", case=_tandem_spec(prefill_overlap=False)),
+    Mechanism("prefill_overlap", "prefill workers' overlap loop (launch while the last batch runs, its KV after that launch)", case=_tandem_spec(prefill_overlap=False)),
     Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_row_without("gpu_memory_utilization")),
     Mechanism("cuda_graphs", "vLLM's graphed prefills (the eager dispatch charged instead)", row=_row_without("cudagraph_max_tokens")),
     Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_pass_models(qk_norm_allreduces=0)),
