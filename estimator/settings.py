@@ -89,8 +89,8 @@ class EngineSettings:
         "true: the scheduler launches pass n+1 while pass n runs and returns pass n's tokens once that launch is done, so a "
         "host-bound launch overlaps the GPU time of the pass before it (TRT-LLM PyTorch PyExecutor._executor_loop_overlap, on by default since PR 4174; SGLang "
         "event_loop_overlap, on by default; vLLM V1 async scheduling, on by default from 0.14 unless pipeline-parallel); a "
-        "disagg row's is its prefill workers': SGLang's sends a batch's KV after the next batch's launch and forms that batch "
-        "from the requests it held at the last launch (the P/D tandem)",
+        "disagg row's is its prefill workers': SGLang's launches its next batch while a batch runs, from the requests it holds "
+        "once its last launch is done, and sends a batch's KV once that next launch is done (the P/D tandem)",
         point=True))  # fmt: skip
     eager_layer_ms: float | None = field(default=None, metadata=_doc(
         "host launch time per decoder layer of an eager pass that prefills, ms, >= 0: the pass lasts at least layers x "

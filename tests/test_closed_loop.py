@@ -895,6 +895,17 @@ def test_under_overlap_a_host_bound_launch_runs_while_the_previous_pass_is_on_th
     assert on.ttft_mean == pytest.approx((30.0 + 30.0 + 35.0) / 3, rel=1e-12)
 
 
+def test_a_launch_that_ends_with_its_pass_keeps_the_two_replays_equal():
+    """A compile stall makes a pass's end and its launch's end two sums that round differently; the next iteration's start
+    is held within the pass (agg_calendar: launched <= the pass's end), so no later pass sees a negative lead and the
+    Python and Numba replays agree bit for bit (a case where they differed by one ulp without it)."""
+    plan = RunPlan(1, 0, 3, 3, np.array([159, 285, 49]), np.array([2, 7, 10]))
+    settings = EngineSettings(256, True, mixed_batches=False, recv_interval=3, prefix_compile_ms=13328.49352440608, overlap_scheduler=True)
+    spec = AggSpec(settings, turnaround_ms=29.224036251468714, prefill_floor_ms=38.858556590789846)
+    pricer = affine_pricer(9.687748365230892, 0.19335683248984972, 0.0, 1.0, -np.inf, 34.74884101734917, 0.3830913830520506, 0.0)
+    assert replay_agg(plan, spec, pricer, "python").same_as(replay_agg(plan, spec, pricer, "numba"))
+
+
 def test_the_prefill_floor_holds_only_passes_that_prefill():
     """A pass that prefills lasts at least the floor, in both implementations; decode-only passes
     keep their price (TPOT unchanged at C = 1), and a floor below every prefill pass changes nothing."""

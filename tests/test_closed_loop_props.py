@@ -224,12 +224,17 @@ def test_replays_are_deterministic(agg, tandem):
 
 def solo_prefill(plan, spec, pricer) -> float:
     """The request's own prefill passes, added in order: chunks of at most the budget, the encoder
-    in the first one, each pass at least the prefill floor."""
+    in the first one, each pass at least the prefill floor; under overlap a chunk's launch starts as
+    the previous chunk's launch is done, so the floor binds less that launch's lead (agg_calendar)."""
     new, budget = int(plan.isl[0]) - spec.prefix, spec.settings.step_token_budget
-    total, done = 0.0, 0
+    total, done, t, launched = 0.0, 0, spec.path_ms, None
     while done < new:
         take = min(budget, new - done)
-        total += max(pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0), spec.prefill_floor_ms)
+        lead = 0.0 if launched is None else t - launched
+        dur = max(pricer.pass_ms(PassShape((spec.prefix + done,), (take,), 0, 0)) + spec.encoder_ms * (done == 0), spec.prefill_floor_ms - lead)
+        launched = t + min(max(spec.prefill_floor_ms - lead, 0.0), dur) if spec.settings.overlap_scheduler else None
+        t += dur
+        total += dur
         done += take
     return total
 

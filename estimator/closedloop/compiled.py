@@ -629,7 +629,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
         if overlap:
             _delay_first_tokens(rf, ttfts, sc, held_c, held_k, held_v, n_held, host - lead)
         t_prev = t
-        launched = t + max(host - lead, 0.0) if overlap else -1.0
+        launched = t + min(max(host - lead, 0.0), dur) if overlap else -1.0  # within the pass, to the clock's rounding (lead >= 0)
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if nc > 0 else 1
         for i in range(ns):
@@ -758,8 +758,8 @@ def _decode_stretch(t, launched, overlap, epoch, kv, it, bound, passes, n_coh, d
                     kind, params, data, hdr, starts, takes, cnt, run_v, run_c):  # fmt: skip
     """Up to `passes` cohort passes that only decode and complete nothing, stopping before a pass
     whose intake of requests (every recv_interval weighted passes, see agg_calendar) would take in
-    the first waiting one, visible from `due` (_seen at the pass's start t and the previous pass's
-    launch). The same float operations as the full pass loop, without its bookkeeping (engine
+    the first waiting one, visible from `due` (_seen at the pass's start t and `launched`, when the loop
+    iteration launching it starts). The same float operations as the full pass loop, without its bookkeeping (engine
     prices from what the fixed cohort size fixes, decode_fixed; the caller made room for `passes`
     gap runs). Returns (t, launched, epoch, kv, it, since_recv, status)."""
     status = LIMIT
@@ -1085,9 +1085,11 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     its eligible requests are a leading run, and its batch is a cohort that decodes in every
     iteration plus the first eligible hand-offs up to decode_max, which then join it (any k: see
     decode_progress). Under a decode intake interval a request bound to a busy decode worker waits
-    in that worker's `waiting` list until an intake (_take_in); under prefill overlap a back-to-back
-    launch re-times the previous batch's hand-offs (_delay_handoffs) and takes the requests visible
-    before the previous launch (_take_visible, _seen; none: what it finds idle). ints and floats are
+    in that worker's `waiting` list until an intake (_take_in); under prefill overlap a busy worker's
+    next loop iteration starts once its last launch is done (next_launch): its intake takes the
+    requests visible before then (_take_visible, _seen; none: what it finds idle, and the last batch's
+    KV leaves at its end), and a batch it forms re-times the last batch's hand-offs to this launch's
+    end (_delay_handoffs). ints and floats are
     TandemSpec.pack's slots. Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]

@@ -291,7 +291,7 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
             raise NoProgressError(NONFINITE_MESSAGE)
         if spec.settings.overlap_scheduler:  # the previous pass's tokens go out once this pass is launched
             run.delay_first_tokens(held, host - lead)
-        launched = t + max(host - lead, 0.0) if spec.settings.overlap_scheduler else None
+        launched = t + min(max(host - lead, 0.0), dur) if spec.settings.overlap_scheduler else None  # within the pass, to the clock's rounding (lead >= 0)
         t += dur
         since_recv += PREFILL_RECV_WEIGHT if takes else 1
         for r in active:

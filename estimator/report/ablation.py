@@ -14,7 +14,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | admission | the first token at decode admission (out at the prefill hand-off instead) | disagg requests |
 | admission_lag | a busy decode worker's admission one iteration after it sees the hand-off | TRT-LLM, SGLang disagg |
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
-| prefill_overlap | a prefill worker's overlap loop: a batch's KV sent after the next batch's launch, that batch formed at the last launch (at its end instead) | SGLang disagg prefill workers |
+| prefill_overlap | a prefill worker's overlap loop: the next batch launched while a batch runs, the batch's KV sent once that launch is done (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
 | cuda_graphs | vLLM's graphed prefills where the launch's capture size holds the step budget (the eager dispatch charged instead) | vLLM agg runs launched with such a capture size |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
