@@ -1156,17 +1156,19 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
             if plen[i] == 0 or p_free[i] > t:
                 continue
             nb = 0
-            lead = -1.0  # overlap: this launch began that long before the worker's GPU is free (< 0: formed idle)
-            if overlap and t == p_free[i] and next_launch[i] >= 0.0:  # formed while the last batch ran, at the iteration's start
+            overlapped = False  # formed while the last batch ran, at the loop iteration's start (oracle.tandem)
+            lead = 0.0  # this launch began that long before the worker's GPU is free
+            if overlap and t == p_free[i] and next_launch[i] >= 0.0:
                 nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, next_launch[i], prefill_batch, batch)
                 if nb > 0:
-                    lead = t - next_launch[i]
+                    overlapped, lead = True, t - next_launch[i]
             if nb == 0:  # idle: the worker polls until it receives
                 nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, -1.0, prefill_batch, batch)
             if nb == 0:
                 continue
-            if lead >= 0.0 and prefill_floor_ms - lead > 0.0:  # the last batch's KV goes out once this launch is done
-                _delay_handoffs(last_b, last_n, i, prefill_floor_ms - lead, rf, bound_to, rq, rlen, rmin, n_coh)
+            delay = prefill_floor_ms - lead  # this launch's host time past the last batch's end
+            if overlapped and delay > 0.0:  # the last batch's KV goes out once this launch is done
+                _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)
             last_n[i] = 0  # filled with the batch's hand-offs below (a client's index names its next request once it completes)
             for b in range(nb):
                 starts[b] = prefix
@@ -1176,13 +1178,13 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 if p_kind == AFFINE
                 else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
             )
-            dur = max(dur + encoder_ms, prefill_floor_ms - max(lead, 0.0))
+            dur = max(dur + encoder_ms, prefill_floor_ms - lead)
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break
             end = t + dur
             p_free[i] = end
-            next_launch[i] = t + max(prefill_floor_ms - max(lead, 0.0), 0.0)
+            next_launch[i] = t + max(delay, 0.0)
             counting = cnt[DONE] >= warm
             for b in range(nb):
                 c = batch[b]

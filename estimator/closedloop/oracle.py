@@ -436,7 +436,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                 raise NoProgressError(NONFINITE_MESSAGE)
             end = t + dur
             p_free[i] = end
-            next_launch[i] = t + max(spec.prefill_floor_ms - lead, 0.0)
+            next_launch[i] = t + max(delay, 0.0)
             pq[i] = [r for r in pq[i] if not any(r is b for b in batch)]
             counting = run.counting  # decided at batch launch
             for r in batch:
