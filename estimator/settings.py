@@ -301,6 +301,10 @@ ENGINE_DEFAULT_CITATIONS: Mapping[Backend, str] = MappingProxyType(
 )
 
 
+# SGLang's FLA l2norm Triton kernel declares the token count T a tl.constexpr (builds before PR 31558, merged 2026-07-17), so a
+# pass that prefills a token count new to the process compiles it inline: SGLang PR 23448, "~90 ms each" (shape_compile_ms)
+SGLANG_SHAPE_COMPILE_MS = 90.0
+
 # fixed request-path time outside the passes, ms, by serving front end
 TRTLLM_REQUEST_PATH_MS = 2.6915 + 2.0356 + 5.2418  # ai-dynamo/aisimulate issue 288: trtllm-serve 1.3.0rc14 TTFT split (means)
 # vllm-project/vllm PR 54628 (vLLM 0.28.1rc1, RTX 4070 laptop under WSL2, Qwen2.5-0.5B, random 512/128, concurrency 8): the

@@ -8,10 +8,10 @@ import re
 
 from estimator.errors import UnknownModelError
 from estimator.models import linear_attention_layers
+from estimator.settings import SGLANG_SHAPE_COMPILE_MS
 from measurements.clients import INFERENCEX
 from measurements.schema import Measurement
 
-SHAPE_COMPILE_MS = 90.0  # one Triton compile of the FLA l2norm kernel, ms (SGLang PR 23448: "~90 ms each")
 SHAPE_COMPILE_FIXED = "2026-07-17"  # SGLang PR 31558 merged: T no longer specialized
 
 # SGLang releases whose FLA l2norm.py was read, each declaring the token count T a tl.constexpr (PyPI wheels 0.5.9, 0.5.10,
@@ -21,15 +21,15 @@ _NIGHTLY_DATE = re.compile(r"nightly-dev-(?:[a-z0-9]+-)*?(\d{4})(\d{2})(\d{2})")
 _RELEASE_TAG = re.compile(r"sglang:v?(\d+\.\d+\.\d+(?:\.post\d+)?)")  # lmsysorg/sglang:v0.5.9-cu130
 
 
-def shape_compile_ms(m: Measurement) -> float:
+def shape_compile_ms(m: Measurement, measured_by: str | None = None) -> float:
     """The Triton compile a pass that prefills a token count new to the run pays on the run's engine
-    build (EngineSettings.shape_compile_ms), ms: SHAPE_COMPILE_MS for an agg run (the agg replay
+    build (EngineSettings.shape_compile_ms), ms: SGLANG_SHAPE_COMPILE_MS for an agg run (the agg replay
     charges it; the P/D tandem does not) of SGLang serving a model with gated-delta-net layers on a
     build that specializes the FLA l2norm kernel on T (sglang_specializes_l2norm); 0 otherwise,
     also for a model without a bundled config (no layer is known to be linear attention)."""
-    if m.mode != "agg" or m.engine != "sglang" or not sglang_specializes_l2norm(m) or not _gated_delta_net(m.model):
+    if m.mode != "agg" or m.engine != "sglang" or not sglang_specializes_l2norm(m, measured_by) or not _gated_delta_net(m.model):
         return 0.0
-    return SHAPE_COMPILE_MS
+    return SGLANG_SHAPE_COMPILE_MS
 
 
 def _gated_delta_net(model: str) -> bool:
@@ -39,19 +39,22 @@ def _gated_delta_net(model: str) -> bool:
         return False
 
 
-def sglang_specializes_l2norm(m: Measurement) -> bool:
+def sglang_specializes_l2norm(m: Measurement, measured_by: str | None = None) -> bool:
     """Whether the SGLang build of a run compiles the FLA l2norm kernel per token count: a release
     whose source was read (SHAPE_SPECIALIZING_RELEASES, as the version or the image tag), a
     nightly image dated before the fix (SHAPE_COMPILE_FIXED), or any build of a run measured
     before the fix (an assumption for releases not read: the fix is the first change to T that
-    the PRs report); False when none of these is recorded (later releases are not assumed)."""
+    the PRs report), its date recorded or, when none is, bounded by `measured_by` (ISO date: a
+    published result was measured by its publication); False when none of these is recorded
+    (later releases are not assumed)."""
     if set(_recorded_releases(m)) & SHAPE_SPECIALIZING_RELEASES:
         return True
     for text in (m.engine_version, m.image):
         nightly = _NIGHTLY_DATE.search(text or "")
         if nightly:
             return "-".join(nightly.groups()) < SHAPE_COMPILE_FIXED
-    return m.measured_date is not None and m.measured_date[:10] < SHAPE_COMPILE_FIXED
+    measured = m.measured_date or measured_by
+    return measured is not None and measured[:10] < SHAPE_COMPILE_FIXED
 
 
 # SGLang issue 7339 (0.4.7): "an approximately 20-second stall when returning the first cached token", cicc building
@@ -105,6 +108,8 @@ def _release(m: Measurement) -> tuple[int, ...] | None:
     return None
 
 
-def with_build_compiles(m: Measurement) -> Measurement:
-    """The measurement with the first-use compiles its engine build pays in the replay (shape_compile_ms, prefix_compile_ms)."""
-    return dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=shape_compile_ms(m), prefix_compile_ms=prefix_compile_ms(m)))
+def with_build_compiles(m: Measurement, measured_by: str | None = None) -> Measurement:
+    """The measurement with the first-use compiles its engine build pays in the replay (shape_compile_ms, prefix_compile_ms);
+    `measured_by` bounds the date of a run that records none (sglang_specializes_l2norm)."""
+    settings = m.settings.replace(shape_compile_ms=shape_compile_ms(m, measured_by), prefix_compile_ms=prefix_compile_ms(m))
+    return dataclasses.replace(m, settings=settings)

@@ -165,7 +165,7 @@ def _date(value: str | None) -> str | None:
 def write_measurements(measurements: Iterable[Measurement], path: str | Path) -> None:
     """Write measurements as a flat CSV (columns CSV_COLUMNS, empty cell = not recorded)."""
     with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for m in measurements:
             writer.writerow({k: _cell(v) for k, v in flatten(m).items()})

@@ -14,7 +14,7 @@ from estimator.errors import InvalidInputError
 from estimator.models import checkpoint_quant
 from estimator.perf.versions import version_slots
 from estimator.report import methods
-from estimator.settings import GIB, engine_defaults, system_defaults
+from estimator.settings import GIB, SGLANG_SHAPE_COMPILE_MS, engine_defaults, system_defaults
 from measurements import builds, checkpoints, clients, recipes, tokenizers
 from measurements.loaders import load_measurements, load_silicon_sample, provenance_fields, source_of, write_measurements
 from measurements.mapping import (
@@ -1144,24 +1144,28 @@ def test_disagg_rows_commit_their_accepted_drafts(mapped):
 
 
 @pytest.mark.parametrize(
-    "engine, version, image, measured, model, compile_ms",
+    "engine, version, image, measured, model, compile_ms, measured_by",
     [
-        ("sglang", "0.5.9", None, None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),  # a release whose l2norm.py was read
-        ("sglang", "v0.5.10.post1", None, None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),
-        ("sglang", None, "lmsysorg/sglang:v0.5.9-cu130", None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),  # the image tag
-        ("sglang", None, "lmsysorg/sglang:nightly-dev-cu13-20260317-1eea7448", None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),
-        ("sglang", None, None, "2026-07-17", "Qwen/Qwen3.5-397B-A17B", 0.0),  # measured the day the fix merged: not assumed
-        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),
-        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260801-0000000", "2026-06-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # image after the fix
-        ("sglang", "0.5.12", None, "2026-06-30", "Qwen/Qwen3.5-397B-A17B", builds.SHAPE_COMPILE_MS),  # measured before the fix
-        ("sglang", "0.5.12", None, "2026-08-30", "Qwen/Qwen3.5-397B-A17B", 0.0),  # an unread release after the fix: not assumed
-        ("sglang", "0.5.9", None, None, "deepseek-ai/DeepSeek-R1", 0.0),  # no gated-delta-net layers
-        ("vllm", "0.11.0", None, "2026-03-01", "Qwen/Qwen3.5-397B-A17B", 0.0),  # another engine's kernels
+        ("sglang", "0.5.9", None, None, "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, None),  # a release whose l2norm.py was read
+        ("sglang", "v0.5.10.post1", None, None, "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, None),
+        ("sglang", None, "lmsysorg/sglang:v0.5.9-cu130", None, "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, None),  # the image tag
+        ("sglang", None, "lmsysorg/sglang:nightly-dev-cu13-20260317-1eea7448", None, "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, None),
+        ("sglang", None, None, "2026-07-17", "Qwen/Qwen3.5-397B-A17B", 0.0, None),  # measured the day the fix merged: not assumed
+        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, None),
+        ("sglang", "nightly-dev", "lmsysorg/sglang:nightly-dev-20260801-0000000", "2026-06-01", "Qwen/Qwen3.5-397B-A17B", 0.0, None),  # image after the fix
+        ("sglang", "0.5.12", None, "2026-06-30", "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, None),  # measured before the fix
+        ("sglang", "0.5.12", None, "2026-08-30", "Qwen/Qwen3.5-397B-A17B", 0.0, None),  # an unread release after the fix: not assumed
+        ("sglang", "0.5.9", None, None, "deepseek-ai/DeepSeek-R1", 0.0, None),  # no gated-delta-net layers
+        ("vllm", "0.11.0", None, "2026-03-01", "Qwen/Qwen3.5-397B-A17B", 0.0, None),  # another engine's kernels
+        ("sglang", None, None, None, "Qwen/Qwen3.5-397B-A17B", SGLANG_SHAPE_COMPILE_MS, "2026-02-16"),  # published before the fix
+        ("sglang", None, None, None, "Qwen/Qwen3.5-397B-A17B", 0.0, "2026-08-01"),  # published after it: not assumed
+        ("sglang", None, None, "2026-08-01", "Qwen/Qwen3.5-397B-A17B", 0.0, "2026-02-16"),  # a recorded date comes first
     ],
 )
-def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, engine, version, image, measured, model, compile_ms):
+def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, engine, version, image, measured, model, compile_ms, measured_by):
     row = dataclasses.replace(sample[0], engine=engine, engine_version=version, image=image, measured_date=measured, model=model)
-    assert row.mode == "agg" and builds.shape_compile_ms(row) == compile_ms
+    assert row.mode == "agg" and builds.shape_compile_ms(row, measured_by) == compile_ms
+    assert builds.with_build_compiles(row, measured_by).settings.shape_compile_ms == compile_ms
     assert builds.shape_compile_ms(dataclasses.replace(row, mode="disagg")) == 0.0  # the P/D tandem charges none
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from estimator.cli import main
 from estimator.closedloop.lengths import uniform_quantile_lengths
+from estimator.settings import SGLANG_SHAPE_COMPILE_MS
+from measurements import builds
 from measurements.clients import CLIENTS, SGL_COOKBOOK
 from measurements.loaders import load_measurements, write_measurements
 from measurements.mapping import map_measurement
@@ -93,6 +95,15 @@ def test_graphed_prefill_follows_the_release_and_the_launch(committed):
     assert derive._graphed_prefill(dataclasses.replace(row, engine_version="0.5.9"), "MiniMaxM2ForCausalLM") is None  # opt-in through 0.5.9
     assert derive._graphed_prefill(row, "GlmMoeDsaForCausalLM") is None  # an architecture SGLang keeps eager
     assert derive._graphed_prefill(dataclasses.replace(row, settings=row.settings.replace(nextn=1)), "MiniMaxM2ForCausalLM") is None
+
+
+def test_a_result_published_before_the_l2norm_fix_compiles_per_prompt_length(committed):
+    """A page records no run date; its block's last change bounds it. The Qwen3.5 runs (SGLang main, block of 2026-02-16)
+    ran before PR 31558, so their gated-delta-net layers compile per new length as the sample's runs of that era do."""
+    qwen = [m for m in committed if m.model == "Qwen/Qwen3.5-397B-A17B"]
+    assert qwen and all(m.engine_version is None and m.measured_date is None for m in qwen)
+    assert all(m.settings.shape_compile_ms == SGLANG_SHAPE_COMPILE_MS for m in qwen)
+    assert all(m.settings.shape_compile_ms == 0.0 for m in committed if not builds._gated_delta_net(m.model))
 
 
 def test_every_committed_model_is_priced_through_a_bundled_config(committed):

@@ -42,9 +42,9 @@ from estimator.report.points import (
     row_columns,
     write_points,
 )
+from estimator.settings import SGLANG_SHAPE_COMPILE_MS
 from estimator.steps import Semantics
 from measurements import builds
-from measurements.builds import SHAPE_COMPILE_MS
 from measurements.loaders import load_silicon_sample
 from measurements.mapping import DISAGG_INCOMPLETE, MappedRow, map_measurement
 
@@ -201,11 +201,11 @@ def test_a_kv_capped_point_says_so():
 
 
 def test_a_row_on_a_shape_specializing_build_replays_with_its_compile():
-    """A Qwen3.5 SGLang 0.5.9 run records SHAPE_COMPILE_MS in its settings, its points column says so,
+    """A Qwen3.5 SGLang 0.5.9 run records SGLANG_SHAPE_COMPILE_MS in its settings, its points column says so,
     and the replay charges it (without it the same run is faster); the same run on vLLM compiles none."""
     m = next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3.5-397B-A17B" and m.engine_version == "0.5.9" and m.source == "inferencex")
     row = map_measurement(m)
-    assert m.settings.shape_compile_ms == SHAPE_COMPILE_MS == row_columns(row)["shape_compile_ms"]
+    assert m.settings.shape_compile_ms == SGLANG_SHAPE_COMPILE_MS == row_columns(row)["shape_compile_ms"]
     assert builds.shape_compile_ms(dataclasses.replace(m, engine="vllm")) == builds.shape_compile_ms(dataclasses.replace(m, mode="disagg")) == 0.0
     run, protocol = methods.replay_input(row), methods.replay_protocol(m, "benchmark")
     charged = methods.replay(row, "benchmark").stats.ttft_mean

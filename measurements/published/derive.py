@@ -32,6 +32,7 @@ from estimator.deployment import Backend
 from estimator.io import atomic_path
 from estimator.models import checkpoint_quant, checkpoint_quant_modes
 from estimator.settings import ENGINE_DEFAULT_CITATIONS, KV_CACHE_DTYPES, SOURCE_ORIGIN, EngineSettings, system_defaults
+from measurements import builds
 from measurements.clients import CLIENTS, SGL_COOKBOOK, SGLANG_BENCH_DEFAULTS
 from measurements.loaders import write_measurements
 from measurements.mapping import bundled_architecture, is_native, resolve_model
@@ -381,7 +382,8 @@ def to_measurement(run: Run, published: tuple[str, int]) -> Measurement | str:
         return f"no bundled config for model {model} (nor an alias in measurements.mapping.MODEL_ALIASES)"
     graphed = _graphed_prefill(row, bundled_architecture(model_used))
     settings = row.settings if graphed is None else row.settings.replace(eager_layer_ms=0.0, origin=SOURCE_ORIGIN, citation=graphed)
-    return dataclasses.replace(row, precision=_precision(model_used, gemm, moe), settings=settings)
+    row = dataclasses.replace(row, precision=_precision(model_used, gemm, moe), settings=settings)
+    return builds.with_build_compiles(row, measured_by=_date(published[1]))  # a result was measured by its block's last change
 
 
 def _graphed_prefill(row: Measurement, architecture: str) -> str | None:
