@@ -44,9 +44,10 @@ def fixture_repo(root: Path, edit=lambda name, text: text) -> Path:
     return root / ".git"
 
 
-def derived_csv(gitdir: Path, out: Path) -> str:
+def derived_csv(gitdir: Path, out: Path) -> bytes:
+    """The derived file's bytes (line ends included: the same mirror and REF give a byte-identical file)."""
     assert derive.main([str(gitdir), "--out", str(out)]) == 0
-    return out.read_text()
+    return out.read_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -114,21 +115,21 @@ def test_every_committed_model_is_priced_through_a_bundled_config(committed):
 
 @pytest.mark.skipif(not MIRROR.exists(), reason=f"no sgl-cookbook mirror at {MIRROR} (set SGL_COOKBOOK_GIT)")
 def test_derivation_reproduces_the_committed_csv_from_the_mirror(tmp_path):
-    assert derived_csv(MIRROR, tmp_path / "out.csv") == derive.CSV_PATH.read_text()
+    assert derived_csv(MIRROR, tmp_path / "out.csv") == derive.CSV_PATH.read_bytes()
 
 
 # ---- the derivation, on fixture pages ---------------------------------------------------------
 
 
 def test_derivation_reproduces_the_golden_file(tmp_path):
-    assert derived_csv(fixture_repo(tmp_path / "repo"), tmp_path / "out.csv") == GOLDEN.read_text()
+    assert derived_csv(fixture_repo(tmp_path / "repo"), tmp_path / "out.csv") == GOLDEN.read_bytes()
 
 
 def test_a_perturbed_figure_changes_the_derived_file(tmp_path):
     def edit(name: str, text: str) -> str:
         return text.replace("Mean TTFT (ms):                          111.11", "Mean TTFT (ms):  111.12") if name == "model_a.md" else text
 
-    assert derived_csv(fixture_repo(tmp_path / "repo", edit), tmp_path / "out.csv") != GOLDEN.read_text()
+    assert derived_csv(fixture_repo(tmp_path / "repo", edit), tmp_path / "out.csv") != GOLDEN.read_bytes()
 
 
 def test_a_row_holds_the_page_launch_and_bench_serving_defaults(fixture_derivation):
