@@ -78,8 +78,8 @@ class EngineSettings:
     nextn_accepted: float = field(default=0.0, metadata=_doc(
         "accepted draft tokens per decode step, 0 <= this <= nextn, from a cited public figure; empty: 0"))  # fmt: skip
     shape_compile_ms: float = field(default=0.0, metadata=_doc(
-        "host JIT compile time of a pass that prefills a token count new to the run, ms, >= 0 (SGLang's FLA l2norm "
-        "kernel before PR 31558, ~90 ms per PR 23448; agg replay only); empty: 0", point=True))  # fmt: skip
+        "host JIT compile time of a pass that prefills a token count new to the run (disagg: a prefill batch new to its "
+        "worker), ms, >= 0 (SGLang's FLA l2norm kernel before PR 31558, ~90 ms per PR 23448); empty: 0", point=True))  # fmt: skip
     prefix_compile_ms: float = field(default=0.0, metadata=_doc(
         "host JIT compile time the run's first pass that extends a prompt from a cached prefix (a chunk after a prompt's "
         "first, or past a cached prefix) pays once, ms, >= 0 (SGLang's trtllm_mla backend on SM100 plans FlashInfer's "

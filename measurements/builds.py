@@ -23,11 +23,11 @@ _RELEASE_TAG = re.compile(r"sglang:v?(\d+\.\d+\.\d+(?:\.post\d+)?)")  # lmsysorg
 
 def shape_compile_ms(m: Measurement, measured_by: str | None = None) -> float:
     """The Triton compile a pass that prefills a token count new to the run pays on the run's engine
-    build (EngineSettings.shape_compile_ms), ms: SGLANG_SHAPE_COMPILE_MS for an agg run (the agg replay
-    charges it; the P/D tandem does not) of SGLang serving a model with gated-delta-net layers on a
-    build that specializes the FLA l2norm kernel on T (sglang_specializes_l2norm); 0 otherwise,
+    build (EngineSettings.shape_compile_ms), ms: SGLANG_SHAPE_COMPILE_MS for a run (agg: a pass that
+    prefills; disagg: a prefill worker's batch) of SGLang serving a model with gated-delta-net layers
+    on a build that specializes the FLA l2norm kernel on T (sglang_specializes_l2norm); 0 otherwise,
     also for a model without a bundled config (no layer is known to be linear attention)."""
-    if m.mode != "agg" or m.engine != "sglang" or not sglang_specializes_l2norm(m, measured_by) or not _gated_delta_net(m.model):
+    if m.engine != "sglang" or not sglang_specializes_l2norm(m, measured_by) or not _gated_delta_net(m.model):
         return 0.0
     return SGLANG_SHAPE_COMPILE_MS
 

@@ -439,6 +439,23 @@ def test_a_back_to_back_prefill_launch_delays_the_previous_batchs_hand_offs(impl
 
 
 @pytest.mark.parametrize("impl", IMPLS)
+def test_a_prefill_batch_of_a_new_token_count_compiles_as_it_launches(impl):
+    """A prefill worker's first batch of a token count pays the inline compile (TandemSpec.prefill_compile_ms), a later
+    batch of the same count does not: two clients of 100-token prompts, one prefill worker (batch 1, 5 ms a batch, a
+    40 ms compile), first tokens at the hand-off. A's batch runs [0, 45], B's [45, 50]: TTFTs 45 and 50, mean 47.5;
+    without the compile 5 and 10."""
+    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0), 2, 100, 2)
+    prefill = affine_pricer(5.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+    got = {
+        compile_ms: replay_tandem(plan, TandemSpec(1, 1, prefill_batch=1, prefill_compile_ms=compile_ms), prefill, INTAKE_DECODE, impl).stats
+        for compile_ms in (0.0, 40.0)
+    }
+    assert (got[0.0].ttft_mean, got[40.0].ttft_mean, got[40.0].ttft_max) == (7.5, 47.5, 50.0)
+    with pytest.raises(InvalidInputError, match="prefill_compile_ms"):
+        TandemSpec(1, 1, prefill_compile_ms=-1.0)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 def test_an_overlapping_prefill_worker_launches_its_next_batch_while_the_last_one_runs(impl):
     """Prefill overlap: one prefill worker (batch 1, host floor 5 ms, 1 ms a prompt token), one decode worker (3 ms
     passes), osl 2, A of 12 tokens and B of 1. A's batch runs [0, 12]; the loop iteration launching B starts once A's

@@ -84,7 +84,7 @@ def agg_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled
 
 @st.composite
 def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.sampled_from([0.0, 0.0, 7.5]), protocol=protocols,
-                   osl=st.integers(1, 48), tokens_per_decode=progress):  # fmt: skip
+                   osl=st.integers(1, 48), tokens_per_decode=progress, compile_ms=st.sampled_from([0.0, 0.0, 90.0])):  # fmt: skip
     """(plan, spec, prefill pricer, decode pricer) of a tandem replay."""
     plan = run_plan(draw(protocol), draw(clients), draw(st.integers(1, 1500)), draw(osl))
     bound = draw(st.booleans())
@@ -92,8 +92,8 @@ def tandem_configs(draw, clients=st.integers(1, MAX_CLIENTS), turnaround=st.samp
         draw(st.integers(1, 3)), draw(st.integers(1, 3)), prefill_batch=draw(st.integers(1, 4)), decode_max_seqs=draw(st.integers(1, 8)),
         prefix=draw(st.integers(0, int(plan.isl.min()) - 1)), tokens_per_decode=draw(tokens_per_decode), turnaround_ms=draw(turnaround),
         handoff_ms=draw(st.sampled_from([0.0, 2.5])), encoder_ms=draw(st.sampled_from([0.0, 3.25])),
-        prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])), first_token_on_admission=draw(st.booleans()),
-        admission_lag=draw(st.booleans()), decode_bound_at_dispatch=bound,
+        prefill_floor_ms=draw(st.sampled_from([0.0, 0.0, 40.0])), prefill_compile_ms=draw(compile_ms),
+        first_token_on_admission=draw(st.booleans()), admission_lag=draw(st.booleans()), decode_bound_at_dispatch=bound,
         decode_intake_interval=draw(st.sampled_from([1, 2, 3, 10])) if bound else 1,
         prefill_overlap=draw(st.booleans()),
     )  # fmt: skip
@@ -265,7 +265,7 @@ def test_single_client_agg_ttft_is_the_solo_prefill_plus_the_request_path(config
         assert stats.stats.ttft_mean == pytest.approx(expected, rel=1e-12) and stats.stats.ttft_max == pytest.approx(expected, rel=1e-12)
 
 
-@given(tandem_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths))
+@given(tandem_configs(clients=st.just(1), turnaround=st.just(0.0), protocol=fixed_lengths, compile_ms=st.just(0.0)))
 def test_single_client_disagg_ttft_is_the_solo_prefill_plus_handoff(config):
     """The solo prefill batch: its priced pass and encoder, at least the prefill worker's eager floor."""
     plan, spec, prefill, decode = config
@@ -299,8 +299,9 @@ def test_steady_identity_agg(config):
     check_or_no_progress(outcome(replay_agg, *config, impl="numba"), assert_steady_identity, config[0])
 
 
-@given(tandem_configs(clients=st.integers(1, 64), protocol=steady))
+@given(tandem_configs(clients=st.integers(1, 64), protocol=steady, compile_ms=st.just(0.0)))
 def test_steady_identity_disagg(config):
+    """A stationary window, as the agg identity's: no compile, which a new batch token count pays wherever it falls."""
     assert_steady_identity(replay_tandem(*config), config[0])
 
 

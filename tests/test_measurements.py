@@ -1166,7 +1166,20 @@ def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, e
     row = dataclasses.replace(sample[0], engine=engine, engine_version=version, image=image, measured_date=measured, model=model)
     assert row.mode == "agg" and builds.shape_compile_ms(row, measured_by) == compile_ms
     assert builds.with_build_compiles(row, measured_by).settings.shape_compile_ms == compile_ms
-    assert builds.shape_compile_ms(dataclasses.replace(row, mode="disagg")) == 0.0  # the P/D tandem charges none
+    assert builds.shape_compile_ms(dataclasses.replace(row, mode="disagg"), measured_by) == compile_ms  # a prefill worker's batches alike
+
+
+def test_a_disagg_run_replays_its_builds_compile_on_the_prefill_workers(mapped):
+    """A disaggregated run whose build compiles per prefill shape pays it on its prefill workers' new batch token
+    counts (TandemSpec.prefill_compile_ms), and the ablation's compile key switches it off."""
+    from estimator.report.ablation import MECHANISMS
+    from estimator.report.batch import predict
+
+    m = next(r.measurement for r in mapped if r.inputs is not None and r.measurement.mode == "disagg" and r.measurement.engine == "sglang")
+    compiling = map_measurement(dataclasses.replace(m, settings=m.settings.replace(shape_compile_ms=500.0)))
+    assert methods.replay_input(compiling).prefill_compile_ms == 500.0
+    assert predict(compiling, "closed_loop").ttft_pred_ms > predict(map_measurement(m), "closed_loop").ttft_pred_ms
+    assert methods.replay(compiling, "benchmark", MECHANISMS["compile"]).stats == methods.replay(map_measurement(m), "benchmark").stats
 
 
 def test_the_sample_qwen35_sglang_rows_replay_with_the_shape_compile(mapped):

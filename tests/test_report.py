@@ -202,11 +202,13 @@ def test_a_kv_capped_point_says_so():
 
 def test_a_row_on_a_shape_specializing_build_replays_with_its_compile():
     """A Qwen3.5 SGLang 0.5.9 run records SGLANG_SHAPE_COMPILE_MS in its settings, its points column says so,
-    and the replay charges it (without it the same run is faster); the same run on vLLM compiles none."""
+    and the replay charges it (without it the same run is faster); the same run on vLLM compiles none, on a PD deployment
+    its prefill workers compile alike."""
     m = next(m for m in load_silicon_sample() if m.model == "Qwen/Qwen3.5-397B-A17B" and m.engine_version == "0.5.9" and m.source == "inferencex")
     row = map_measurement(m)
     assert m.settings.shape_compile_ms == SGLANG_SHAPE_COMPILE_MS == row_columns(row)["shape_compile_ms"]
-    assert builds.shape_compile_ms(dataclasses.replace(m, engine="vllm")) == builds.shape_compile_ms(dataclasses.replace(m, mode="disagg")) == 0.0
+    assert builds.shape_compile_ms(dataclasses.replace(m, engine="vllm")) == 0.0
+    assert builds.shape_compile_ms(dataclasses.replace(m, mode="disagg")) == SGLANG_SHAPE_COMPILE_MS
     run, protocol = methods.replay_input(row), methods.replay_protocol(m, "benchmark")
     charged = methods.replay(row, "benchmark").stats.ttft_mean
     assert charged == replay_run(run, m.settings, protocol, row.inputs.pricer).stats.ttft_mean

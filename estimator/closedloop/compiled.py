@@ -74,6 +74,7 @@ from estimator.closedloop.spec import (
     TF_ENCODER,
     TF_HANDOFF,
     TF_K,
+    TF_PREFILL_COMPILE,
     TF_PREFILL_FLOOR,
     TF_TURNAROUND,
 )
@@ -1089,13 +1090,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     next loop iteration starts once its last launch is done (next_launch): its intake takes the
     requests visible before then (_take_visible, _seen; none: what it finds idle, and the last batch's
     KV leaves at its end), and a batch it forms re-times the last batch's hand-offs to this launch's
-    end (_delay_handoffs). ints and floats are
+    end (_delay_handoffs); a batch of a token count new to its worker adds prefill_compile_ms to its
+    launch (`compiled`). ints and floats are
     TandemSpec.pack's slots. Returns (status, stats, completed born, completed at)."""
     clients, warm, stop, cap, prefix = ints[T_CLIENTS], ints[T_WARM], ints[T_STOP], ints[T_CAP], ints[T_PREFIX]
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
     bound, requests, admit, lag = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0, ints[T_LAG] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
-    prefill_floor_ms = floats[TF_PREFILL_FLOOR]
+    prefill_floor_ms, prefill_compile_ms = floats[TF_PREFILL_FLOOR], floats[TF_PREFILL_COMPILE]
     at_dispatch, interval, overlap = ints[T_DECODE_AT_DISPATCH] != 0, ints[T_INTAKE_INTERVAL], ints[T_PREFILL_OVERLAP] != 0
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
@@ -1135,6 +1137,8 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     last_b = np.empty((n_prefill, prefill_batch), dtype=np.int64)  # each prefill worker's latest batch
     last_n = np.zeros(n_prefill, dtype=np.int64)
     next_launch = np.full(n_prefill, -1.0)  # overlap: when the loop iteration after its latest launch starts, ms (< 0: none yet)
+    stride = np.int64(prefill_batch) * isl_arr.max() + 1  # batch token counts per worker: 0 .. stride - 1
+    compiled = {np.int64(-1)}  # (worker, batch token count) compiled so far, as worker * stride + tokens (prefill_compile_ms)
     waiting = np.empty((n_decode, clients), dtype=np.int64)  # per decode worker: requests bound to it before its intake
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
@@ -1166,7 +1170,14 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, -1.0, prefill_batch, batch)
             if nb == 0:
                 continue
-            delay = prefill_floor_ms - lead  # this launch's host time past the last batch's end
+            tokens = np.int64(0)
+            for b in range(nb):
+                tokens += ri[batch[b], NEW]
+            compile_ms = 0.0
+            if prefill_compile_ms > 0.0 and i * stride + tokens not in compiled:
+                compiled.add(i * stride + tokens)
+                compile_ms = prefill_compile_ms
+            delay = prefill_floor_ms + compile_ms - lead  # this launch's host time past the last batch's end
             if overlapped and delay > 0.0:  # the last batch's KV goes out once this launch is done
                 _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)
             last_n[i] = 0  # filled with the batch's hand-offs below (a client's index names its next request once it completes)
@@ -1178,7 +1189,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 if p_kind == AFFINE
                 else engine_ms(p_params, p_data, p_hdr, nb, starts, takes, np.int64(0), np.int64(0))
             )
-            dur = max(dur + encoder_ms, prefill_floor_ms - lead)
+            dur = max(dur + encoder_ms, prefill_floor_ms - lead) + compile_ms
             if not (0.0 <= dur < np.inf):
                 status = NONFINITE
                 break

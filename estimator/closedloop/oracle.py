@@ -353,7 +353,9 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     the launch's end past the last batch's end, when positive; a first token sent at the hand-off
     (first_token_on_admission off) and a one-token request's end keep the batch's end. When that intake
     found none the worker returns the last batch (its KV leaves at its end), idles and polls until it
-    receives."""
+    receives. A batch whose token count is new to its worker compiles inline as it launches
+    (spec.prefill_compile_ms, as the agg calendar's shape_compile_ms): its launch and the batch last
+    that much longer."""
     run = _Run(plan, spec.prefix)
     p, d = spec.prefill_workers, spec.decode_workers
     pq: list[list[Request]] = [[] for _ in range(p)]
@@ -366,6 +368,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
     routed = {"prefill": 0, "decode": 0}
     last_batch: list[list[Request]] = [[] for _ in range(p)]  # each prefill worker's latest batch
     next_launch: list[float | None] = [None] * p  # overlap: when the loop iteration after its latest launch starts, ms
+    compiled: list[set[int]] = [set() for _ in range(p)]  # each prefill worker's batch token counts compiled so far (prefill_compile_ms)
 
     def to_prefill(r: Request) -> None:
         pq[routed["prefill"] % p].append(r)
@@ -422,7 +425,10 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             if not batch:
                 continue
             lead = t - launched if launched is not None else 0.0  # this launch began that long before the worker's GPU is free
-            delay = spec.prefill_floor_ms - lead  # this launch's host time past the last batch's end
+            tokens = sum(r.new for r in batch)
+            compile_ms = spec.prefill_compile_ms if spec.prefill_compile_ms > 0.0 and tokens not in compiled[i] else 0.0
+            compiled[i].add(tokens)
+            delay = spec.prefill_floor_ms + compile_ms - lead  # this launch's host time past the last batch's end
             if launched is not None and delay > 0.0:  # launched back to back: the last batch's KV goes out once this launch is done
                 for r in last_batch[i]:
                     if r.admitted_at is None and r.made < r.osl:  # still on its way to its decode worker
@@ -431,7 +437,7 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
                         arrive(runs[r.decode_worker], r)
             last_batch[i] = batch
             dur = prefill_pricer.pass_ms(PassShape(tuple(spec.prefix for _ in batch), tuple(r.new for r in batch), 0, 0))
-            dur = max(dur + spec.encoder_ms, spec.prefill_floor_ms - lead)  # an eager batch lasts at least its host launch time
+            dur = max(dur + spec.encoder_ms, spec.prefill_floor_ms - lead) + compile_ms  # at least its host launch, then its compile
             if not (0.0 <= dur < math.inf):
                 raise NoProgressError(NONFINITE_MESSAGE)
             end = t + dur

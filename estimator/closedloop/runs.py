@@ -91,6 +91,7 @@ class DisaggRun:
     decode_recv_interval: int = 1  # SGLang decode workers' --scheduler-recv-interval: a busy one takes requests in every this many passes (>= 1)
     prefill_overlap: bool = True  # the prefill workers run the overlap scheduler (the engines' default; a launch may turn it off)
     prefill_moe_backend: str | None = None  # the prefill workers' TRT-LLM MoE backend (EngineSettings.moe_backend); None: the reference's rule
+    prefill_compile_ms: float = 0.0  # inline compile a prefill batch of a token count new to its worker pays (EngineSettings.shape_compile_ms), ms
 
     def __post_init__(self) -> None:
         _require_sizes(self, ("isl", "osl", "concurrency", "prefill_workers", "decode_workers", "prefill_batch", "decode_batch",
@@ -115,14 +116,15 @@ def agg_run(deployment: Deployment, point: AggPoint) -> AggRun:
 
 
 def disagg_run(prefill: Deployment, decode: Deployment, point: DisaggPoint, concurrency: int | None = None,
-               decode_recv_interval: int = 1, prefill_overlap: bool = True, prefill_moe_backend: str | None = None) -> DisaggRun:  # fmt: skip
+               decode_recv_interval: int = 1, prefill_overlap: bool = True, prefill_moe_backend: str | None = None,
+               prefill_compile_ms: float = 0.0) -> DisaggRun:  # fmt: skip
     """The run of a closed-form disagg operating point at a system concurrency (None: every decode
     worker's batch full, the closed form's concurrency); batches span every attention-DP rank."""
     full = point.decode_batch_size * decode.attention_dp * decode.pp * point.decode_workers
     return DisaggRun(prefill, decode, point.isl, point.osl, concurrency or full, point.prefill_workers, point.decode_workers,
                      point.prefill_batch_size * prefill.attention_dp, point.decode_batch_size * decode.attention_dp, point.prefix,
                      point.nextn_accepted, decode_recv_interval=decode_recv_interval, prefill_overlap=prefill_overlap,
-                     prefill_moe_backend=prefill_moe_backend)  # fmt: skip
+                     prefill_moe_backend=prefill_moe_backend, prefill_compile_ms=prefill_compile_ms)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ def tandem_engine_case(run: DisaggRun, protocol: Protocol, pricer: str) -> Tande
     """The engine-priced replay case of a disagg run."""
     spec = TandemSpec(prefill_workers=run.prefill_workers, decode_workers=run.decode_workers, prefill_batch=run.prefill_batch,
                       decode_max_seqs=run.decode_batch, prefix=run.prefix, tokens_per_decode=run.tokens_per_decode,
-                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None),
+                      encoder_ms=run.encoder_ms, prefill_floor_ms=prefill_floor_ms(run.prefill, None), prefill_compile_ms=run.prefill_compile_ms,
                       first_token_on_admission=True, admission_lag=run.decode.backend in ADMISSION_LAG,
                       decode_bound_at_dispatch=run.decode.backend in DECODE_BOUND_AT_DISPATCH,
                       decode_intake_interval=run.decode_recv_interval,

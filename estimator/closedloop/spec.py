@@ -32,7 +32,7 @@ class NoProgressError(EstimatorError):
 (AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, AF_PREFIX_COMPILE, N_AGG_FLOATS) = range(9)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
  T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, T_PREFILL_OVERLAP, N_TANDEM_INTS) = range(17)  # fmt: skip
-(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, N_TANDEM_FLOATS) = range(6)
+(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, TF_PREFILL_COMPILE, N_TANDEM_FLOATS) = range(7)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
 NONFINITE_MESSAGE = "a pass price is not finite (a step without perf data, or a non-finite step time)"
@@ -121,6 +121,7 @@ class TandemSpec:
     handoff_ms: float = 0.0  # KV transfer: first token visible and decode eligible at prefill end + handoff, ms (>= 0)
     encoder_ms: float = 0.0  # encoder time per prefill batch, on the prefill worker, ms (>= 0)
     prefill_floor_ms: float = 0.0  # host launch time of a prefill worker's eager batch: it lasts at least this long, ms (>= 0)
+    prefill_compile_ms: float = 0.0  # host compile a prefill batch of a token count new to its worker adds to its launch, ms (>= 0)
     first_token_on_admission: bool = (
         False  # True: the first token reaches the client when a decode worker admits the request (engines); False: at its hand-off (closed-loop.md)
     )
@@ -140,7 +141,7 @@ class TandemSpec:
             _require(getattr(self, name) <= MAX_REPLAY_WORKERS, f"{name} must be at most {MAX_REPLAY_WORKERS} (2**16), got {getattr(self, name)}")
         _require(self.prefix >= 0, f"prefix must be >= 0, got {self.prefix}")
         _require_progress(self.tokens_per_decode)
-        for name in ("turnaround_ms", "handoff_ms", "encoder_ms", "prefill_floor_ms"):
+        for name in ("turnaround_ms", "handoff_ms", "encoder_ms", "prefill_floor_ms", "prefill_compile_ms"):
             _require_time(name, getattr(self, name))
         interval = self.decode_intake_interval
         _require(not isinstance(interval, bool) and isinstance(interval, int) and interval >= 1,
@@ -158,8 +159,8 @@ class TandemSpec:
             self.admission_lag, self.decode_bound_at_dispatch, self.decode_intake_interval, self.prefill_overlap,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
-        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR]] = (
-            self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms, self.prefill_floor_ms,
+        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, TF_PREFILL_COMPILE]] = (
+            self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms, self.prefill_floor_ms, self.prefill_compile_ms,
         )  # fmt: skip
         return ints, floats
 

@@ -68,6 +68,11 @@ def _tandem_spec(**changes) -> Callable[[Case], Case]:
     return off
 
 
+def _no_compiles(case: Case) -> Case:
+    """The case without first-use compiles: an agg run's per-shape and prefix-extend compiles, a disagg run's prefill-batch compile."""
+    return _tandem_spec(prefill_compile_ms=0.0)(_agg_settings(shape_compile_ms=0.0, prefix_compile_ms=0.0)(case))
+
+
 def _pass_models(**changes) -> Callable[[Case], Case]:
     def off(case: Case) -> Case:
         """The case with `changes` on each of its pass models (agg steps; disagg prefill and decode)."""
@@ -116,7 +121,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("overlap", "overlap scheduling", case=_agg_settings(overlap_scheduler=False)),
     Mechanism("eager_floor", "eager prefill floor", case=_no_floor),
     Mechanism("request_path", "request path", case=_agg_settings(request_path_ms=0.0)),
-    Mechanism("compile", "first-use compiles", case=_agg_settings(shape_compile_ms=0.0, prefix_compile_ms=0.0)),
+    Mechanism("compile", "first-use compiles", case=_no_compiles),
     Mechanism("admission", "first token at decode admission", case=_tandem_spec(first_token_on_admission=False)),
     Mechanism("admission_lag", "admission one iteration after the hand-off is seen", case=_tandem_spec(admission_lag=False)),
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),

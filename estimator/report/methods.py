@@ -300,7 +300,7 @@ def replay_input(row: MappedRow) -> AggRun | DisaggRun:
     if isinstance(inputs, AggInputs):
         return agg_run(inputs.deployment, agg_point(inputs))
     return disagg_run(inputs.prefill, inputs.decode, disagg_point(inputs), row.measurement.concurrency, inputs.decode_recv_interval,
-                      inputs.prefill_overlap, inputs.prefill_moe_backend)  # fmt: skip
+                      inputs.prefill_overlap, inputs.prefill_moe_backend, row.measurement.settings.shape_compile_ms)  # fmt: skip
 
 
 def replay(row: MappedRow, protocol: str, off: Mechanism | None = None) -> Replayed:
