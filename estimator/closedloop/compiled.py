@@ -1170,20 +1170,19 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
                 nb, plen[i], pmin[i] = _take_visible(pq, i, plen[i], rf, t, -1.0, prefill_batch, batch)
             if nb == 0:
                 continue
-            tokens = np.int64(0)
             for b in range(nb):
-                tokens += ri[batch[b], NEW]
+                starts[b] = prefix
+                takes[b] = ri[batch[b], NEW]
             compile_ms = 0.0
-            if prefill_compile_ms > 0.0 and i * stride + tokens not in compiled:
-                compiled.add(i * stride + tokens)
-                compile_ms = prefill_compile_ms
+            if prefill_compile_ms > 0.0:
+                key = i * stride + takes[:nb].sum()  # this worker and the batch's token count
+                if key not in compiled:
+                    compiled.add(key)
+                    compile_ms = prefill_compile_ms
             delay = prefill_floor_ms + compile_ms - lead  # this launch's host time past the last batch's end
             if overlapped and delay > 0.0:  # the last batch's KV goes out once this launch is done
                 _delay_handoffs(last_b, last_n, i, delay, rf, bound_to, rq, rlen, rmin, n_coh)
             last_n[i] = 0  # filled with the batch's hand-offs below (a client's index names its next request once it completes)
-            for b in range(nb):
-                starts[b] = prefix
-                takes[b] = ri[batch[b], NEW]
             dur = (
                 affine_ms(p_params, nb, starts, takes, np.int64(0), np.int64(0))
                 if p_kind == AFFINE

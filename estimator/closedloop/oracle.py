@@ -425,9 +425,11 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
             if not batch:
                 continue
             lead = t - launched if launched is not None else 0.0  # this launch began that long before the worker's GPU is free
+            compile_ms = 0.0
             tokens = sum(r.new for r in batch)
-            compile_ms = spec.prefill_compile_ms if spec.prefill_compile_ms > 0.0 and tokens not in compiled[i] else 0.0
-            compiled[i].add(tokens)
+            if spec.prefill_compile_ms > 0.0 and tokens not in compiled[i]:
+                compiled[i].add(tokens)
+                compile_ms = spec.prefill_compile_ms
             delay = spec.prefill_floor_ms + compile_ms - lead  # this launch's host time past the last batch's end
             if launched is not None and delay > 0.0:  # launched back to back: the last batch's KV goes out once this launch is done
                 for r in last_batch[i]:
