@@ -291,11 +291,23 @@ def test_uniform_lengths_are_evenly_spaced_quantiles():
     assert list(uniform_quantile_lengths(7, 1.0, 3)) == [7, 7, 7]
 
 
-def test_benchmark_lengths_are_dealt_in_a_mixed_order():
-    isl, osl = benchmark_lengths(1024, 1024, 0.8, 100)
-    assert sorted(isl) == sorted(osl) == sorted(uniform_quantile_lengths(1024, 0.8, 100))
+# prompt counts of benchmark runs (prompts per client x concurrency); at 20, 80 and 180 the earlier dealing (a, a**2 mod N)
+# put the output lengths in dispatch order (a**2 = 1 mod N), 80 being InferenceX's concurrency 8 at 10 prompts per client
+@pytest.mark.parametrize("count", [16, 20, 40, 80, 100, 180, 640, 1280, 20480])
+def test_benchmark_lengths_are_dealt_in_a_mixed_order(count):
+    isl, osl = benchmark_lengths(1024, 1024, 0.8, count)
+    assert sorted(isl) == sorted(osl) == sorted(uniform_quantile_lengths(1024, 0.8, count))
     assert list(isl) != sorted(isl) and list(isl) != list(osl)
-    assert abs(np.corrcoef(isl, osl)[0, 1]) < 0.3 and abs(np.corrcoef(np.arange(100), isl)[0, 1]) < 0.3
+    order = np.arange(count)
+    for a, b in ((order, isl), (order, osl), (isl, osl)):
+        assert abs(np.corrcoef(a, b)[0, 1]) < 0.25
+
+
+@pytest.mark.parametrize("clients,per_client", [(8, 10), (4, 20), (2, 10), (16, 5), (64, 10)])
+def test_a_first_wave_draws_outputs_across_the_range(clients, per_client):
+    _, osl = benchmark_lengths(1024, 1024, 0.8, clients * per_client)
+    low, high = int(0.8 * 1024), 1024
+    assert abs((osl[:clients].mean() - low) / (high - low) - 0.5) < 0.2  # not the shortest (or longest) outputs together
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,15 @@ A serving benchmark client draws each prompt's input and output length independe
 uniformly from the integers [int(r*L), L] (vLLM ``benchmark_serving`` random dataset with
 ``--random-range-ratio r``). The replay takes the N evenly spaced quantiles (j + 0.5)/N of that
 distribution instead of random draws, and deals them to the requests in a well-mixed order with
-no RNG: request i gets quantile index (i*a) mod N for input lengths and (i*a*a) mod N for output
-lengths, a rank-1 (Korobov) lattice whose generator a is the integer nearest N*(sqrt(5)-1)/2 that
-is coprime to N. Input and output lengths are thereby decorrelated from each other and from the
-dispatch order, as independent draws would be.
+no RNG: request i gets quantile index (i*a_in + N//2) mod N for its input length and
+(i*a_out + N//2) mod N for its output length (the first request the median lengths), a shifted rank-1 lattice with generator (1, a_in, a_out) whose multipliers lie near
+N/rho and N/rho**2 (rho the plastic number: Roberts' R2 sequence, the additive recurrence that
+spreads points most evenly in two dimensions), chosen among the integers coprime to N nearest
+them so that no two of the dispatch order, the input lengths and the output lengths correlate
+(``lattice_generators``). Input and output lengths are thereby decorrelated from each other and
+from the dispatch order, as independent draws would be, at every N. (The earlier multipliers,
+a near N*(sqrt(5)-1)/2 and a**2, dealt the output lengths in dispatch order wherever a**2 = 1
+mod N, as at N = 80: a first wave of the shortest outputs, whose requests then finished together.)
 """
 
 from __future__ import annotations
@@ -16,9 +21,13 @@ import math
 
 import numpy as np
 
+from estimator.caching import memo
 from estimator.errors import InvalidInputError
 
-GOLDEN_FRACTION = (math.sqrt(5.0) - 1.0) / 2.0
+PLASTIC = 1.324717957244746  # the plastic number, the real root of x**3 = x + 1
+GENERATOR_TARGETS = (1.0 / PLASTIC, 1.0 / PLASTIC**2)  # a_in / N and a_out / N aimed at (Roberts' R2 generators)
+GENERATOR_CANDIDATES = 4  # integers coprime to N tried nearest each target
+_EXACT_CHUNK = 1 << 16  # elements summed in int64 at once (each product < 2**44, so a chunk's sum < 2**60)
 
 
 def uniform_quantile_lengths(longest: int, ratio: float, count: int) -> np.ndarray:
@@ -33,25 +42,54 @@ def uniform_quantile_lengths(longest: int, ratio: float, count: int) -> np.ndarr
     return low + np.minimum(np.floor(quantiles * span).astype(np.int64), span - 1)
 
 
-def lattice_generator(count: int) -> int:
-    """The integer nearest count*(sqrt(5)-1)/2 that is coprime to count (1 for count <= 2)."""
-    if count <= 2:
-        return 1
-    base = max(1, round(count * GOLDEN_FRACTION))
+def _nearest_coprimes(count: int, target: float) -> list[int]:
+    """The GENERATOR_CANDIDATES integers in [1, count) coprime to count nearest count*target, nearest first (lower first on ties)."""
+    base = min(max(1, round(count * target)), count - 1)
+    found: list[int] = []
     for step in range(count):
-        for a in (base - step, base + step):
+        for a in (base,) if step == 0 else (base - step, base + step):
             if 1 <= a < count and math.gcd(a, count) == 1:
-                return a
-    return 1
+                found.append(a)
+                if len(found) == GENERATOR_CANDIDATES:
+                    return found
+    return found
 
 
-def dealt_lengths(longest: int, ratio: float, count: int, power: int) -> np.ndarray:
-    """Lengths in dispatch order: request i gets quantile index (i * a**power) mod count."""
-    ordered = uniform_quantile_lengths(longest, ratio, count)
-    step = pow(lattice_generator(count), power, count) if count > 1 else 0
-    return ordered[(np.arange(count, dtype=np.int64) * step) % max(count, 1)]
+def _dealt_indices(i: np.ndarray, count: int, generator: int) -> np.ndarray:
+    """The quantile indices requests i are dealt with a generator: (i*generator + count//2) mod count."""
+    return (i * generator + count // 2) % count
+
+
+def _covariance(count: int, a: int | None, b: int) -> int:
+    """count**2 * 12 times the covariance over i < count of the index sequences dealt by generators a (None: the
+    dispatch order i itself) and b, in exact integers: both are permutations of 0..count-1 (generators coprime to
+    count), so it is 12*sum(products) - 3*count*(count-1)**2."""
+    total = 0
+    for start in range(0, count, _EXACT_CHUNK):
+        i = np.arange(start, min(start + _EXACT_CHUNK, count), dtype=np.int64)
+        total += int(np.dot(i if a is None else _dealt_indices(i, count, a), _dealt_indices(i, count, b)))
+    return 12 * total - 3 * count * (count - 1) ** 2
+
+
+@memo()
+def lattice_generators(count: int) -> tuple[int, int]:
+    """(a_in, a_out) dealing count lengths (module docstring): among the GENERATOR_CANDIDATES integers coprime to count
+    nearest count*GENERATOR_TARGETS, the pair (a_in != a_out) whose dispatch order, input indices and output indices
+    have the smallest largest pairwise correlation, the nearer candidates first on ties; (1, 1) for count <= 2."""
+    if count <= 2:
+        return 1, 1
+    ins, outs = (_nearest_coprimes(count, target) for target in GENERATOR_TARGETS)
+    with_order = {a: abs(_covariance(count, None, a)) for a in {*ins, *outs}}  # each against the dispatch order
+    pairs = [(a, b) for a in ins for b in outs if a != b]
+    return min(pairs, key=lambda p: max(with_order[p[0]], with_order[p[1]], abs(_covariance(count, *p))))
+
+
+def dealt_lengths(longest: int, ratio: float, count: int, generator: int) -> np.ndarray:
+    """Lengths in dispatch order: request i gets quantile index (i*generator + count//2) mod count."""
+    return uniform_quantile_lengths(longest, ratio, count)[_dealt_indices(np.arange(count, dtype=np.int64), count, generator)]
 
 
 def benchmark_lengths(isl: int, osl: int, ratio: float, count: int) -> tuple[np.ndarray, np.ndarray]:
     """(input lengths, output lengths) of count requests in dispatch order."""
-    return dealt_lengths(isl, ratio, count, 1), dealt_lengths(osl, ratio, count, 2)
+    a_in, a_out = lattice_generators(count)
+    return dealt_lengths(isl, ratio, count, a_in), dealt_lengths(osl, ratio, count, a_out)
