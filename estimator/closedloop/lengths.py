@@ -5,14 +5,15 @@ uniformly from the integers [int(r*L), L] (vLLM ``benchmark_serving`` random dat
 ``--random-range-ratio r``). The replay takes the N evenly spaced quantiles (j + 0.5)/N of that
 distribution instead of random draws, and deals them to the requests in a well-mixed order with
 no RNG: request i gets quantile index (i*a_in + N//2) mod N for its input length and
-(i*a_out + N//2) mod N for its output length (the first request the median lengths), a shifted rank-1 lattice with generator (1, a_in, a_out) whose multipliers lie near
-N/rho and N/rho**2 (rho the plastic number: Roberts' R2 sequence, the additive recurrence that
-spreads points most evenly in two dimensions), chosen among the integers coprime to N nearest
-them so that no two of the dispatch order, the input lengths and the output lengths correlate
-(``lattice_generators``). Input and output lengths are thereby decorrelated from each other and
-from the dispatch order, as independent draws would be, at every N. (The earlier multipliers,
-a near N*(sqrt(5)-1)/2 and a**2, dealt the output lengths in dispatch order wherever a**2 = 1
-mod N, as at N = 80: a first wave of the shortest outputs, whose requests then finished together.)
+(i*a_out + N//2) mod N for its output length (request 0 the median ones), a shifted rank-1
+lattice with generator (1, a_in, a_out). The multipliers lie near N/rho and N/rho**2 (rho the
+plastic number: Roberts' R2 sequence, the additive recurrence that spreads points most evenly in
+two dimensions), chosen among the integers coprime to N nearest them for the least correlated
+dispatch order, input lengths and output lengths (``lattice_generators``; largest |Pearson| 0.25
+from N = 16 on). Input and output lengths are thereby decorrelated from each other and from the
+dispatch order, as independent draws would be. (The earlier multipliers, a near N*(sqrt(5)-1)/2
+and a**2, dealt the output lengths in dispatch order wherever a**2 = 1 mod N, as at N = 80: a
+first wave of the shortest outputs, whose requests then finished together.)
 """
 
 from __future__ import annotations
