@@ -130,6 +130,12 @@ class EngineSettings:
         "within it replays a piecewise graph, one above it runs eagerly: CUDAGraphMode FULL_AND_PIECEWISE, "
         "CudagraphDispatcher.dispatch); when the step token budget fits in it every pass is graphed and the replay "
         "charges no eager prefill dispatch, >= 1; empty: vLLM's default min(2 x max_num_seqs, 512)", point=True))  # fmt: skip
+    piecewise_cuda_graph: bool | None = field(default=None, metadata=_doc(
+        "SGLang piecewise CUDA graphs for passes that prefill: true on, false off (--disable-piecewise-cuda-graph, or a "
+        "launch flag that turns them off: --enable-symm-mem, a MoE all-to-all backend, EPLB, torch compile); empty: the "
+        "release's default, on from 0.5.10 (SGLang PR 16331). On, an agg launch of a model and layout SGLang graphs "
+        "replays each prefill pass within --piecewise-cuda-graph-max-tokens (the chunked prefill size; 2,048 for MLA "
+        "models) as a graph, and where that holds every pass the replay charges no eager prefill floor", point=True))  # fmt: skip
     origin: str = field(default=DEFAULT_ORIGIN, compare=False, metadata=_doc(
         "source (documented by the source's launch recipe) | engine default (the source documents nothing)", point=True))  # fmt: skip
     citation: str = field(default="", compare=False, metadata=_doc("public document the engine settings come from"))
@@ -144,6 +150,8 @@ class EngineSettings:
             _set(self, name, _integer(name, getattr(self, name), minimum))
         for name in ("chunked_prefill", "mixed_batches", "overlap_scheduler"):
             _set(self, name, bool(getattr(self, name)))
+        if self.piecewise_cuda_graph is not None:
+            _set(self, "piecewise_cuda_graph", _boolean("piecewise_cuda_graph", self.piecewise_cuda_graph))
         for name in ("batch_wait_tokens_ratio", "shape_compile_ms", "prefix_compile_ms", "nextn_accepted", "request_path_ms"):
             _set(self, name, _finite_non_negative(name, getattr(self, name)))
         if self.eager_layer_ms is not None:
@@ -185,6 +193,7 @@ ENGINE_OWN_SETTINGS: Mapping[str, tuple[Backend, str]] = MappingProxyType(
         **{name: (owner, "KV-cache setting") for name, owner in KV_MEMORY_SETTINGS.items()},
         "moe_backend": (Backend.TRTLLM, "MoE backend"),
         "cudagraph_max_tokens": (Backend.VLLM, "CUDA-graph capture size"),
+        "piecewise_cuda_graph": (Backend.SGLANG, "piecewise CUDA-graph switch"),
     }
 )
 
@@ -248,20 +257,27 @@ def served_kv_cache_dtype(backend: Backend | str, launched: str | None, checkpoi
     backend = Backend.parse(backend)
     if backend is Backend.SGLANG and architecture in SGLANG_NSA_ARCHITECTURES and sm_version >= 100:
         return checkpoint_kv or "fp8"
-    if backend is Backend.VLLM and _released_before(engine_version, VLLM_CHECKPOINT_KV_FROM):
+    if backend is Backend.VLLM and released_before(engine_version, VLLM_CHECKPOINT_KV_FROM):
         return "bfloat16"
     if backend in (Backend.SGLANG, Backend.VLLM):
         return checkpoint_kv or "bfloat16"
     return None
 
 
-def _released_before(version: str | None, release: str) -> bool:
+def released_before(version: str | None, release: str) -> bool:
     """True when `version` names a release (a.b...) older than `release`; False for None or a build without one (a nightly)."""
     return names_release(version) and slot_sort_key(version) < slot_sort_key(release)
 
 
 def _is_number(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float))
+
+
+def _boolean(name: str, value: Any) -> bool:
+    """value as a Python bool (numpy booleans accepted); InvalidInputError for anything else (a string or a number is not one)."""
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        raise InvalidInputError(f"{name} must be true or false, got {value!r}")
+    return bool(value)
 
 
 def _finite_non_negative(name: str, value: Any) -> float:
@@ -324,6 +340,10 @@ VLLM_ASYNC_SCHEDULING_FROM = "0.14.0"
 # SGLang PR 14416: 0.5.7 wheel two, 0.5.8.post1 one.
 QK_NORM_FUSED_FROM: Mapping[Backend, str] = MappingProxyType({Backend.VLLM: "0.14.0", Backend.SGLANG: "0.5.8"})
 
+# SGLang turns piecewise CUDA graphs on by default from this release (PR 16331, merged 2026-03-02, first in v0.5.10rc0;
+# ServerArgs.disable_piecewise_cuda_graph False, _handle_piecewise_cuda_graph; 0.5.9: enable_piecewise_cuda_graph False)
+SGLANG_PIECEWISE_FROM = "0.5.10"
+
 # vLLM's default share of GPU memory for weights, activations and KV cache (CacheConfig.gpu_memory_utilization)
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
 
@@ -349,7 +369,7 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
     large = gpu_memory_bytes >= 70 * GIB and "a100" not in system.lower()
     citation = ENGINE_DEFAULT_CITATIONS[backend]
     if backend is Backend.VLLM:
-        overlap = not _released_before(version, VLLM_ASYNC_SCHEDULING_FROM)
+        overlap = not released_before(version, VLLM_ASYNC_SCHEDULING_FROM)
         return EngineSettings(8192 if large else 2048, True, 1024 if large else 256, overlap_scheduler=overlap, eager_layer_ms=0.0,
                               request_path_ms=VLLM_REQUEST_PATH_MS, gpu_memory_utilization=VLLM_GPU_MEMORY_UTILIZATION,
                               qk_norm_allreduces=qk_norm_allreduces(backend, version), citation=citation)  # fmt: skip
@@ -364,7 +384,7 @@ def qk_norm_allreduces(backend: Backend, version: str | None) -> int:
     (None or a nightly: a current build): 1 from QK_NORM_FUSED_FROM, 2 before; 0 for an engine not in it."""
     if backend not in QK_NORM_FUSED_FROM:
         return 0
-    return 2 if _released_before(version, QK_NORM_FUSED_FROM[backend]) else 1
+    return 2 if released_before(version, QK_NORM_FUSED_FROM[backend]) else 1
 
 
 def system_defaults(backend: Backend | str, system: str, version: str | None = None) -> EngineSettings:

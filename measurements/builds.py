@@ -1,5 +1,5 @@
 """Engine builds: what a run's recorded version, image and date say its build does (SGLang's per-shape Triton compiles,
-its first prefix-extend FlashInfer compile)."""
+its first prefix-extend FlashInfer compile, its default piecewise CUDA graphs)."""
 
 from __future__ import annotations
 
@@ -108,8 +108,30 @@ def _release(m: Measurement) -> tuple[int, ...] | None:
     return None
 
 
+PIECEWISE_DEFAULT_MERGED = "2026-03-02"  # SGLang PR 16331 merged: piecewise CUDA graphs on by default (first in v0.5.10rc0)
+
+
+def sglang_piecewise_default(m: Measurement, measured_by: str | None = None) -> bool:
+    """Whether the SGLang build of a run has piecewise CUDA graphs on by default (estimator.settings.SGLANG_PIECEWISE_FROM):
+    a release from 0.5.10 (its version, else its image tag), a nightly image dated from PIECEWISE_DEFAULT_MERGED, or,
+    recording neither, a run measured from then (its date, else bounded by `measured_by`); False otherwise."""
+    release = _release(m)
+    if release is not None:
+        return release >= (0, 5, 10)
+    for text in (m.engine_version, m.image):
+        nightly = _NIGHTLY_DATE.search(text or "")
+        if nightly:
+            return "-".join(nightly.groups()) >= PIECEWISE_DEFAULT_MERGED
+    measured = m.measured_date or measured_by
+    return measured is not None and measured[:10] >= PIECEWISE_DEFAULT_MERGED
+
+
 def with_build_compiles(m: Measurement, measured_by: str | None = None) -> Measurement:
-    """The measurement with the first-use compiles its engine build pays in the replay (shape_compile_ms, prefix_compile_ms);
-    `measured_by` bounds the date of a run that records none (sglang_specializes_l2norm)."""
-    settings = m.settings.replace(shape_compile_ms=shape_compile_ms(m, measured_by), prefix_compile_ms=prefix_compile_ms(m))
-    return dataclasses.replace(m, settings=settings)
+    """The measurement with what its engine build does in the replay: the first-use compiles it pays (shape_compile_ms,
+    prefix_compile_ms) and, for an SGLang build without piecewise CUDA graphs by default, the graphs off where the launch
+    leaves them to the default (a run's recorded engine version is not the perf-data version its deployment prices at);
+    `measured_by` bounds the date of a run that records none (sglang_specializes_l2norm, sglang_piecewise_default)."""
+    changes = {"shape_compile_ms": shape_compile_ms(m, measured_by), "prefix_compile_ms": prefix_compile_ms(m)}
+    if m.engine == "sglang" and m.settings.piecewise_cuda_graph is None and not sglang_piecewise_default(m, measured_by):
+        changes["piecewise_cuda_graph"] = False
+    return dataclasses.replace(m, settings=m.settings.replace(**changes))

@@ -146,6 +146,7 @@ ADDED_COLUMNS = frozenset(
         "qk_norm_allreduces",
         "moe_backend",
         "cudagraph_max_tokens",
+        "piecewise_cuda_graph",
         "num_warmups",
         *(f.name for f in dataclasses.fields(Statistics)),
     }

@@ -33,7 +33,7 @@ from estimator.closedloop import (
 )
 from estimator.closedloop.cases import replay_case
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
-from estimator.closedloop.host import HOST_POINTS, eager_cost, every_pass_graphed, prefill_floor_ms
+from estimator.closedloop.host import HOST_POINTS, eager_cost, every_pass_graphed, prefill_floor_ms, sglang_graphs_every_prefill
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
@@ -41,7 +41,7 @@ from estimator.closedloop.protocol import RunPlan
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of
 from estimator.closedloop.runs import AggRun, agg_engine_case, kv_capped
-from estimator.deployment import Backend, Deployment
+from estimator.deployment import Backend, Deployment, Role
 from estimator.errors import InvalidInputError
 from estimator.pricing import make_pricer
 from estimator.scheduler import AggPoint, run_agg
@@ -56,6 +56,7 @@ from estimator.settings import (
     engine_defaults,
     kv_running_cap,
     served_kv_cache_dtype,
+    system_defaults,
 )
 from estimator.steps import MixedShape, StepModel, decode_step, mixed_step
 
@@ -829,6 +830,41 @@ def test_a_requests_path_is_the_larger_of_the_fitted_dispatch_and_the_request_pa
 def test_every_pass_is_graphed_where_the_capture_size_holds_the_step_budget(backend, budget, capture, max_seqs, graphed):
     settings = EngineSettings(budget, True, max_seqs, cudagraph_max_tokens=capture)
     assert every_pass_graphed(Backend.parse(backend), settings) is graphed
+
+
+@pytest.mark.parametrize(
+    ("model", "version", "layout", "setting", "graphed"),
+    [
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.10", {}, None, True),  # on by default from 0.5.10 (PR 16331)
+        ("MiniMaxAI/MiniMax-M2.5", None, {}, None, True),  # a current release
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.9", {}, None, False),  # opt-in through 0.5.9
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.9", {}, True, True),  # --enable-piecewise-cuda-graph
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.10", {}, False, False),  # turned off by the launch
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.10", {"nextn": 1}, None, False),  # speculative decoding
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.10", {"tp": 4, "attention_dp": 2}, None, False),  # attention DP
+        ("MiniMaxAI/MiniMax-M2.5", "0.5.10", {"role": Role.PREFILL}, None, False),  # a PD prefill worker
+        ("openai/gpt-oss-120b", "0.5.10", {}, None, True),
+        ("deepseek-ai/DeepSeek-R1", "0.5.10", {}, None, False),  # MLA: passes above 2,048 tokens stay eager
+        ("Qwen/Qwen3.5-397B-A17B", "0.5.10", {}, None, False),  # a multimodal architecture
+        ("zai-org/GLM-5-FP8", "0.5.10", {}, None, False),  # DeepSeek sparse attention, on SGLang's disabled list
+    ],
+)
+def test_sglang_graphs_every_prefill_from_0_5_10_where_the_model_and_layout_allow(model, version, layout, setting, graphed):
+    deployment = Deployment(model, "b200_sxm", "sglang", version=version, **({"tp": 8, "moe_ep": 8} | layout))
+    settings = EngineSettings(16384, True, piecewise_cuda_graph=setting)
+    assert sglang_graphs_every_prefill(deployment, settings) is graphed
+    assert not sglang_graphs_every_prefill(dataclasses.replace(deployment, backend=Backend.TRTLLM), EngineSettings(16384, True))
+
+
+def test_an_sglang_launch_that_graphs_its_prefills_pays_no_eager_floor():
+    """MiniMax-M2.5 prefills eagerly with the graphs off (its published 116.10 ms over 62 layers); a current SGLang
+    graphs every pass that prefills by default, so the replay charges no floor."""
+    minimax = Deployment("MiniMaxAI/MiniMax-M2.5", "b200_sxm", "sglang", tp=8, moe_ep=8)
+    run, defaults = AggRun(minimax, 1024, 64, 1), system_defaults("sglang", "b200_sxm")
+    eager, graphed = (agg_engine_case(run, settings, Steady(), "reference").spec for settings in
+                      (defaults.replace(piecewise_cuda_graph=False), defaults))  # fmt: skip
+    assert defaults.piecewise_cuda_graph is None
+    assert eager.prefill_floor_ms == pytest.approx(116.10, rel=1e-12) and graphed.prefill_floor_ms == 0.0
 
 
 def test_eager_prefill_passes_last_at_least_layers_times_the_per_layer_host_cost():

@@ -1169,6 +1169,37 @@ def test_sglang_builds_before_the_l2norm_fix_compile_per_prefill_shape(sample, e
     assert builds.shape_compile_ms(dataclasses.replace(row, mode="disagg"), measured_by) == compile_ms  # a prefill worker's batches alike
 
 
+@pytest.mark.parametrize(
+    "version, image, measured, measured_by, default",
+    [
+        ("0.5.10.post1", None, None, None, True),  # PR 16331 is in v0.5.10rc0
+        ("0.5.9", None, "2026-04-01", None, False),  # a recorded release comes first
+        (None, "lmsysorg/sglang:v0.5.10.post1-cu130", None, None, True),  # the image's release tag
+        ("nightly-dev", "lmsysorg/sglang:nightly-dev-cu13-20260317-1eea7448", None, None, True),  # a nightly after the merge
+        ("nightly-dev", "lmsysorg/sglang:nightly-dev-20260216-d3bae71e", None, None, False),  # and one before it
+        (None, None, "2026-03-25", None, True),  # no build recorded: the run's date
+        (None, None, None, "2026-02-16", False),  # a published result bounded by its block's date
+        (None, None, None, None, False),  # nothing recorded: not assumed
+    ],
+)
+def test_sglang_builds_from_0_5_10_leave_piecewise_graphs_on(sample, version, image, measured, measured_by, default):
+    first = next(m for m in sample if m.engine == "sglang")
+    settings = first.settings.replace(piecewise_cuda_graph=None)
+    row = dataclasses.replace(first, engine_version=version, image=image, measured_date=measured, settings=settings)
+    assert builds.sglang_piecewise_default(row, measured_by) is default
+    assert builds.with_build_compiles(row, measured_by).settings.piecewise_cuda_graph is (None if default else False)
+
+
+def test_no_sample_run_is_replayed_with_graphed_prefills(mapped):
+    """The sample's SGLang agg runs on builds with the graphs on by default are DeepSeek (MLA), GLM-5 (DSA) and Qwen3.5
+    (multimodal) launches, which SGLang keeps eager: every one keeps its eager floor."""
+    from estimator.closedloop.host import sglang_graphs_every_prefill
+
+    runs = [(r, methods.replay_input(r)) for r in mapped if r.inputs is not None and r.measurement.engine == "sglang" and r.measurement.mode == "agg"]
+    assert runs and sum(r.measurement.settings.piecewise_cuda_graph is None for r, _ in runs) > 50
+    assert not any(sglang_graphs_every_prefill(run.deployment, r.measurement.settings) for r, run in runs)
+
+
 def test_a_disagg_run_replays_its_builds_compile_on_the_prefill_workers(mapped):
     """A disaggregated run whose build compiles per prefill shape pays it on its prefill workers' new batch token
     counts (TandemSpec.prefill_compile_ms), and the ablation's compile key switches it off."""

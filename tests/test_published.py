@@ -14,7 +14,9 @@ import pandas as pd
 import pytest
 
 from estimator.cli import main
+from estimator.closedloop.host import sglang_graphs_every_prefill
 from estimator.closedloop.lengths import uniform_quantile_lengths
+from estimator.report.methods import replay_input
 from estimator.settings import SGLANG_SHAPE_COMPILE_MS
 from measurements import builds
 from measurements.clients import CLIENTS, SGL_COOKBOOK
@@ -86,16 +88,20 @@ def test_committed_speculative_rows_carry_their_published_acceptance(committed):
         assert (m.settings.max_num_seqs, m.settings.overlap_scheduler) == (derive.SPECULATIVE_RUNNING_DEFAULT, False)
 
 
-def test_graphed_prefill_follows_the_release_and_the_launch(committed):
-    graphed = [m for m in committed if m.settings.eager_layer_ms is not None]
+def test_piecewise_graphs_follow_the_build_and_the_launch(committed):
+    """A page's SGLang release before 0.5.10 has the piecewise CUDA graphs off (recorded false); from 0.5.10 (or a block
+    dated from PR 16331's merge) they are left to the default, on, and the replay graphs the launches SGLang would: the
+    MiniMax-M2.7 TP 2 rows (0.5.10.post1) pay no eager floor, the same rows on 0.5.9 would."""
     release = lambda m: tuple(int(x) for x in m.engine_version.split(".")[:3]) if m.engine_version else None  # noqa: E731
-    assert graphed and all(m.settings.eager_layer_ms == 0.0 and release(m) >= (0, 5, 10) for m in graphed)
-    assert all(release(m) is None or release(m) < (0, 5, 10) for m in committed if m not in graphed)
-    row = graphed[0]
-    assert derive._graphed_prefill(row, "MiniMaxM2ForCausalLM") is not None
-    assert derive._graphed_prefill(dataclasses.replace(row, engine_version="0.5.9"), "MiniMaxM2ForCausalLM") is None  # opt-in through 0.5.9
-    assert derive._graphed_prefill(row, "GlmMoeDsaForCausalLM") is None  # an architecture SGLang keeps eager
-    assert derive._graphed_prefill(dataclasses.replace(row, settings=row.settings.replace(nextn=1)), "MiniMaxM2ForCausalLM") is None
+    off = [m for m in committed if m.settings.piecewise_cuda_graph is False]
+    default = [m for m in committed if m.settings.piecewise_cuda_graph is None]
+    assert off and default and len(off) + len(default) == len(committed)
+    assert all(release(m) is None or release(m) < (0, 5, 10) for m in off)
+    assert all(release(m) is None or release(m) >= (0, 5, 10) for m in default)
+    minimax = [m for m in default if m.model == "MiniMaxAI/MiniMax-M2.7"]
+    assert minimax and all(sglang_graphs_every_prefill(replay_input(map_measurement(m)).deployment, m.settings) for m in minimax)
+    older = builds.with_build_compiles(dataclasses.replace(minimax[0], engine_version="0.5.9"))
+    assert older.settings.piecewise_cuda_graph is False and not builds.sglang_piecewise_default(older)
 
 
 def test_a_result_published_before_the_l2norm_fix_compiles_per_prompt_length(committed):

@@ -103,15 +103,15 @@ def test_a_row_with_more_pipeline_stages_than_layers_is_uncovered_by_every_metho
 @pytest.mark.parametrize(
     ("edit", "named"),
     [
-        (lambda cells: [*cells, "spare"], "row bad: 81 cells where the header has 80"),
-        (lambda cells: cells[:-3], "row bad: 77 cells where the header has 80"),
+        (lambda cells: [*cells, "spare"], "row bad: 82 cells where the header has 81"),
+        (lambda cells: cells[:-3], "row bad: 78 cells where the header has 81"),
         (lambda cells: ["", *cells[1:]], "line 3: id is empty"),
     ],
     ids=["extra-cell", "fewer-cells", "no-id"],
 )
 def test_a_row_that_does_not_match_the_header_is_reported_uncovered(runs, tmp_path, capsys, edit, named):
     header, good = list(csv.reader(runs.open()))
-    assert len(header) == 80  # the counts named below
+    assert len(header) == 81  # the counts named below
     path = with_bad_row(runs, tmp_path, row=edit(["bad", *good[1:]]))
     assert report(tmp_path, "--measurements", str(path)) == 2
     points = pd.read_csv(tmp_path / "p.csv")

@@ -18,7 +18,9 @@ An architecture with its own point takes it; another MoE architecture takes the 
 published MoE per-layer cost (a lower bound: the fewest kernels per layer measured); a dense
 architecture takes none (no published point, fewer kernels per layer). vLLM takes none here: its
 eager passes carry the reference's per-request dispatch overhead instead (runs.dispatch_overhead_ms),
-which a launch whose every pass replays a CUDA graph does not pay (``every_pass_graphed``).
+which a launch whose every pass replays a CUDA graph does not pay (``every_pass_graphed``); nor does an SGLang
+launch whose piecewise CUDA graphs (on by default from 0.5.10) hold every pass that prefills
+(``sglang_graphs_every_prefill``).
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from estimator.caching import memo
-from estimator.deployment import Backend, Deployment
-from estimator.models import model_architecture
+from estimator.deployment import Backend, Deployment, Role
+from estimator.models import model_architecture, model_traits
 from estimator.scheduler.facts import deployment_facts
-from estimator.settings import SGLANG_SHAPE_COMPILE_MS, TRTLLM_REQUEST_PATH_MS, EngineSettings
+from estimator.settings import SGLANG_PIECEWISE_FROM, SGLANG_SHAPE_COMPILE_MS, TRTLLM_REQUEST_PATH_MS, EngineSettings, released_before
 
 COOKBOOK = "sgl-project/sgl-cookbook @ 7b5bd9c"  # bench_serving output at concurrency 1, 10 prompts, random dataset
 
@@ -181,3 +183,29 @@ def every_pass_graphed(backend: Backend, settings: EngineSettings) -> bool:
     """True when a vLLM launch's step token budget fits in its CUDA-graph capture size, so every pass, prefills
     included, replays a graph; False otherwise and for the other engines (their eager passes: prefill_floor_ms)."""
     return backend is Backend.VLLM and settings.step_token_budget <= vllm_cudagraph_max_tokens(settings)
+
+
+# SGLang's piecewise CUDA graphs (EngineSettings.piecewise_cuda_graph; sglang/srt/server_args.py 0.5.10.post1 L637,
+# _handle_piecewise_cuda_graph L1078-L1140, piecewise_cuda_graph_max_tokens L1006-L1013; configs/model_config.py
+# L188-L215, L1352-L1358): off for these architectures and for DeepSeek sparse attention (index_topk), for multimodal
+# models, speculative decoding, attention DP, pipeline parallelism and PD disaggregation; their largest graphed pass is the
+# chunked prefill size, 2,048 tokens for an MLA model.
+SGLANG_PIECEWISE_OFF_ARCHITECTURES = frozenset(
+    {"DeepseekV32ForCausalLM", "Qwen3NextForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM"}
+)
+
+
+def sglang_graphs_every_prefill(deployment: Deployment, settings: EngineSettings) -> bool:
+    """True when an SGLang agg launch replays every pass that prefills as a piecewise CUDA graph, so none runs eagerly:
+    its graphs on (settings.piecewise_cuda_graph; empty: from SGLANG_PIECEWISE_FROM, a release before it not), its model
+    and layout graphed (SGLANG_PIECEWISE_OFF_ARCHITECTURES and the rules above) and no MLA model (whose passes above
+    2,048 tokens run eagerly: its floor is kept). False for the other engines and roles."""
+    if deployment.backend is not Backend.SGLANG or deployment.role is not Role.AGG:
+        return False
+    on = settings.piecewise_cuda_graph
+    if not (on if on is not None else not released_before(deployment.version, SGLANG_PIECEWISE_FROM)):
+        return False
+    if deployment.nextn > 0 or deployment.attention_dp > 1 or deployment.pp > 1:
+        return False
+    traits = model_traits(deployment.model)
+    return model_architecture(deployment.model) not in SGLANG_PIECEWISE_OFF_ARCHITECTURES and not (traits.multimodal or traits.sparse_indexer or traits.mla)

@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from estimator.closedloop.cases import AggCase, Case, TandemCase, replay_case
 from estimator.closedloop.engine import PassModel
-from estimator.closedloop.host import every_pass_graphed, prefill_floor_ms
+from estimator.closedloop.host import every_pass_graphed, prefill_floor_ms, sglang_graphs_every_prefill
 from estimator.closedloop.moe_kernel import priced_apart
 from estimator.closedloop.protocol import Benchmark, Protocol, Steady, parse_protocol
 from estimator.closedloop.spec import AggSpec, TandemSpec
@@ -165,7 +165,8 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     """The engine-priced replay case of an agg run: the settings (None: the backend's defaults at the
     deployment's version) with TRT-LLM's batch waiting dropped under attention DP and its attention-DP
     balance without it (PyExecutor._schedule), vLLM's async scheduling off under pipeline parallelism
-    (VLLM_ASYNC_SCHEDULING_FROM), capped by the KV-cache pool where the settings document one (kv_capped)."""
+    (VLLM_ASYNC_SCHEDULING_FROM), capped by the KV-cache pool where the settings document one (kv_capped); no eager
+    prefill floor where SGLang graphs every pass that prefills (host.sglang_graphs_every_prefill)."""
     deployment = run.deployment
     settings = settings or system_defaults(deployment.backend, deployment.system, deployment.version)
     if deployment.backend is Backend.VLLM and deployment.pp > 1:  # async scheduling is off under pipeline parallelism
@@ -179,7 +180,7 @@ def agg_engine_case(run: AggRun, settings: EngineSettings | None, protocol: Prot
     spec = AggSpec(
         settings, prefix=run.prefix, decode_budget_tokens=deployment.nextn + 1, tokens_per_decode=run.tokens_per_decode,
         encoder_ms=run.encoder_ms, dispatch_ms=dispatch_ms,
-        prefill_floor_ms=prefill_floor_ms(deployment, settings.eager_layer_ms),
+        prefill_floor_ms=0.0 if sglang_graphs_every_prefill(deployment, settings) else prefill_floor_ms(deployment, settings.eager_layer_ms),
     )  # fmt: skip
     model = PassModel(deployment, pricer, qk_norm_allreduces=settings.qk_norm_allreduces, moe_backend=priced_apart(settings.moe_backend))
     return AggCase(run.batch_size, run.ranks, run.isl, run.visual_tokens, run.osl, protocol, spec, model)

@@ -3,6 +3,7 @@
 from estimator.models.config import (
     ModelConfig,
     ModelIdentity,
+    ModelTraits,
     QuantInfo,
     checkpoint_quant,
     is_natively_modelled,
@@ -10,6 +11,7 @@ from estimator.models.config import (
     model_architecture,
     model_identity,
     model_shape,
+    model_traits,
     native_families,
     resolve_model_config,
 )
@@ -20,6 +22,7 @@ __all__ = [
     "BF16",
     "ModelConfig",
     "ModelIdentity",
+    "ModelTraits",
     "PhaseOps",
     "QuantInfo",
     "QuantModes",
@@ -33,6 +36,7 @@ __all__ = [
     "model_architecture",
     "model_identity",
     "model_shape",
+    "model_traits",
     "native_families",
     "resolve_model_config",
     "weight_bytes",

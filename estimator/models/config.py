@@ -172,6 +172,25 @@ def _first_architecture(model: str, raw: dict) -> str | None:
     return architectures[0]
 
 
+@dataclass(frozen=True)
+class ModelTraits:
+    """What a model's config says of its attention and inputs beyond the sizes."""
+
+    multimodal: bool  # a text_config, vision_config or audio_config section (SGLang's has_multimodal_subconfig)
+    mla: bool  # multi-head latent attention: kv_lora_rank in its text config (DeepSeek-V2/V3, Kimi-K2)
+    sparse_indexer: bool  # a DSA top-k indexer: index_topk in its text config (DeepSeek-V3.2, GLM-5)
+
+
+@memo()
+def model_traits(model: str) -> ModelTraits:
+    """The model's ModelTraits (UnknownModelError when no config is found)."""
+    config_path, _ = _locate(model)
+    raw = _load_json(config_path)
+    text = _text_config(model, raw)
+    multimodal = any(raw.get(key) is not None for key in ("text_config", "vision_config", "audio_config"))
+    return ModelTraits(multimodal, text.get("kv_lora_rank") is not None, text.get("index_topk") is not None)
+
+
 @memo()
 def linear_attention_layers(model: str) -> int:
     """Decoder layers the model's config marks "linear_attention" in layer_types (its text config's

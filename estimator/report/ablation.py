@@ -16,7 +16,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | decode_intake | a busy decode worker's intake every recv-interval passes gating the prefill (taken in at once instead) | SGLang disagg runs whose decode recipe sets it |
 | prefill_overlap | a prefill worker's overlap loop: the next batch launched while a batch runs, the batch's KV sent once that launch is done (at its end instead) | SGLang disagg prefill workers |
 | kv_pool | vLLM's KV-cache pool capping the running requests (no cap instead) | vLLM agg runs whose clients outnumber what the pool holds |
-| cuda_graphs | vLLM's graphed prefills where the launch's capture size holds the step budget (the eager dispatch charged instead) | vLLM agg runs launched with such a capture size |
+| cuda_graphs | graphed prefills: vLLM's (capture size holds the budget; eager dispatch instead), SGLang's piecewise graphs (eager floor instead) | vLLM agg, such a capture size; SGLang agg runs it graphs |
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
 | moe_backend | the launch's MoE backend: trtllm-gen's curve at every token count (the reference's rule instead) | TRT-LLM DeepSeek-R1 FP4 runs launched with TRTLLM (disagg prefill, B200 agg) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
@@ -106,6 +106,17 @@ def _row_without(name: str) -> Callable[[MappedRow], MappedRow]:
     return off
 
 
+def _eager_prefills(row: MappedRow) -> MappedRow:
+    """The row with its passes that prefill run eagerly: a vLLM launch without its capture size (the default's, below
+    the step budget: the eager dispatch charged), an SGLang launch with its piecewise CUDA graphs off."""
+    settings = row.measurement.settings
+    if settings.cudagraph_max_tokens is not None:
+        return _row_without("cudagraph_max_tokens")(row)
+    if row.measurement.engine != "sglang" or settings.piecewise_cuda_graph is False:
+        return row
+    return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(piecewise_cuda_graph=False)))
+
+
 @dataclass(frozen=True)
 class Mechanism:
     """One replayed mechanism and how the ablation switches it off."""
@@ -127,7 +138,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("decode_intake", "decode intake every recv-interval passes", case=_tandem_spec(decode_intake_interval=1)),
     Mechanism("prefill_overlap", "prefill workers' overlap loop (launch while the last batch runs, its KV after that launch)", case=_tandem_spec(prefill_overlap=False)),
     Mechanism("kv_pool", "vLLM KV-pool cap on running requests", row=_row_without("gpu_memory_utilization")),
-    Mechanism("cuda_graphs", "vLLM's graphed prefills (the eager dispatch charged instead)", row=_row_without("cudagraph_max_tokens")),
+    Mechanism("cuda_graphs", "graphed prefills: vLLM's capture size, SGLang's piecewise graphs (eager instead)", row=_eager_prefills),
     Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_pass_models(qk_norm_allreduces=0)),
     Mechanism("moe_backend", "the launch's MoE backend (trtllm-gen)", case=_pass_models(moe_backend=None)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),

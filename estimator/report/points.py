@@ -42,6 +42,7 @@ ADDED_POINT_COLUMNS = MappingProxyType(
         "kv_free_memory_fraction": None,
         "moe_backend": None,
         "cudagraph_max_tokens": None,
+        "piecewise_cuda_graph": None,
         "replicate_group": "",
         **dict.fromkeys(STAGE_COLUMNS),
         "recipe_key": "",

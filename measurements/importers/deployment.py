@@ -64,6 +64,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
         "stream_interval": "stream_interval",
         "moe_backend": "moe_backend",  # TRT-LLM moe_config.backend
         "max_cudagraph_capture_size": "cudagraph_max_tokens",  # vLLM
+        "enable_piecewise_cuda_graph": "piecewise_cuda_graph",  # SGLang through 0.5.9 (on by default from 0.5.10)
     }
 )
 FRACTION_FIELDS = frozenset(KV_MEMORY_SETTINGS)  # the fraction-valued settings: an integer 1 there reads as 1.0

@@ -78,18 +78,12 @@ SPECULATIVE_DEFAULTS_CITATION = (
     "speculative launch: SGLang's max_running_requests 48 when unset and the overlap schedule off unless SGLANG_ENABLE_SPEC_V2 "
     "(sglang/srt/server_args.py ServerArgs._handle_speculative_decoding, 0.5.6 L1661-L1700, 0.5.9 L2330-L2388)"
 )
+
+
 # SGLang's piecewise CUDA graphs (a prefill pass graphed) are on by default from 0.5.10 unless the launch or the model turns
 # them off: speculative decoding, DP attention, pp > 1, a multimodal architecture (the ForConditionalGeneration ones here) and
 # these architectures (sglang/srt/server_args.py 0.5.10.post1 L637 disable_piecewise_cuda_graph False, L1078-L1140
 # _handle_piecewise_cuda_graph; srt/configs/model_config.py L1352-L1358); through 0.5.9 they are opt-in.
-PCG_DEFAULT_FROM = (0, 5, 10)
-PCG_OFF_ARCHITECTURES = frozenset({"DeepseekV32ForCausalLM", "Qwen3NextForCausalLM", "GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM", "LLaDAModelLM"})
-PCG_CITATION = (
-    "SGLang 0.5.10 on: piecewise CUDA graphs on by default for this launch and architecture, so a pass that prefills has no eager "
-    "host floor (sglang/srt/server_args.py 0.5.10.post1 L637, L1078-L1140; srt/configs/model_config.py L1352-L1358)"
-)
-
-
 @dataclass(frozen=True)
 class Block:
     """A fenced code block of a page: 1-based line numbers of its fences and its lines between them."""
@@ -380,22 +374,8 @@ def to_measurement(run: Run, published: tuple[str, int]) -> Measurement | str:
     model_used, _ = resolve_model(row)  # a model id without a bundled config is priced through its alias, as every row is
     if bundled_architecture(model_used) is None:
         return f"no bundled config for model {model} (nor an alias in measurements.mapping.MODEL_ALIASES)"
-    graphed = _graphed_prefill(row, bundled_architecture(model_used))
-    settings = row.settings if graphed is None else row.settings.replace(eager_layer_ms=0.0, origin=SOURCE_ORIGIN, citation=graphed)
-    row = dataclasses.replace(row, precision=_precision(model_used, gemm, moe), settings=settings)
+    row = dataclasses.replace(row, precision=_precision(model_used, gemm, moe))
     return builds.with_build_compiles(row, measured_by=_date(published[1]))  # a result was measured by its block's last change
-
-
-def _graphed_prefill(row: Measurement, architecture: str) -> str | None:
-    """The settings citation with SGLang's default piecewise CUDA graphs when the run's release has them on
-    for its launch (no eager host floor on a pass that prefills); None otherwise (eager: the estimator's
-    published per-architecture cost)."""
-    release = tuple(int(x) for x in re.findall(r"\d+", row.engine_version or "")[:3])
-    off = (row.settings.nextn > 0 or row.agg.attention_dp > 1 or row.agg.pp > 1 or architecture in PCG_OFF_ARCHITECTURES
-           or architecture.endswith("ForConditionalGeneration"))  # fmt: skip
-    if len(release) < 3 or release < PCG_DEFAULT_FROM or off:
-        return None
-    return f"{PCG_CITATION}; {row.settings.citation}"
 
 
 def replay_range_ratio(ratio: float, isl: int, osl: int) -> float:
