@@ -237,6 +237,22 @@ def test_the_report_replays_a_row_in_the_statistic_it_states(tmp_path, committed
     assert mean != med
 
 
+def test_a_graphed_row_says_so_in_its_note_and_the_report_counts_it(tmp_path, committed):
+    """The closed_loop note of a row SGLang graphs (MiniMax-M2.7, 0.5.10.post1) names the graphs, the same row with the
+    graphs off does not, and the report's protocol facts count the graphed row apart from the eager ones."""
+    from estimator.report import GRAPHED_PREFILL_NOTE
+
+    graphed = next(m for m in committed if m.model == "MiniMaxAI/MiniMax-M2.7")
+    eager = dataclasses.replace(graphed, id=graphed.id + "-eager", settings=graphed.settings.replace(piecewise_cuda_graph=False))
+    path, points, html = tmp_path / "two.csv", tmp_path / "p.csv", tmp_path / "r.html"
+    write_measurements([graphed, eager], path)
+    argv = ["report", "--measurements", str(path), "--methods", "closed_loop", "--workers", "1", "--out", str(html), "--points", str(points)]
+    assert main(argv) == 0
+    notes = pd.read_csv(points).set_index("id")["note"].fillna("")
+    assert GRAPHED_PREFILL_NOTE in notes[graphed.id] and GRAPHED_PREFILL_NOTE not in notes[eager.id]
+    assert "1 SGLang agg rows run a build whose piecewise CUDA graphs" in html.read_text()
+
+
 @pytest.mark.full
 def test_the_report_replays_every_row(tmp_path, committed):
     points = _closed_loop_points(tmp_path, None)

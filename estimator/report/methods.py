@@ -32,13 +32,14 @@ from types import MappingProxyType
 
 from estimator.caching import memo
 from estimator.closedloop import AggRun, Benchmark, DisaggRun, Replayed, Steady, agg_run, disagg_run, replay_run
+from estimator.closedloop.host import sglang_graphs_every_prefill
 from estimator.closedloop.runs import kv_pool_setting
 from estimator.closedloop.stats import LatencyStats
 from estimator.disagg import DISAGG_ROLES, DisaggPoint, run_disagg
 from estimator.errors import PerfDataMissingError
 from estimator.models.config import is_natively_modelled
 from estimator.pricing import large_ep_note
-from estimator.report import KV_CAP_NOTE, METHOD_NAMES
+from estimator.report import GRAPHED_PREFILL_NOTE, KV_CAP_NOTE, METHOD_NAMES
 from estimator.report.ablation import MECHANISMS, PREFIX, Mechanism
 from estimator.scheduler import AggEstimator, AggPoint, AggResult
 from estimator.settings import EngineSettings
@@ -359,8 +360,9 @@ def _closed_loop_method(protocol: str, off: Mechanism | None = None) -> Method:
             raise Uncovered("closed-loop replay returned no finite figures")
         priced, caveat = pricing(row)
         transfer = KV_TRANSFER_NOTE if replayed.settings is None else ""
+        graphed = GRAPHED_PREFILL_NOTE if replayed.settings is not None and sglang_graphs_every_prefill(_inputs(row).deployment, replayed.settings) else ""
         cold = cold_start_note(row.measurement) if protocol == "benchmark" else ""
-        notes = (caveat, kv_cap_note(replayed.settings, row.measurement), transfer, cold)
+        notes = (caveat, kv_cap_note(replayed.settings, row.measurement), transfer, graphed, cold)
         return Prediction(ttft, tpot, priced, "; ".join(n for n in notes if n))
 
     method.__doc__ = f"The closed-loop replay, engine-priced passes, {protocol} protocol" + (f", without {off.label}." if off else ".")

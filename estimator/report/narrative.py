@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from estimator.closedloop.host import HOST_POINTS
-from estimator.report import KV_CAP_NOTE
+from estimator.report import GRAPHED_PREFILL_NOTE, KV_CAP_NOTE
 from measurements.recipes.models import DSR1_MTP_ACCEPTED
 
 
@@ -153,7 +153,8 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     )
     engines = rows[rows["backend"].isin(["sglang", "trtllm"])]
     graphed = engines["eager_layer_ms"].eq(0).sum()
-    eager = engines[~engines["eager_layer_ms"].eq(0)]
+    graphed_by_sglang = replayed.loc[replayed["note"].fillna("").str.contains(GRAPHED_PREFILL_NOTE, regex=False), "id"].unique()
+    eager = engines[~engines["eager_layer_ms"].eq(0) & ~engines["id"].isin(graphed_by_sglang)]
     facts.append(
         f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
         "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the model's decoder layers "
@@ -165,6 +166,12 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
             f" {graphed} TensorRT-LLM rows launch piecewise CUDA graphs (their recipe's torch_compile_config): their passes "
             "that prefill replay graphs and take no floor."
             if graphed
+            else ""
+        )
+        + (
+            f" {len(graphed_by_sglang)} SGLang agg rows run a build whose piecewise CUDA graphs (on by default from 0.5.10) hold every "
+            "pass that prefills for their model and layout: no floor (estimator.closedloop.host.sglang_graphs_every_prefill)."
+            if len(graphed_by_sglang)
             else ""
         )
     )
