@@ -359,8 +359,9 @@ def engine_defaults(backend: Backend | str, system: str, gpu_memory_bytes: int, 
       the API server's request path (VLLM_REQUEST_PATH_MS), held inside the reference's dispatch
       overhead where that is charged (AggSpec.path_ms);
     * SGLang: ``--chunked-prefill-size`` by GPU memory (sglang_chunked_prefill_size), chunked, no
-      running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes
-      (piecewise CUDA graphs off by default through 0.5.9) at the published per-architecture cost;
+      running cap (KV-derived), no mixed chunks; overlap schedule on; eager prefill passes at the
+      published per-architecture cost, except where the piecewise CUDA graphs a release from 0.5.10
+      turns on hold every one (piecewise_cuda_graph empty: the release's default; host.sglang_graphs_every_prefill);
     * TensorRT-LLM: ``max_num_tokens`` 8192, ``max_batch_size`` 2048, chunked prefill off; overlap
       scheduler on; eager context passes at the published per-architecture cost; trtllm-serve's
       fixed request path (TRTLLM_REQUEST_PATH_MS).
