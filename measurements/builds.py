@@ -8,7 +8,7 @@ import re
 
 from estimator.errors import UnknownModelError
 from estimator.models import linear_attention_layers
-from estimator.settings import SGLANG_SHAPE_COMPILE_MS
+from estimator.settings import SGLANG_PIECEWISE_FROM, SGLANG_SHAPE_COMPILE_MS
 from measurements.clients import INFERENCEX
 from measurements.schema import Measurement
 
@@ -49,12 +49,19 @@ def sglang_specializes_l2norm(m: Measurement, measured_by: str | None = None) ->
     (later releases are not assumed)."""
     if set(_recorded_releases(m)) & SHAPE_SPECIALIZING_RELEASES:
         return True
+    built = _build_date(m, measured_by)
+    return built is not None and built < SHAPE_COMPILE_FIXED
+
+
+def _build_date(m: Measurement, measured_by: str | None) -> str | None:
+    """The ISO date a run's build stands for when it records no release: its nightly image's date, else the run's
+    measured date, else `measured_by` (a published result's bound); None when none is recorded."""
     for text in (m.engine_version, m.image):
         nightly = _NIGHTLY_DATE.search(text or "")
         if nightly:
-            return "-".join(nightly.groups()) < SHAPE_COMPILE_FIXED
+            return "-".join(nightly.groups())
     measured = m.measured_date or measured_by
-    return measured is not None and measured[:10] < SHAPE_COMPILE_FIXED
+    return measured[:10] if measured is not None else None
 
 
 # SGLang issue 7339 (0.4.7): "an approximately 20-second stall when returning the first cached token", cicc building
@@ -109,6 +116,7 @@ def _release(m: Measurement) -> tuple[int, ...] | None:
 
 
 PIECEWISE_DEFAULT_MERGED = "2026-03-02"  # SGLang PR 16331 merged: piecewise CUDA graphs on by default (first in v0.5.10rc0)
+PIECEWISE_DEFAULT_RELEASE = tuple(int(n) for n in SGLANG_PIECEWISE_FROM.split("."))  # (0, 5, 10)
 
 
 def sglang_piecewise_default(m: Measurement, measured_by: str | None = None) -> bool:
@@ -117,13 +125,9 @@ def sglang_piecewise_default(m: Measurement, measured_by: str | None = None) -> 
     recording neither, a run measured from then (its date, else bounded by `measured_by`); False otherwise."""
     release = _release(m)
     if release is not None:
-        return release >= (0, 5, 10)
-    for text in (m.engine_version, m.image):
-        nightly = _NIGHTLY_DATE.search(text or "")
-        if nightly:
-            return "-".join(nightly.groups()) >= PIECEWISE_DEFAULT_MERGED
-    measured = m.measured_date or measured_by
-    return measured is not None and measured[:10] >= PIECEWISE_DEFAULT_MERGED
+        return release >= PIECEWISE_DEFAULT_RELEASE
+    built = _build_date(m, measured_by)
+    return built is not None and built >= PIECEWISE_DEFAULT_MERGED
 
 
 def with_build_compiles(m: Measurement, measured_by: str | None = None) -> Measurement:

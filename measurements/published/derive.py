@@ -80,10 +80,6 @@ SPECULATIVE_DEFAULTS_CITATION = (
 )
 
 
-# SGLang's piecewise CUDA graphs (a prefill pass graphed) are on by default from 0.5.10 unless the launch or the model turns
-# them off: speculative decoding, DP attention, pp > 1, a multimodal architecture (the ForConditionalGeneration ones here) and
-# these architectures (sglang/srt/server_args.py 0.5.10.post1 L637 disable_piecewise_cuda_graph False, L1078-L1140
-# _handle_piecewise_cuda_graph; srt/configs/model_config.py L1352-L1358); through 0.5.9 they are opt-in.
 @dataclass(frozen=True)
 class Block:
     """A fenced code block of a page: 1-based line numbers of its fences and its lines between them."""
