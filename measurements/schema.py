@@ -47,6 +47,7 @@ class Protocol:
     ignore_eos: bool | None  # outputs always run to osl tokens
     client_citation: str  # public document the client fields come from, or why there is none
     num_warmups: int | None  # warm-up requests sent before the measured ones (>= 0; not measured)
+    client_seed: int | None = None  # the client's NumPy seed for its random lengths (0 <= seed < 2**32); None: not recorded
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ ADDED_COLUMNS = frozenset(
         "cudagraph_max_tokens",
         "piecewise_cuda_graph",
         "num_warmups",
+        "client_seed",
         *(f.name for f in dataclasses.fields(Statistics)),
     }
 )  # columns added after the first format: a file without them reads them as empty
@@ -199,6 +201,7 @@ COLUMN_DOCS: Mapping[str, str] = MappingProxyType(
         "ignore_eos": "true: outputs always run to osl tokens; empty if undocumented",
         "client_citation": "public document the client fields come from, or why there is none",
         "num_warmups": "warm-up requests the client sent before the measured ones; empty if not recorded",
+        "client_seed": "the client's NumPy seed for its random lengths (the replay repeats its draws); empty if not recorded",
         **{SETTINGS_COLUMNS[name]: f.metadata["doc"] for name, f in SETTINGS_FIELDS.items()},
     }
 )
@@ -254,6 +257,7 @@ LATENCIES = frozenset({"ttft_ms", "tpot_ms", *(f.name for f in dataclasses.field
 POSITIVE = frozenset({"request_rate"})
 MAY_BE_INFINITE = frozenset({"request_rate"})  # inf: every request dispatched at t = 0
 FRACTIONS = frozenset({"random_range_ratio"})  # in (0, 1]
+SEEDS = frozenset({"client_seed"})  # NumPy's legacy seeds: [0, 2**32)
 MODE_LAYOUTS: Mapping[str, tuple[str, ...]] = MappingProxyType({"agg": ("agg",), "disagg": ("prefill", "decode")})  # mode -> the layouts a row records
 CHOICES: Mapping[str, tuple[str, ...]] = MappingProxyType({"mode": tuple(MODE_LAYOUTS), "engine": tuple(b.value for b in Backend), "statistic": STATISTICS})
 
@@ -293,6 +297,7 @@ _BOUNDS = (
     (POSITIVE, lambda v: v > 0, "> 0"),
     (LATENCIES, lambda v: v >= LATENCY_RESOLUTION_MS, f">= {LATENCY_RESOLUTION_MS:g} ms (a clock's nanosecond)"),
     (FRACTIONS, lambda v: 0 < v <= 1, "in (0, 1]"),
+    (SEEDS, lambda v: 0 <= v < 2**32, "within [0, 2**32)"),
 )  # (columns, predicate on a recorded value, what it must be)
 
 

@@ -41,12 +41,14 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "qk_norm": {"vllm_kv", "vllm_graphs"},  # MiniMax-M2 at TP > 1
     "moe_backend": {"trtllm_fp4_disagg"},  # the FP8 row's prefill runs TRTLLM too, but no trtllm-gen fp8_block curve exists
     "tokenizer": {"mismatch"},
+    "client_draws": set(ROWS),  # every InferenceX and sa-bench client records its seed
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "overlap": "trtllm_agg", "eager_floor": "sglang_agg", "request_path": "trtllm_agg", "admission": "trtllm_disagg", "admission_lag": "trtllm_disagg",
     "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
     "qk_norm": "vllm_kv", "compile": "cold_sglang", "moe_backend": "trtllm_fp4_disagg", "cuda_graphs": "vllm_graphs",
+    "client_draws": "sglang_agg",
 }  # fmt: skip
 
 

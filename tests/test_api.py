@@ -95,6 +95,8 @@ def test_refine_frame_is_the_file_the_command_writes(swept, tmp_path):
     result.to_frame().to_csv(tmp_path / "api.csv", index=False)
     assert code == 0 and err.strip() == result.summary and (tmp_path / "api.csv").read_bytes() == out.read_bytes()
     assert result.unpriced == 0 and result.row["ttft_refined"] > 0
+    seeded = estimator.refine(rows, pricing="row", protocol="benchmark", client_seed=0)
+    assert seeded.arguments.client_seed == 0 and not seeded.frame["ttft_refined"].equals(result.frame["ttft_refined"])
 
 
 @pytest.fixture(scope="module")

@@ -311,6 +311,48 @@ def test_a_first_wave_draws_outputs_across_the_range(clients, per_client):
     assert abs((osl[:clients].mean() - low) / (high - low) - 0.5) < 0.2  # not the shortest (or longest) outputs together
 
 
+def _client_sample_random_requests(seed: int, isl: int, osl: int, ratio: float, count: int) -> tuple[list[int], list[int]]:
+    """The length draws of vLLM benchmark_serving.py's random dataset as InferenceX and sa-bench run it (no prefix, no
+    chat template): np.random.seed(args.seed) in main, then sample_random_requests' calls in their order."""
+    np.random.seed(seed)
+    np.random.randint(0, 129280, size=0)  # prefix_token_ids (prefix_len 0)
+    ins = np.random.randint(int(isl * ratio), isl + 1, size=count)
+    outs = np.random.randint(int(osl * ratio), osl + 1, size=count)
+    np.random.randint(0, 129280, size=count)  # offsets
+    return ins.tolist(), outs.tolist()
+
+
+@pytest.mark.parametrize("seed,isl,osl,count", [(0, 1024, 1024, 5), (0, 8192, 1024, 640), (1, 1024, 8192, 80), (7, 100, 3, 12)])
+def test_client_draws_repeat_the_clients_own_lengths(seed, isl, osl, count):
+    ins, outs = benchmark_lengths(isl, osl, 0.8, count, seed)
+    assert (list(ins), list(outs)) == _client_sample_random_requests(seed, isl, osl, 0.8, count)
+    lattice = benchmark_lengths(isl, osl, 0.8, count)
+    assert count < 12 or list(ins) != list(lattice[0])
+
+
+def test_seed_zero_draws_what_inferencex_dealt_its_first_prompts():
+    """The first five requests of an InferenceX 1k/1k run (np.random.seed(0); randint(819, 1025) inputs, then outputs)."""
+    ins, outs = benchmark_lengths(1024, 1024, 0.8, 5, 0)
+    assert list(ins) == [991, 866, 936, 1011, 886] and list(outs) == [1014, 922, 828, 840, 855]
+
+
+def test_a_seeded_benchmark_plan_replays_its_draws_alike_in_both_implementations():
+    pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
+    seeded, lattice = (run_plan(Benchmark(prompts_per_client=4, range_ratio=0.5, seed=seed), 3, 512, 64) for seed in (0, None))
+    assert list(seeded.isl) == list(benchmark_lengths(512, 64, 0.5, 12, 0)[0]) and list(seeded.isl) != list(lattice.isl)
+    spec = AggSpec(EngineSettings(4096, True))
+    assert replay_agg(seeded, spec, pricer, "numba").stats == replay_agg(seeded, spec, pricer, "python").stats
+    assert replay_agg(seeded, spec, pricer, "numba").stats != replay_agg(lattice, spec, pricer, "numba").stats
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**40])
+def test_a_client_seed_numpy_cannot_take_is_refused(seed):
+    with pytest.raises(InvalidInputError, match=f"a client seed must be within \\[0, 2\\*\\*32\\), got {seed}"):
+        Benchmark(seed=seed)
+    with pytest.raises(InvalidInputError, match="client seed"):
+        benchmark_lengths(1024, 1024, 0.8, 4, seed)
+
+
 @pytest.mark.parametrize(
     "backend,system,gib,want",
     [

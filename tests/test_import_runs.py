@@ -179,7 +179,20 @@ def test_client_block_supplies_facts_and_flags_override_it(tmp_path):
     assert rc == 0 and (row.isl, row.osl, row.protocol.ignore_eos) == (1000, 1024, True)
     fields = provenance_fields(row.provenance)
     assert "isl=1000 (client block)" in fields["supplied"] and "osl=1024 (--osl)" in fields["supplied"]
-    assert row.protocol.num_warmups == 8
+    assert row.protocol.num_warmups == 8 and row.protocol.client_seed is None  # no result format records the seed
+
+
+def test_client_seed_comes_from_the_client_block_or_its_flag(tmp_path, capsys):
+    deploy = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | {"client": {"isl": 1000, "osl": 900, "client_seed": 1}}))
+    result = _write(tmp_path, "summary.json", newer_summary())
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy)
+    assert rc == 0 and row.protocol.client_seed == 1 and "client_seed=1 (client block)" in provenance_fields(row.provenance)["supplied"]
+    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--client-seed", 0)
+    assert rc == 0 and row.protocol.client_seed == 0
+    capsys.readouterr()
+    rc, _ = _import(tmp_path, result, "--deployment", deploy, "--client-seed", 2**32)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--client-seed must be an integer within [0, 2**32), got 4294967296" in err[0]
 
 
 def test_engine_block_maps_launch_settings_with_source_origin(tmp_path):

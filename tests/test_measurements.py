@@ -116,7 +116,16 @@ def test_inferencex_rows_follow_the_published_client_protocol(sample):
         p = m.protocol
         per_c = (20 if m.osl == 8192 else 50) if m in docker else 10
         assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (per_c * m.concurrency, math.inf, 0.8, True)
-        assert "benchmark_lib.sh" in p.client_citation
+        assert "benchmark_lib.sh" in p.client_citation and p.client_seed == 0 and "--seed default 0" in p.client_citation
+
+
+def test_the_replay_repeats_the_clients_seeded_draws(sample):
+    """A row whose client seed is recorded replays that client's draws; one without takes the lattice."""
+    m = next(m for m in sample if m.source == clients.INFERENCEX and m.concurrency == 8)
+    seeded = methods.replay_protocol(m, "benchmark")
+    assert seeded.seed == 0 and (seeded.prompts_per_client, seeded.range_ratio) == (10, 0.8)
+    unrecorded = methods.replay_protocol(dataclasses.replace(m, protocol=dataclasses.replace(m.protocol, client_seed=None)), "benchmark")
+    assert unrecorded.seed is None and unrecorded == dataclasses.replace(seeded, seed=None)
 
 
 @pytest.mark.parametrize(("precision", "osl", "measured", "prompts"), [
@@ -132,7 +141,7 @@ def test_b200_docker_runner_prompt_count(precision, osl, measured, prompts):
 
 def test_undocumented_sources_leave_the_client_protocol_empty(sample):
     p = next(m for m in sample if m.source == clients.AIC_GAP_ANALYSIS).protocol
-    assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos) == (None, None, None, None)
+    assert (p.num_prompts, p.request_rate, p.random_range_ratio, p.ignore_eos, p.client_seed) == (None, None, None, None, None)
     assert p.client_citation.startswith("undocumented")
 
 
@@ -555,7 +564,9 @@ def test_csv_written_before_an_added_column_still_loads(sample, tmp_path):
     defaults = [system_defaults(m.engine, m.system) for m in sample[:3]]
     added = {SETTINGS_FIELDS_BY_COLUMN[c] for c in ADDED_COLUMNS if c in SETTINGS_FIELDS_BY_COLUMN}  # the others are empty in the sample
     assert load_measurements(path) == [
-        dataclasses.replace(m, settings=m.settings.replace(**{f: getattr(d, f) for f in added}), protocol=dataclasses.replace(m.protocol, num_warmups=None))
+        dataclasses.replace(
+            m, settings=m.settings.replace(**{f: getattr(d, f) for f in added}), protocol=dataclasses.replace(m.protocol, num_warmups=None, client_seed=None)
+        )
         for m, d in zip(sample[:3], defaults)
     ]
     frame.drop(columns=["recv_interval", "ttft_ms"]).to_csv(path, index=False)
@@ -1335,6 +1346,9 @@ def test_cold_first_waves_are_noted_only_where_the_warmup_falls_short(sample):
 def test_multinode_runs_record_their_clients_warmup(mapped):
     sa_bench = [r for r in mapped if r.recipe is not None and r.inputs is not None and not r.recipe.key.startswith("launcher:")]
     assert sa_bench and all(r.measurement.protocol.num_warmups == 5 * r.measurement.concurrency for r in sa_bench)
+    launched = [r for r in mapped if r.recipe is not None and r.inputs is not None and r.recipe.key.startswith("launcher:")]
+    assert launched and all(r.measurement.protocol.client_seed == 0 for r in sa_bench + launched)
+    assert all("--seed default 0" in r.measurement.protocol.client_citation for r in sa_bench + launched)
 
 
 @pytest.mark.parametrize(("model", "isl", "osl", "tp", "concurrency", "image", "measured", "drafts"), [

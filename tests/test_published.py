@@ -73,6 +73,8 @@ def test_committed_set_loads_with_the_cookbook_protocol(committed):
         assert (m.source, m.engine, m.mode, p.client, p.client_citation) == (SGL_COOKBOOK, "sglang", "agg", client.client, client.citation)
         assert (s.statistic, m.ttft_ms, m.tpot_ms) == ("mean", s.ttft_mean_ms, s.tpot_mean_ms), m.id
         assert p.num_prompts % m.concurrency == 0 and p.num_warmups == 1 and p.ignore_eos and p.request_rate == float("inf"), m.id
+        zero_outputs = m.engine_version in derive.ZERO_OUTPUT_RELEASES  # every committed run keeps bench_serving's r = 0
+        assert p.client_seed == (None if zero_outputs else 1), m.id
         assert p.random_range_ratio == 1.0 / max(m.isl, m.osl), m.id  # SGLang's default 0.0: lengths on [1, L]
         assert m.agg.tp * m.agg.attention_dp == m.agg.moe_tp * m.agg.moe_ep and m.agg.batch_size == m.concurrency, m.id
         assert m.system in {system for _, system in derive.SYSTEMS}

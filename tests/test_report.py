@@ -163,10 +163,12 @@ def test_closed_loop_replays_the_rows_run_protocol_and_engine_settings(dense_row
     i, settings = dense_row.inputs, dense_row.measurement.settings
     run = methods.replay_input(dense_row)
     assert run == AggRun(i.deployment, i.isl, i.osl, i.batch_size, nextn_accepted=i.nextn_accepted)
-    want = replay_run(run, settings, Benchmark(prompts_per_client=10, range_ratio=0.8))
+    client = Benchmark(prompts_per_client=10, range_ratio=0.8, seed=0)  # InferenceX's client: its seed-0 length draws
+    want = replay_run(run, settings, client)
     r = predict(dense_row, "closed_loop")
     assert (r.covered, r.ttft_pred_ms, r.tpot_pred_ms) == (True, want.stats.ttft_mean, want.stats.tpot_mean)
-    smaller = replay_run(run, settings.replace(step_token_budget=256, chunked_prefill=True), Benchmark(prompts_per_client=10, range_ratio=0.8))
+    assert replay_run(run, settings, Benchmark(prompts_per_client=10, range_ratio=0.8)).stats.ttft_mean != want.stats.ttft_mean
+    smaller = replay_run(run, settings.replace(step_token_budget=256, chunked_prefill=True), client)
     assert smaller.stats.ttft_mean != want.stats.ttft_mean
 
 

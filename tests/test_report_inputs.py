@@ -76,6 +76,8 @@ REFUSED_CELLS = {
     "tp-huge": ({"agg_tp": "99999999999999999999999"}, "agg_tp must be within [1, 2147483647], got 99999999999999999999999"),
     "concurrency-negative": ({"concurrency": "-3"}, "concurrency must be within [1, 2147483647], got -3"),
     "budget-zero": ({"step_token_budget": "0"}, "step_token_budget must be a positive integer, got 0"),
+    "seed-too-large": ({"client_seed": "4294967296"}, "client_seed must be within [0, 2**32), got 4294967296"),
+    "seed-negative": ({"client_seed": "-1"}, "client_seed must be within [0, 2**32), got -1"),
 }
 
 
@@ -103,15 +105,15 @@ def test_a_row_with_more_pipeline_stages_than_layers_is_uncovered_by_every_metho
 @pytest.mark.parametrize(
     ("edit", "named"),
     [
-        (lambda cells: [*cells, "spare"], "row bad: 82 cells where the header has 81"),
-        (lambda cells: cells[:-3], "row bad: 78 cells where the header has 81"),
+        (lambda cells: [*cells, "spare"], "row bad: 83 cells where the header has 82"),
+        (lambda cells: cells[:-3], "row bad: 79 cells where the header has 82"),
         (lambda cells: ["", *cells[1:]], "line 3: id is empty"),
     ],
     ids=["extra-cell", "fewer-cells", "no-id"],
 )
 def test_a_row_that_does_not_match_the_header_is_reported_uncovered(runs, tmp_path, capsys, edit, named):
     header, good = list(csv.reader(runs.open()))
-    assert len(header) == 81  # the counts named below
+    assert len(header) == 82  # the counts named below
     path = with_bad_row(runs, tmp_path, row=edit(["bad", *good[1:]]))
     assert report(tmp_path, "--measurements", str(path)) == 2
     points = pd.read_csv(tmp_path / "p.csv")

@@ -28,6 +28,13 @@ REFINE = Command(
         Param("protocol", str, "steady", "run protocol: steady (warm-up and window) or benchmark (a finite run)", REPLAY, choices=PROTOCOLS),
         Param("prompts_per_client", int, Benchmark.prompts_per_client, "benchmark: N = this x C prompts", REPLAY),
         Param("range_ratio", float, Benchmark.range_ratio, "benchmark: lengths uniform on [r*L, L]", REPLAY),
+        Param(
+            "client_seed",
+            int,
+            help="benchmark: the client's NumPy seed, whose length draws the replay repeats (vLLM benchmark_serving: "
+            "0, SGLang bench_serving: 1; default: evenly spaced lengths)",
+            group=REPLAY,
+        ),
         Param("pricer", str, "native", "op pricer behind engine pricing", REPLAY, choices=OP_PRICERS),
         Param("budget", int, help="agg tokens per step (max_num_batched_tokens / chunked_prefill_size / max_num_tokens)", group=SCHEDULER),
         Param("chunked", bool, True, "agg chunked prefill (with --budget)", SCHEDULER, negatable=True),
@@ -94,7 +101,7 @@ def refine_with(frame: pd.DataFrame, args) -> RefineResult:
 
 def replay_options(args) -> ReplayOptions:
     """The replay options of the arguments (scheduler settings only with a budget)."""
-    protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio)
+    protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio, args.client_seed)
     for name in KV_MEMORY_SETTINGS:
         if getattr(args, name) is not None and (args.budget is None or args.pricing != ENGINE):
             raise InvalidInputError(f"--{name.replace('_', '-')} needs --budget (the launch's scheduler settings) and engine pricing")

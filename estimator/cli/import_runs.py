@@ -6,8 +6,8 @@ benchmarks/benchmark_serving.py, SGLang bench_serving, TensorRT-LLM's benchmark_
 InferenceX client; one object per file or one per line), aiperf's profile_export_aiperf.json and
 profile_export_aiperf.csv, genai-perf's profile_export_genai_perf.json. The deployment file says
 what ran (--write-template prints a commented one). A fact a result lacks comes from the fact flags
-(--isl, --osl, --random-range-ratio, --num-warmups, --statistic, --ignore-eos, --concurrency,
---num-prompts, --request-rate), else the same keys under the deployment's client: block; each row's
+(--isl, --osl, --random-range-ratio, --num-warmups, --client-seed, --statistic, --ignore-eos,
+--concurrency, --num-prompts, --request-rate), else the same keys under the deployment's client: block; each row's
 provenance lists the facts supplied that way. A bad result file is listed with its reason and the
 others are imported (exit 2 when any was bad); OUT is written atomically, and only when some row
 imported.
@@ -46,6 +46,12 @@ def register_facts(inputs: argparse._ArgumentGroup, facts: argparse._ArgumentGro
     facts.add_argument("--osl", type=int, default=None, help="nominal output tokens per request, when the result lacks it")
     facts.add_argument("--random-range-ratio", type=float, default=None, help="lengths uniform on [r*L, L], when the result lacks it")
     facts.add_argument("--num-warmups", type=int, default=None, help="warm-up requests the client sent before the measured ones")
+    facts.add_argument(
+        "--client-seed",
+        type=int,
+        default=None,
+        help="the client's NumPy seed for its random lengths (vLLM benchmark_serving: 0, SGLang bench_serving: 1), whose draws the replay repeats",
+    )
     facts.add_argument("--statistic", choices=STATISTICS, default=None, help="which statistic the rows' ttft_ms/tpot_ms are (default: mean)")
     facts.add_argument("--ignore-eos", action=argparse.BooleanOptionalAction, default=None, help="the client set ignore_eos")
     facts.add_argument("--concurrency", type=int, default=None, help="requests in flight at most, when the result lacks it")

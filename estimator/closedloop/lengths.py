@@ -1,4 +1,11 @@
-"""Deterministic request lengths of a benchmark run: uniform on [r*L, L] at evenly spaced quantiles.
+"""Deterministic request lengths of a benchmark run, uniform on [r*L, L]: the client's own seeded draws, or evenly
+spaced quantiles where its seed is not recorded.
+
+A client with a recorded NumPy seed draws its lengths deterministically, and the replay repeats those
+draws (``client_draws``): vLLM ``benchmark_serving`` (InferenceX's copy, srt-slurm's sa-bench) and
+SGLang ``bench_serving`` call ``np.random.seed(seed)`` at start and draw every input length, then every
+output length, with one ``np.random.randint(max(int(r*L), 1), L + 1, size=N)`` each (NumPy's legacy
+stream, fixed by NEP 19). Without a recorded seed, the rest of this docstring holds.
 
 A serving benchmark client draws each prompt's input and output length independently and
 uniformly from the integers [int(r*L), L] (vLLM ``benchmark_serving`` random dataset with
@@ -31,12 +38,17 @@ GENERATOR_CANDIDATES = 4  # integers coprime to N tried nearest each target
 _EXACT_CHUNK = 1 << 16  # elements summed in int64 at once (each product < 2**44, so a chunk's sum < 2**60)
 
 
-def uniform_quantile_lengths(longest: int, ratio: float, count: int) -> np.ndarray:
-    """The count evenly spaced quantiles of the integers uniform on [int(ratio*longest), longest], ascending."""
+def _check_lengths(longest: int, ratio: float, count: int) -> None:
+    """InvalidInputError unless longest >= 1, count >= 1 and the range ratio is within (0, 1]."""
     if longest < 1 or count < 1:
         raise InvalidInputError(f"lengths need longest >= 1 and count >= 1, got {longest} and {count}")
     if not 0.0 < ratio <= 1.0:
         raise InvalidInputError(f"range ratio must be within (0, 1], got {ratio}")
+
+
+def uniform_quantile_lengths(longest: int, ratio: float, count: int) -> np.ndarray:
+    """The count evenly spaced quantiles of the integers uniform on [int(ratio*longest), longest], ascending."""
+    _check_lengths(longest, ratio, count)
     low = max(1, int(ratio * longest))
     span = longest - low + 1
     quantiles = (np.arange(count) + 0.5) / count
@@ -90,7 +102,29 @@ def dealt_lengths(longest: int, ratio: float, count: int, generator: int) -> np.
     return uniform_quantile_lengths(longest, ratio, count)[_dealt_indices(np.arange(count, dtype=np.int64), count, generator)]
 
 
-def benchmark_lengths(isl: int, osl: int, ratio: float, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(input lengths, output lengths) of count requests in dispatch order."""
+def check_client_seed(seed: int) -> None:
+    """InvalidInputError unless the seed is one NumPy's legacy generator takes: within [0, 2**32)."""
+    if not 0 <= seed < 2**32:
+        raise InvalidInputError(f"a client seed must be within [0, 2**32), got {seed}")
+
+
+def client_draws(isl: int, osl: int, ratio: float, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(input lengths, output lengths) in dispatch order as a client seeded with `seed` draws them (module docstring):
+    request i gets the i-th draw of each. A client that applies a chat template draws its inputs over a range a few
+    tokens shorter (InferenceX's --use-chat-template); the template's length is not recorded, so the replay draws
+    over [r*L, L] and deals such a run another sample of the same distribution."""
+    check_client_seed(seed)
+    for longest in (isl, osl):
+        _check_lengths(longest, ratio, count)
+    draws = np.random.RandomState(seed)
+    ins, outs = (draws.randint(max(int(ratio * longest), 1), longest + 1, size=count).astype(np.int64) for longest in (isl, osl))
+    return ins, outs
+
+
+def benchmark_lengths(isl: int, osl: int, ratio: float, count: int, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(input lengths, output lengths) of count requests in dispatch order: the client's draws with its seed, or
+    the lattice's quantiles when none is recorded (seed None)."""
+    if seed is not None:
+        return client_draws(isl, osl, ratio, count, seed)
     a_in, a_out = lattice_generators(count)
     return dealt_lengths(isl, ratio, count, a_in), dealt_lengths(osl, ratio, count, a_out)

@@ -6,8 +6,9 @@
   over, TPOTs and throughput of the requests completing after it).
 * ``benchmark``: what a serving benchmark client measures (``--num-prompts N --max-concurrency C
   --request-rate inf``): N prompts, at most C in flight, the first C dispatched at t = 0 and each
-  completion replaced at once until all N are dispatched; lengths from a deterministic length
-  distribution; statistics over every request, start-up burst and drain included.
+  completion replaced at once until all N are dispatched; lengths the client's own seeded draws, or a
+  deterministic lattice where its seed is not recorded; statistics over every request, start-up burst
+  and drain included.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from estimator.closedloop.lengths import benchmark_lengths
+from estimator.closedloop.lengths import benchmark_lengths, check_client_seed
 from estimator.errors import InvalidInputError
 
 NO_DISPATCH_CAP = -1  # steady runs replace every completion
@@ -42,10 +43,11 @@ class Steady:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A finite benchmark run (defaults: the InferenceX client, 10 x C prompts, lengths in [0.8 L, L])."""
+    """A finite benchmark run (defaults: the InferenceX client's 10 x C prompts and lengths in [0.8 L, L], dealt on the lattice)."""
 
     prompts_per_client: int = 10  # N = prompts_per_client * C prompts in the run (>= 1)
     range_ratio: float = 0.8  # input and output lengths uniform on [r*L, L]; 1.0: fixed lengths (0 < r <= 1)
+    seed: int | None = None  # the client's NumPy seed: its own length draws (lengths.client_draws); None: the lattice (0 <= seed < 2**32)
 
     name = "benchmark"
 
@@ -54,6 +56,8 @@ class Benchmark:
             raise InvalidInputError(f"prompts_per_client must be within [1, {MAX_REPLAY_REQUESTS}] (2**22), got {self.prompts_per_client}")
         if not 0.0 < self.range_ratio <= 1.0:
             raise InvalidInputError(f"range_ratio must be within (0, 1], got {self.range_ratio}")
+        if self.seed is not None:
+            check_client_seed(self.seed)
 
 
 Protocol = Steady | Benchmark
@@ -109,5 +113,5 @@ def run_plan(protocol: Protocol, clients: int, isl: int, osl: int, visual_tokens
         fixed = np.array([isl + visual_tokens], dtype=np.int64), np.array([osl], dtype=np.int64)
         return RunPlan(clients, warm, warm + protocol.win_gens * clients, NO_DISPATCH_CAP, *fixed)
     count = protocol.prompts_per_client * clients
-    isls, osls = benchmark_lengths(isl, osl, protocol.range_ratio, count)
+    isls, osls = benchmark_lengths(isl, osl, protocol.range_ratio, count, protocol.seed)
     return RunPlan(clients, 0, count, count, isls + visual_tokens, osls)

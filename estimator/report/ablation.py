@@ -20,6 +20,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | qk_norm | MiniMax-M2's cross-head q/k norm all-reduces in every pass | vLLM, SGLang runs of MiniMax-M2 at TP > 1 |
 | moe_backend | the launch's MoE backend: trtllm-gen's curve at every token count (the reference's rule instead) | TRT-LLM DeepSeek-R1 FP4 runs launched with TRTLLM (disagg prefill, B200 agg) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
+| client_draws | the client's own seeded length draws (evenly spaced lengths instead) | rows whose client seed is recorded |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
 
@@ -117,6 +118,14 @@ def _eager_prefills(row: MappedRow) -> MappedRow:
     return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(piecewise_cuda_graph=False)))
 
 
+def _unseeded(row: MappedRow) -> MappedRow:
+    """The row without its client's seed: the replay deals evenly spaced lengths instead of the client's draws."""
+    protocol = row.measurement.protocol
+    if protocol.client_seed is None:
+        return row
+    return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, protocol=dataclasses.replace(protocol, client_seed=None)))
+
+
 @dataclass(frozen=True)
 class Mechanism:
     """One replayed mechanism and how the ablation switches it off."""
@@ -142,6 +151,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_pass_models(qk_norm_allreduces=0)),
     Mechanism("moe_backend", "the launch's MoE backend (trtllm-gen)", case=_pass_models(moe_backend=None)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
+    Mechanism("client_draws", "the client's seeded length draws (evenly spaced lengths instead)", row=_unseeded),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
 ABLATED_METHODS = tuple(PREFIX + key for key in MECHANISMS)  # the ablation's methods, in table order

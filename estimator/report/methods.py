@@ -12,7 +12,8 @@
   layout the tables lack,
   its MoE EP equivalent over the same GPUs (priced_inputs gives the order).
 * closed_loop_steady / closed_loop: the closed-loop replay (estimator.closedloop) with
-  engine-priced passes, under the steady protocol / the row's recorded benchmark protocol and the
+  engine-priced passes, under the steady protocol / the row's recorded benchmark protocol (its client's
+  own seeded length draws where the seed is recorded, Protocol.client_seed) and the
   row's engine scheduler settings and the first-use compiles its engine build pays (a Triton
   kernel per new prefill shape, EngineSettings.shape_compile_ms; FlashInfer's CUTLASS FMHA at the
   first prefix extend, EngineSettings.prefix_compile_ms; measurements.builds). It replays the typed run of the
@@ -286,7 +287,7 @@ def replay_protocol(m: Measurement, protocol: str) -> Steady | Benchmark:
         raise Uncovered(f"the benchmark's random range ratio is not recorded ({m.source}; an import takes it with --random-range-ratio)")
     if p.num_prompts % m.concurrency:
         raise Uncovered(f"num_prompts {p.num_prompts} is not a multiple of the concurrency {m.concurrency}")
-    return Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio)
+    return Benchmark(prompts_per_client=p.num_prompts // m.concurrency, range_ratio=p.random_range_ratio, seed=p.client_seed)
 
 
 def kv_fraction(row: MappedRow) -> float | None:

@@ -143,6 +143,14 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "(PR 937, PR 1381): the server computed about 5x the prompt tokens the client counted (35,921 for 7,140), so every "
         "method but legacy prices the prompt the server computed; their layout_note says so (measurements/tokenizers.py)."
     )
+    seeded = rows["client_seed"].notna()
+    facts.append(
+        f"{seeded.sum()} of {len(rows)} rows record their benchmark client's NumPy seed ("
+        + ", ".join(f"{int(seed)}: {n} rows" for seed, n in rows.loc[seeded, "client_seed"].value_counts().sort_index().items())
+        + "; vLLM benchmark_serving.py's default 0 in InferenceX's and the multi-node launchers' clients, SGLang bench_serving's "
+        "1): closed_loop replays that client's own length draws, request i taking the i-th input and output draw "
+        "(estimator/closedloop/lengths.py client_draws); the others take evenly spaced lengths."
+    )
     replayed = points[points["method"] == "closed_loop"]
     cold = replayed.loc[replayed["note"].fillna("").str.contains("first wave measured cold", regex=False), "id"].nunique()
     facts.append(

@@ -26,7 +26,7 @@ POINT_COLUMNS = (
     "prefill_step_ms", "decode_step_ms",
     "system", "backend", "mode", "model", "concurrency", "concurrency_bucket", "isl", "osl", "attention_dp",
     "source", "engine_version", "image", "model_used", "model_note", "layout_note", "data_version", "version_note", "pricer", "pricing",
-    *(SETTINGS_COLUMNS[name] for name in POINT_FIELDS), "replicate_group", *STAGE_COLUMNS, "recipe_key", "recipe_commit",
+    *(SETTINGS_COLUMNS[name] for name in POINT_FIELDS), "replicate_group", *STAGE_COLUMNS, "recipe_key", "recipe_commit", "client_seed",
 )  # fmt: skip
 # columns added after the first format, with the value a file written before them implies
 ADDED_POINT_COLUMNS = MappingProxyType(
@@ -47,6 +47,7 @@ ADDED_POINT_COLUMNS = MappingProxyType(
         **dict.fromkeys(STAGE_COLUMNS),
         "recipe_key": "",
         "recipe_commit": "",
+        "client_seed": None,
     }
 )
 # upper bounds (inclusive) of the concurrency buckets; larger concurrencies fall in the last one
@@ -106,6 +107,7 @@ def row_columns(row: MappedRow) -> dict:
         **stage_columns(row),
         "recipe_key": row.recipe.key if row.recipe else "",
         "recipe_commit": row.recipe.commit if row.recipe else "",
+        "client_seed": None if is_bare(m) else m.protocol.client_seed,
     }
 
 

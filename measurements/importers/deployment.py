@@ -69,7 +69,7 @@ ENGINE_KEYS: Mapping[str, str] = MappingProxyType(
 )
 FRACTION_FIELDS = frozenset(KV_MEMORY_SETTINGS)  # the fraction-valued settings: an integer 1 there reads as 1.0
 IGNORED_ENGINE_KEYS = frozenset({"cuda_graph_batch_sizes"})  # accepted launch settings the estimate does not read
-CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "statistic", "ignore_eos", "concurrency", "num_prompts", "request_rate")
+CLIENT_KEYS = ("isl", "osl", "random_range_ratio", "num_warmups", "client_seed", "statistic", "ignore_eos", "concurrency", "num_prompts", "request_rate")
 
 
 @dataclass(frozen=True)
@@ -359,6 +359,7 @@ tp: 1                          # agg: tensor parallel size (disagg: in the prefi
 #   osl: 1024                  # nominal output tokens per request
 #   random_range_ratio: 1.0    # lengths uniform on [r*L, L]; 1.0: fixed
 #   num_warmups: 0             # warm-up requests before the measured ones
+#   client_seed: 0             # the client's NumPy seed (vLLM benchmark_serving 0, SGLang bench_serving 1): the replay repeats its draws
 #   statistic: mean            # mean | median | p99: which statistic the row's ttft_ms and tpot_ms are
 #   ignore_eos: true           # outputs always run to osl tokens
 #   concurrency: 16            # requests in flight at most (aiperf's CSV keeps none)

@@ -95,6 +95,9 @@ def _checked(name: str, value: Any, where: str) -> Any:
     elif name == "statistic":
         if value not in STATISTICS:
             raise InvalidInputError(f"{where} must be one of {', '.join(STATISTICS)}, got {value!r}")
+    elif name == "client_seed":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+            raise InvalidInputError(f"{where} must be an integer within [0, 2**32), got {value!r}")
     elif name == "ignore_eos" and not isinstance(value, bool):
         raise InvalidInputError(f"{where} must be true or false, got {value!r}")
     return value
@@ -173,6 +176,8 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
     num_prompts = fact("num_prompts", run.num_prompts)
     request_rate = fact("request_rate", run.request_rate)
     concurrency = fact("concurrency", run.concurrency)
+    ignore_eos, num_warmups = fact("ignore_eos", run.ignore_eos), fact("num_warmups", run.num_warmups)
+    client_seed = fact("client_seed", None)  # no result format records it
     agg, prefill, decode, layout_notes = _layouts(deployment, concurrency, int(isl))
     derived += layout_notes
 
@@ -217,9 +222,10 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
             num_prompts=None if num_prompts is None else int(num_prompts),
             request_rate=request_rate,
             random_range_ratio=ratio,
-            ignore_eos=fact("ignore_eos", run.ignore_eos),
+            ignore_eos=ignore_eos,
             client_citation=run.citation,
-            num_warmups=fact("num_warmups", run.num_warmups),
+            num_warmups=num_warmups,
+            client_seed=client_seed,
         ),
         settings=deployment.settings,
     )

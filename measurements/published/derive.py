@@ -364,6 +364,7 @@ def to_measurement(run: Run, published: tuple[str, int]) -> Measurement | str:
             ignore_eos="--disable-ignore-eos" not in bench.flags,
             client_citation=CLIENTS[SGL_COOKBOOK].citation,
             num_warmups=int(_bench(bench, "--warmup-requests")),
+            client_seed=_client_seed(bench, _release(run.env), ratio, osl),
         ),
         settings=settings,
     )
@@ -379,6 +380,19 @@ def replay_range_ratio(ratio: float, isl: int, osl: int) -> float:
     uniform on [max(int(L*r), 1), L]; at its default r = 0 that is [1, L], which the replay's
     [max(1, int(r'*L)), L] gives for both lengths at r' = 1/max(isl, osl)."""
     return ratio if ratio > 0 else 1.0 / max(isl, osl)
+
+
+# SGLang releases whose bench_serving draws output lengths from int(L*r), not max(int(L*r), 1): [0, L] at r = 0 (the 0.5.6 and
+# 0.5.6.post1 wheels' sample_random_requests, L1232), draws the replay does not repeat (estimator.closedloop.lengths.client_draws)
+ZERO_OUTPUT_RELEASES = frozenset({"0.5.6", "0.5.6.post1"})
+
+
+def _client_seed(bench: Command, release: str | None, ratio: float, osl: int) -> int | None:
+    """The bench's --seed (bench_serving's default 1), whose draws the replay repeats; None where a release draws outputs
+    from 0 (ZERO_OUTPUT_RELEASES with int(osl*r) = 0): those runs take the replay's evenly spaced lengths."""
+    if release in ZERO_OUTPUT_RELEASES and int(osl * ratio) < 1:
+        return None
+    return int(_bench(bench, "--seed"))
 
 
 def _bench(bench: Command, flag: str) -> str:

@@ -84,35 +84,40 @@ class MultinodeClient:
     request_rate: float  # measured requests/s offered (inf: all at t = 0, C in flight)
     random_range_ratio: float  # lengths uniform on [r*L, L]
     ignore_eos: bool  # outputs run to osl tokens
+    seed: int  # the NumPy seed of its length draws (vLLM benchmark_serving.py's --seed default 0, which no launcher passes)
     citation: str
 
 
 SA_BENCH = MultinodeClient(
     client="srt-slurm sa-bench (vLLM benchmark_serving.py, random dataset)", warmup="5 x C prompts at request rate 250", warmups_per_concurrency=5,
-    prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
+    prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True, seed=0,
     citation=("ishandhanani/srt-slurm src/srtctl/benchmarks/scripts/sa-bench/bench.sh @ 09211b641fc3: warm-up loop "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate 250; benchmark loop "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate \"${REQ_RATE}\" "
-              "(recipes: req_rate \"inf\")"),
+              "(recipes: req_rate \"inf\"), no --seed: sa-bench/benchmark_serving.py @ 7da82281 --seed default 0 (L1115), "
+              "np.random.seed(args.seed) (L820-L821), inputs then outputs drawn by np.random.randint (L355-L364), each loop "
+              "a process of its own"),
 )  # fmt: skip
 # The pre-config GB200 launcher's two paths (runners/launch_gb200-nv.sh): dynamo's TRT-LLM performance sweep and its SGLang
 # slurm jobs, each with its own copy of the vLLM benchmark_serving.py client.
 DYNAMO_TRTLLM_SWEEP = MultinodeClient(
     client="dynamo trtllm performance_sweeps bench.sh (kedarpotdar-nv/bench_serving benchmark_serving.py, random dataset)",
     warmup="once per job, 8 prompts at concurrency 1; the job's concurrencies then run back to back", warmups_per_concurrency=None,
-    prompts_per_concurrency=8, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
+    prompts_per_concurrency=8, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True, seed=0,
     citation=("ai-dynamo/dynamo components/backends/trtllm/performance_sweeps/scripts/bench.sh @ 0b6abc828 L170-L195: "
               "concurrency=$((concurrency * num_gen_servers)); num_prompts=$((concurrency * multi_round)) --random-range-ratio 0.8 "
               "--ignore-eos --max-concurrency \"$concurrency\" (no --request-rate: inf, kedarpotdar-nv/bench_serving "
-              "benchmark_serving.py @ f3ea022a L1146-L1148); benchmark_disagg.slurm L4 MULTI_ROUND=8"),
+              "benchmark_serving.py @ f3ea022a L1146-L1148; no --seed: --seed default 0, np.random.seed(args.seed) in main, "
+              "one process per concurrency); benchmark_disagg.slurm L4 MULTI_ROUND=8"),
 )  # fmt: skip
 DYNAMO_SGLANG_SLURM = MultinodeClient(
     client="dynamo sglang slurm_jobs scripts/vllm/bench.sh (vLLM benchmark_serving.py, random dataset)",
     warmup="a warm-up pass at request rate 250 (its size differs by branch)", warmups_per_concurrency=None,
-    prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True,
+    prompts_per_concurrency=5, request_rate=math.inf, random_range_ratio=0.8, ignore_eos=True, seed=0,
     citation=("ai-dynamo/dynamo components/backends/sglang/slurm_jobs/scripts/vllm/bench.sh @ e1c7a4a49 L65-L81: "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate ${chosen_req_rate} "
-              "(the launcher passes inf) --max-concurrency \"$concurrency\""),
+              "(the launcher passes inf) --max-concurrency \"$concurrency\", no --seed: scripts/vllm/benchmark_serving.py "
+              "--seed default 0, np.random.seed(args.seed) in main"),
 )  # fmt: skip
 LAUNCH_CLIENTS = {"launcher:dynamo-trtllm": DYNAMO_TRTLLM_SWEEP, "launcher:dynamo-sglang": DYNAMO_SGLANG_SLURM}  # key -> client; else SA_BENCH
 

@@ -35,6 +35,7 @@ def multinode_protocol(client: MultinodeClient, concurrency: int) -> Protocol:
         random_range_ratio=client.random_range_ratio, ignore_eos=client.ignore_eos,
         client_citation=f"{client.citation}; warm-up ({client.warmup}) discarded",
         num_warmups=None if client.warmups_per_concurrency is None else client.warmups_per_concurrency * concurrency,
+        client_seed=client.seed,
     )  # fmt: skip
 
 
