@@ -17,7 +17,7 @@ from estimator.cli import main
 from estimator.deployment import Backend, Deployment
 from estimator.recommend import RecommendTask, recommend_task
 from estimator.recommend import engine_names as names
-from estimator.recommend.launch import check_config, check_launch_dir, check_script, engine_files, workers
+from estimator.recommend.launch import SGLANG_BENCH_SEED, check_config, check_launch_dir, check_script, engine_files, workers
 from estimator.recommend.output import best_configs, save
 from estimator.recommend.picking import CLUSTER, REPLICAS, Constraint, best_under, pareto_front, verdict, with_budget
 from estimator.recommend.space import replica_limits, worker_layouts
@@ -164,6 +164,9 @@ def test_the_deployment_file_is_read_by_import(saved):
     top = best_configs(rec).iloc[0]
     deployment = load_deployment(folder / top["launch_dir"] / "deployment.yaml")
     assert (deployment.mode, deployment.backend, deployment.client["isl"], deployment.client["random_range_ratio"]) == (top["mode"], top["backend"], 2048, 0.8)
+    bench = (folder / top["launch_dir"] / "bench.sh").read_text()
+    sglang = top["backend"] == "sglang"  # SGLang's client draws lengths as the replay repeats them: its seed is recorded
+    assert deployment.client.get("client_seed") == (SGLANG_BENCH_SEED if sglang else None) and ("--seed 1 " in bench) == sglang
 
 
 def test_a_planted_bad_name_fails_the_check():

@@ -224,6 +224,12 @@ def engine_files(backend: Backend, model: str, ws: Sequence[Worker], max_seq_len
     return files
 
 
+# The seed bench.sh gives SGLang's client (its default, stated so the file says it), which deployment.yaml records as
+# client_seed: SGLang bench_serving draws lengths with np.random.randint(max(int(L*r), 1), L + 1) as the replay's
+# lengths.client_draws repeats them; vllm bench serve samples lengths its own way, so its seed is not recorded.
+SGLANG_BENCH_SEED = 1
+
+
 def bench_command(backend: Backend, model: str, isl: int, osl: int, prefix: int, concurrency: int, protocol: Benchmark) -> list[str]:
     """The benchmark client under the replay's protocol; SGLang's own client for SGLang, `vllm bench serve` otherwise.
     vLLM samples lengths on [m(1 - q), m(1 + q)], so [r L, L] is m = L(1 + r)/2, q = (1 - r)/(1 + r)."""
@@ -233,7 +239,7 @@ def bench_command(backend: Backend, model: str, isl: int, osl: int, prefix: int,
         return ["python", "-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", f"http://127.0.0.1:{port}", "--model", model,
                 "--dataset-name", "random", "--random-input-len", str(isl), "--random-output-len", str(osl), "--random-range-ratio", str(r),
                 "--num-prompts", str(prompts), "--max-concurrency", str(concurrency), "--request-rate", "inf", "--warmup-requests", "0",
-                "--output-file", "result.jsonl"]  # fmt: skip
+                "--seed", str(SGLANG_BENCH_SEED), "--output-file", "result.jsonl"]  # fmt: skip
     q = f"{(1 - r) / (1 + r):.6f}"
     lengths = ["--random-input-len", str(round((isl - prefix) * (1 + r) / 2)), "--random-output-len", str(round(osl * (1 + r) / 2)), "--random-range-ratio", q]
     if prefix:
@@ -265,6 +271,8 @@ def deployment_doc(row: Mapping, ws: Sequence[Worker], backend: Backend, isl: in
         if backend is Backend.TRTLLM:
             doc["engine"]["kv_cache_free_memory_fraction"] = w.kv_fraction
     doc["client"] = {"isl": isl, "osl": osl, "random_range_ratio": protocol.range_ratio, "num_warmups": 0, "statistic": STATISTIC, "ignore_eos": True}
+    if backend is Backend.SGLANG:
+        doc["client"]["client_seed"] = SGLANG_BENCH_SEED
     return doc
 
 
