@@ -602,6 +602,16 @@ def test_shape_compiling_rows_are_counted_in_the_protocol_facts(fixture_points):
     assert fact.startswith("1 rows run SGLang builds") and "adds 90 ms" in fact
 
 
+def test_seeded_rows_are_counted_in_the_protocol_facts(fixture_points):
+    """A fact counts the rows whose client seed the replay repeats, per seed."""
+    rows = fixture_points["id"].nunique()
+    (plain,) = [f for f in protocol_facts(fixture_points) if "NumPy seed" in f]
+    assert plain.startswith(f"0 of {rows} rows record")
+    seeded = fixture_points.assign(client_seed=[1.0 if i == "row-a" else math.nan for i in fixture_points["id"]])
+    (fact,) = [f for f in protocol_facts(seeded) if "NumPy seed" in f]
+    assert fact.startswith(f"1 of {rows} rows record") and "(seed 1: 1 rows;" in fact
+
+
 def test_piecewise_graphed_rows_are_counted_apart_from_the_eager_ones(fixture_points):
     """Rows launched with piecewise CUDA graphs (eager_layer_ms 0) leave the eager count and get their own sentence."""
     trt = fixture_points.assign(backend="trtllm", eager_layer_ms=math.nan)

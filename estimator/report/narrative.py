@@ -146,9 +146,9 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     seeded = rows["client_seed"].notna()
     facts.append(
         f"{seeded.sum()} of {len(rows)} rows record their benchmark client's NumPy seed ("
-        + ", ".join(f"{int(seed)}: {n} rows" for seed, n in rows.loc[seeded, "client_seed"].value_counts().sort_index().items())
-        + "; vLLM benchmark_serving.py's default 0 in InferenceX's and the multi-node launchers' clients, SGLang bench_serving's "
-        "1): closed_loop replays that client's own length draws, request i taking the i-th input and output draw "
+        + ", ".join(f"seed {int(seed)}: {n} rows" for seed, n in rows.loc[seeded, "client_seed"].value_counts().sort_index().items())
+        + "; vLLM benchmark_serving.py, which InferenceX's and the multi-node launchers' clients copy, seeds 0 by default, SGLang "
+        "bench_serving 1): closed_loop replays that client's own length draws, request i taking the i-th input and output draw "
         "(estimator/closedloop/lengths.py client_draws); the others take evenly spaced lengths."
     )
     replayed = points[points["method"] == "closed_loop"]
