@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
+from estimator.closedloop import SEED_LIMIT
 from estimator.deployment import LATENCY_RESOLUTION_MS, MAX_SIZE, Backend
 from estimator.settings import FIELDS as SETTINGS_FIELDS
 from estimator.settings import EngineSettings
@@ -47,7 +48,7 @@ class Protocol:
     ignore_eos: bool | None  # outputs always run to osl tokens
     client_citation: str  # public document the client fields come from, or why there is none
     num_warmups: int | None  # warm-up requests sent before the measured ones (>= 0; not measured)
-    client_seed: int | None = None  # the client's NumPy seed for its random lengths (0 <= seed < 2**32); None: not recorded
+    client_seed: int | None  # the client's NumPy seed for its random lengths (0 <= seed < 2**32); None: not recorded
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,7 @@ LATENCIES = frozenset({"ttft_ms", "tpot_ms", *(f.name for f in dataclasses.field
 POSITIVE = frozenset({"request_rate"})
 MAY_BE_INFINITE = frozenset({"request_rate"})  # inf: every request dispatched at t = 0
 FRACTIONS = frozenset({"random_range_ratio"})  # in (0, 1]
-SEEDS = frozenset({"client_seed"})  # NumPy's legacy seeds: [0, 2**32)
+SEEDS = frozenset({"client_seed"})  # NumPy's legacy seeds: [0, SEED_LIMIT)
 MODE_LAYOUTS: Mapping[str, tuple[str, ...]] = MappingProxyType({"agg": ("agg",), "disagg": ("prefill", "decode")})  # mode -> the layouts a row records
 CHOICES: Mapping[str, tuple[str, ...]] = MappingProxyType({"mode": tuple(MODE_LAYOUTS), "engine": tuple(b.value for b in Backend), "statistic": STATISTICS})
 
@@ -297,7 +298,7 @@ _BOUNDS = (
     (POSITIVE, lambda v: v > 0, "> 0"),
     (LATENCIES, lambda v: v >= LATENCY_RESOLUTION_MS, f">= {LATENCY_RESOLUTION_MS:g} ms (a clock's nanosecond)"),
     (FRACTIONS, lambda v: 0 < v <= 1, "in (0, 1]"),
-    (SEEDS, lambda v: 0 <= v < 2**32, "within [0, 2**32)"),
+    (SEEDS, lambda v: 0 <= v < SEED_LIMIT, "within [0, 2**32)"),
 )  # (columns, predicate on a recorded value, what it must be)
 
 

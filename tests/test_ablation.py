@@ -42,6 +42,7 @@ MAY_ACT = {  # the rows a mechanism can act on at all, by where it sits in the r
     "moe_backend": {"trtllm_fp4_disagg"},  # the FP8 row's prefill runs TRTLLM too, but no trtllm-gen fp8_block curve exists
     "tokenizer": {"mismatch"},
     "client_draws": set(ROWS),  # every InferenceX and sa-bench client records its seed
+    "burst": set(ROWS),  # every row's benchmark opens with a burst of C > 1
     "statistic": set(),  # every sample row states the mean
 }
 MOVES = {  # a row each mechanism moves (busy enough that it shows)
@@ -49,6 +50,7 @@ MOVES = {  # a row each mechanism moves (busy enough that it shows)
     "tokenizer": "mismatch", "decode_intake": "sglang_intake", "prefill_overlap": "sglang_intake", "kv_pool": "vllm_kv",
     "qk_norm": "vllm_kv", "compile": "cold_sglang", "moe_backend": "trtllm_fp4_disagg", "cuda_graphs": "vllm_graphs",
     "client_draws": "sglang_agg",
+    "burst": "sglang_agg",
 }  # fmt: skip
 
 

@@ -499,8 +499,8 @@ def test_estimate_closed_loop_beyond_what_a_replay_holds(argv, named, capsys):
     (["--budget", str(2**63)], "step_token_budget must be at most 2147483647, got 9223372036854775808"),
     (["--budget", "4096", "--max-num-seqs", str(2**31)], "max_num_seqs must be at most 2147483647, got 2147483648"),
     (["--protocol", "benchmark", "--prompts-per-client", str(2**31)], "prompts_per_client must be within [1, 4194304] (2**22), got 2147483648"),
-    (["--protocol", "benchmark", "--client-seed", str(2**32)], "a client seed must be within [0, 2**32), got 4294967296"),
-    (["--protocol", "benchmark", "--client-seed", "-1"], "a client seed must be within [0, 2**32), got -1"),
+    (["--protocol", "benchmark", "--client-seed", str(2**32)], "a client seed must be an integer within [0, 2**32), got 4294967296"),
+    (["--protocol", "benchmark", "--client-seed", "-1"], "a client seed must be an integer within [0, 2**32), got -1"),
 ])  # fmt: skip
 def test_refine_options_beyond_the_arithmetic_are_one_line(argv, named, result_rows, tmp_path, capsys):
     """Not the same OverflowError as every row's reason."""

@@ -37,7 +37,7 @@ from estimator.closedloop.host import HOST_POINTS, eager_cost, every_pass_graphe
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
-from estimator.closedloop.protocol import RunPlan
+from estimator.closedloop.protocol import BURST_STEP_MS, RunPlan
 from estimator.closedloop.quantile import nearest_rank, round_half_even
 from estimator.closedloop.rows import agg_case, case_of
 from estimator.closedloop.runs import AggRun, agg_engine_case, kv_capped
@@ -345,9 +345,29 @@ def test_a_seeded_benchmark_plan_replays_its_draws_alike_in_both_implementations
     assert replay_agg(seeded, spec, pricer, "numba").stats != replay_agg(lattice, spec, pricer, "numba").stats
 
 
-@pytest.mark.parametrize("seed", [-1, 2**32, 2**40])
+@pytest.mark.parametrize("impl", ["numba", "python"])
+def test_a_benchmark_burst_reaches_the_engine_in_dispatch_order(impl):
+    """The first wave arrives one request after another (protocol.BURST_STEP_MS): an idle engine's first pass holds
+    request 0 alone, the other three prefill in the next beside its decode (10 + 1 ms): TTFTs 10, 21, 21, 21. All at
+    once, one pass holds all four (10 ms each). Each of two prefill workers' first batch holds its first request alone
+    (10, 10, then 20, 20 behind them); a steady run keeps its burst simultaneous (the reference's protocol)."""
+    spec = AggSpec(EngineSettings(4096, True, overlap_scheduler=False))
+    tandem = TandemSpec(2, 1, prefill_batch=4)
+
+    def stats(staggered):
+        plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0, staggered=staggered), 4, 100, 2)
+        agg = replay_agg(plan, spec, flat_pricer(10.0, 1.0), impl).stats
+        return agg, replay_tandem(plan, tandem, flat_pricer(10.0, 0.0), flat_pricer(0.0, 1.0), impl).stats
+
+    (agg, pd_), (agg_once, pd_once) = stats(True), stats(False)
+    assert (agg.ttft_mean, agg.ttft_max) == (18.25, 21.0) and (agg_once.ttft_mean, agg_once.ttft_max) == (10.0, 10.0)
+    assert pd_.ttft_mean == pytest.approx(15.0) and pd_once.ttft_mean == 10.0
+    assert run_plan(Steady(), 4, 100, 2).burst_step_ms == 0.0 and run_plan(Benchmark(), 4, 100, 2).burst_step_ms == BURST_STEP_MS
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**40, True, 1.5])
 def test_a_client_seed_numpy_cannot_take_is_refused(seed):
-    with pytest.raises(InvalidInputError, match=f"a client seed must be within \\[0, 2\\*\\*32\\), got {seed}"):
+    with pytest.raises(InvalidInputError, match=f"a client seed must be an integer within \\[0, 2\\*\\*32\\), got {seed}"):
         Benchmark(seed=seed)
     with pytest.raises(InvalidInputError, match="client seed"):
         benchmark_lengths(1024, 1024, 0.8, 4, seed)
@@ -532,8 +552,8 @@ def test_an_overlapping_prefill_worker_forms_its_next_batch_from_what_it_held_at
     and send A', B'. Without overlap the batch at 20 takes E and A' (mean TTFT 20.5: 10 10 20 20 30 19 29
     19 29 19). With it the worker formed that batch while [10, 20] ran, polling at 10: it takes E alone,
     then A', B' at 30, C', D' at 40, E' at 50 (mean 23.5: 10 10 20 20 30 29 29 29 29 29); a batch whose
-    poll found nothing is formed from what the worker finds when it idles (C, D at 10)."""
-    plan = run_plan(Benchmark(prompts_per_client=2, range_ratio=1.0), 5, 100, 2)
+    poll found nothing is formed from what the worker finds when it idles (C, D at 10). The first wave arrives at once."""
+    plan = run_plan(Benchmark(prompts_per_client=2, range_ratio=1.0, staggered=False), 5, 100, 2)
     got = {}
     for overlap in (False, True):
         spec = TandemSpec(1, 1, prefill_batch=2, first_token_on_admission=True, prefill_overlap=overlap)
@@ -1097,9 +1117,9 @@ def test_the_first_pass_that_extends_a_prefix_pays_the_prefix_compile_once():
 def test_under_overlap_the_prefix_compile_holds_the_previous_pass_first_tokens_too():
     """The compile is host time: under overlap scheduling the tokens of the pass before it go out only once
     the compiling pass is launched, so at C = 2 both first prompts' TTFTs carry it (one chunk each side of
-    the budget); without overlap only the prompt the compiling pass completes does."""
+    the budget); without overlap only the prompt the compiling pass completes does. Both prompts arrive at once."""
     pricer = affine_pricer(10.0, 0.02, 0.0, 1.0, 1.0, 2.0, 0.05, 0.001)
-    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0), 2, 512, 8)
+    plan = run_plan(Benchmark(prompts_per_client=1, range_ratio=1.0, staggered=False), 2, 512, 8)
 
     def rise(overlap, impl):
         def ttft(compile_ms):

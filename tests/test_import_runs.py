@@ -182,15 +182,29 @@ def test_client_block_supplies_facts_and_flags_override_it(tmp_path):
     assert row.protocol.num_warmups == 8 and row.protocol.client_seed is None  # no result format records the seed
 
 
-def test_client_seed_comes_from_the_client_block_or_its_flag(tmp_path, capsys):
+def test_client_seed_comes_from_the_client_block_or_its_flag_for_a_client_whose_draws_are_repeated(tmp_path, capsys):
+    """vLLM's benchmarks/benchmark_serving.py and SGLang bench_serving draw lengths as the replay repeats them from a
+    seed; vllm bench serve draws otherwise: a seed supplied for it, or for a vLLM-family run drawing from int(r*L) = 0,
+    is refused in one line."""
     deploy = _write(tmp_path, "deploy.yaml", yaml.safe_dump(DEPLOYMENT | {"client": {"isl": 1000, "osl": 900, "client_seed": 1}}))
-    result = _write(tmp_path, "summary.json", newer_summary())
-    rc, (row,) = _import(tmp_path, result, "--deployment", deploy)
+    legacy = _write(tmp_path, "legacy.json", older_detailed())
+    rc, (row,) = _import(tmp_path, legacy, "--deployment", deploy, "--random-range-ratio", 0.8)
     assert rc == 0 and row.protocol.client_seed == 1 and "client_seed=1 (client block)" in provenance_fields(row.provenance)["supplied"]
-    rc, (row,) = _import(tmp_path, result, "--deployment", deploy, "--client-seed", 0)
+    rc, (row,) = _import(tmp_path, legacy, "--deployment", deploy, "--random-range-ratio", 0.8, "--client-seed", 0)
     assert rc == 0 and row.protocol.client_seed == 0
+    sglang = _write(tmp_path, "s.jsonl", json.dumps(sglang_line(4.0) | {"random_range_ratio": 0.0}))
+    rc, (row,) = _import(tmp_path, sglang, "--deployment", deploy, "--statistic", "median")
+    assert rc == 0 and row.protocol.client_seed == 1  # its lower bound max(int(r*L), 1) is the replay's
+    for result, flags, needle in (
+        (_write(tmp_path, "summary.json", newer_summary()), [], "vLLM vllm bench serve draws its lengths by a rule the replay does not repeat"),
+        (legacy, ["--random-range-ratio", 0.0005], "draws lengths from int(r*L) = 0 at r = 0.0005"),
+    ):
+        capsys.readouterr()
+        rc, _ = _import(tmp_path, result, "--deployment", deploy, *flags)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and "client_seed 1 supplied, but" in err[0] and needle in err[0], err
     capsys.readouterr()
-    rc, _ = _import(tmp_path, result, "--deployment", deploy, "--client-seed", 2**32)
+    rc, _ = _import(tmp_path, legacy, "--deployment", deploy, "--client-seed", 2**32)
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--client-seed must be an integer within [0, 2**32), got 4294967296" in err[0]
 

@@ -609,7 +609,8 @@ def test_seeded_rows_are_counted_in_the_protocol_facts(fixture_points):
     assert plain.startswith(f"0 of {rows} rows record")
     seeded = fixture_points.assign(client_seed=[1.0 if i == "row-a" else math.nan for i in fixture_points["id"]])
     (fact,) = [f for f in protocol_facts(seeded) if "NumPy seed" in f]
-    assert fact.startswith(f"1 of {rows} rows record") and "(seed 1: 1 rows;" in fact
+    assert fact.startswith(f"1 of {rows} rows record") and "NumPy seed (seed 1: 1 rows):" in fact
+    assert f"0 of {rows} rows record their benchmark client's NumPy seed: closed_loop" in plain
 
 
 def test_piecewise_graphed_rows_are_counted_apart_from_the_eager_ones(fixture_points):

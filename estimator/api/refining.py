@@ -101,7 +101,9 @@ def refine_with(frame: pd.DataFrame, args) -> RefineResult:
 
 def replay_options(args) -> ReplayOptions:
     """The replay options of the arguments (scheduler settings only with a budget)."""
-    protocol = Steady() if args.protocol == "steady" else Benchmark(args.prompts_per_client, args.range_ratio, args.client_seed)
+    protocol = (
+        Steady() if args.protocol == "steady" else Benchmark(prompts_per_client=args.prompts_per_client, range_ratio=args.range_ratio, seed=args.client_seed)
+    )
     for name in KV_MEMORY_SETTINGS:
         if getattr(args, name) is not None and (args.budget is None or args.pricing != ENGINE):
             raise InvalidInputError(f"--{name.replace('_', '-')} needs --budget (the launch's scheduler settings) and engine pricing")

@@ -23,6 +23,7 @@ from estimator.closedloop.frame import (
     refine_closed_loop_latency,
     reprice_closed_loop_row,
 )
+from estimator.closedloop.lengths import SEED_LIMIT
 from estimator.closedloop.protocol import Benchmark, Steady, run_plan
 from estimator.closedloop.replay import replay_agg, replay_tandem
 from estimator.closedloop.rows import (
@@ -42,6 +43,7 @@ __all__ = [
     "PRICINGS",
     "REFINED_COLUMNS",
     "ROW",
+    "SEED_LIMIT",
     "AggRun",
     "AggSpec",
     "DisaggRun",

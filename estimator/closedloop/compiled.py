@@ -46,6 +46,7 @@ from estimator.closedloop.spec import (
     A_STOP,
     A_WAIT_ITERS,
     A_WARM,
+    AF_BURST_STEP,
     AF_COMPILE,
     AF_ENCODER,
     AF_K,
@@ -71,6 +72,7 @@ from estimator.closedloop.spec import (
     T_REQUESTS,
     T_STOP,
     T_WARM,
+    TF_BURST_STEP,
     TF_ENCODER,
     TF_HANDOFF,
     TF_K,
@@ -521,7 +523,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     recv_interval, wait_iters, adp_timeout, adp_batching_wait = ints[A_RECV_INTERVAL], ints[A_WAIT_ITERS], ints[A_ADP_TIMEOUT], ints[A_ADP_BATCHING_WAIT]
     decode_budget, bound, requests, overlap = ints[A_DECODE_BUDGET], ints[A_BOUND], ints[A_REQUESTS], ints[A_OVERLAP] != 0
     wait_ratio, k, turnaround, encoder_ms = floats[AF_WAIT_RATIO], floats[AF_K], floats[AF_TURNAROUND], floats[AF_ENCODER]
-    prefill_floor_ms, compile_ms, path = floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH]
+    prefill_floor_ms, compile_ms, path, burst = floats[AF_PREFILL_FLOOR], floats[AF_COMPILE], floats[AF_PATH], floats[AF_BURST_STEP]
     prefix_compile_ms = floats[AF_PREFIX_COMPILE]
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
@@ -556,7 +558,7 @@ def agg_calendar(isl_arr, osl_arr, ints, floats, kind, params, data, hdr):
     n_held = np.int64(0)
     t = 0.0
     for c in range(clients):
-        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, path)
+        _new_request(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, path + c * burst)
         wq[(head + n_wait) % clients] = c
         n_wait += 1
     status = LIMIT
@@ -1097,7 +1099,7 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     n_prefill, n_decode, prefill_batch, decode_max = ints[T_PREFILL_WORKERS], ints[T_DECODE_WORKERS], ints[T_PREFILL_BATCH], ints[T_DECODE_MAX]
     bound, requests, admit, lag = ints[T_BOUND], ints[T_REQUESTS], ints[T_ADMIT] != 0, ints[T_LAG] != 0
     k, turnaround, handoff, encoder_ms = floats[TF_K], floats[TF_TURNAROUND], floats[TF_HANDOFF], floats[TF_ENCODER]
-    prefill_floor_ms, prefill_compile_ms = floats[TF_PREFILL_FLOOR], floats[TF_PREFILL_COMPILE]
+    prefill_floor_ms, prefill_compile_ms, burst = floats[TF_PREFILL_FLOOR], floats[TF_PREFILL_COMPILE], floats[TF_BURST_STEP]
     at_dispatch, interval, overlap = ints[T_DECODE_AT_DISPATCH] != 0, ints[T_INTAKE_INTERVAL], ints[T_PREFILL_OVERLAP] != 0
     ri, rf, cnt, sc, ttfts, tpots, lats, done_born, done_t = _buffers(clients, requests)
     run_v = np.empty(1024)
@@ -1143,8 +1145,8 @@ def tandem(isl_arr, osl_arr, ints, floats, p_kind, p_params, p_data, p_hdr, d_ki
     n_waiting = np.zeros(n_decode, dtype=np.int64)
     since = np.zeros(n_decode, dtype=np.int64)  # passes each decode worker ran since its last intake
     for c in range(clients):
-        _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, 0.0, pq, plen, pmin, routed, at_dispatch, interval, n_coh, bound_to,
-                  waiting, n_waiting)  # fmt: skip
+        _dispatch(ri, rf, cnt, c, isl_arr, osl_arr, cap, prefix, 0.0, c * burst, pq, plen, pmin, routed, at_dispatch, interval, n_coh,
+                  bound_to, waiting, n_waiting)  # fmt: skip
     status = LIMIT
     it = 0
     while it < bound:

@@ -4,8 +4,10 @@ spaced quantiles where its seed is not recorded.
 A client with a recorded NumPy seed draws its lengths deterministically, and the replay repeats those
 draws (``client_draws``): vLLM ``benchmark_serving`` (InferenceX's copy, srt-slurm's sa-bench) and
 SGLang ``bench_serving`` call ``np.random.seed(seed)`` at start and draw every input length, then every
-output length, with one ``np.random.randint(max(int(r*L), 1), L + 1, size=N)`` each (NumPy's legacy
-stream, fixed by NEP 19). Without a recorded seed, the rest of this docstring holds.
+output length, with one ``np.random.randint(low, L + 1, size=N)`` each (NumPy's legacy stream, fixed by
+NEP 19), low being int(r*L) for vLLM's family and max(int(r*L), 1) for SGLang's, the same wherever
+r*L >= 1 (an import refuses a vLLM-family seed below that). Without a recorded seed, the rest of this
+docstring holds.
 
 A serving benchmark client draws each prompt's input and output length independently and
 uniformly from the integers [int(r*L), L] (vLLM ``benchmark_serving`` random dataset with
@@ -102,10 +104,13 @@ def dealt_lengths(longest: int, ratio: float, count: int, generator: int) -> np.
     return uniform_quantile_lengths(longest, ratio, count)[_dealt_indices(np.arange(count, dtype=np.int64), count, generator)]
 
 
+SEED_LIMIT = 2**32  # NumPy's legacy generator takes seeds in [0, SEED_LIMIT)
+
+
 def check_client_seed(seed: int) -> None:
-    """InvalidInputError unless the seed is one NumPy's legacy generator takes: within [0, 2**32)."""
-    if not 0 <= seed < 2**32:
-        raise InvalidInputError(f"a client seed must be within [0, 2**32), got {seed}")
+    """InvalidInputError unless the seed is an integer NumPy's legacy generator takes: within [0, SEED_LIMIT)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < SEED_LIMIT:
+        raise InvalidInputError(f"a client seed must be an integer within [0, 2**32), got {seed!r}")
 
 
 def client_draws(isl: int, osl: int, ratio: float, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -236,8 +236,8 @@ def agg_calendar(plan: RunPlan, spec: AggSpec, pricer) -> ReplayResult:
     waiting: deque[Request] = deque()
     launched: float | None = None  # overlap: when the loop iteration launching this pass starts and its intake polls (None: no overlap, or idle since)
     path = spec.path_ms  # a request reaches the engine this long after its dispatch (settings.py; AggSpec.path_ms)
-    for _ in range(plan.clients):
-        waiting.append(run.new_request(0.0, path))
+    for c in range(plan.clients):  # the first wave reaches the engine in dispatch order (protocol.BURST_STEP_MS)
+        waiting.append(run.new_request(0.0, path + c * plan.burst_step_ms))
     for _ in range(agg_pass_bound(plan, spec.prefix)):
         if run.done >= plan.stop:
             return run.result()
@@ -403,8 +403,8 @@ def tandem(plan: RunPlan, spec: TandemSpec, prefill_pricer, decode_pricer) -> Re
         run.complete(r, t_end)
         dispatch(t_end, t_end + spec.turnaround_ms)
 
-    for _ in range(plan.clients):
-        dispatch(0.0, 0.0)
+    for c in range(plan.clients):  # the first wave reaches the prefill workers in dispatch order (protocol.BURST_STEP_MS)
+        dispatch(0.0, c * plan.burst_step_ms)
     for _ in range(tandem_event_bound(plan)):
         if run.done >= plan.stop:
             return run.result()

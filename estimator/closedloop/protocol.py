@@ -21,6 +21,15 @@ from estimator.closedloop.lengths import benchmark_lengths, check_client_seed
 from estimator.errors import InvalidInputError
 
 NO_DISPATCH_CAP = -1  # steady runs replace every completion
+# A benchmark's first C requests reach the engine one after another, in dispatch order: the client starts them in turn on
+# one event loop (InferenceX utils/bench_serving/benchmark_serving.py: a task per request behind the concurrency
+# semaphore, each opening its own aiohttp session), and the server takes each through its HTTP handler and tokenizer
+# before handing it to the engine loop (SGLang TokenizerManager, vLLM's API server, trtllm-serve). An idle engine loop
+# schedules what it holds when it wakes (SGLang event_loop_overlap polls recv_requests every iteration, sleep_on_idle off;
+# vLLM EngineCore blocks on its input queue; TRT-LLM PyExecutor waits for a request), so its first pass holds request 0
+# alone. The spacing is not published; this one keeps the order and takes no time of its own (4 us over 2**22 requests):
+# the rest of the burst reaches the engine before its first pass ends, a lower bound on how far the burst spreads.
+BURST_STEP_MS = 1e-9
 # Requests one replay holds state for (RunPlan.requests): 2**22, about 4.2 million, 25 times the
 # largest measured run's (a steady replay at C = 16,384 holds 10 C); past it the per-request arrays
 # alone would take gigabytes.
@@ -48,6 +57,7 @@ class Benchmark:
     prompts_per_client: int = 10  # N = prompts_per_client * C prompts in the run (>= 1)
     range_ratio: float = 0.8  # input and output lengths uniform on [r*L, L]; 1.0: fixed lengths (0 < r <= 1)
     seed: int | None = None  # the client's NumPy seed: its own length draws (lengths.client_draws); None: the lattice (0 <= seed < 2**32)
+    staggered: bool = True  # the first C requests reach the engine one after another (BURST_STEP_MS); False: all at t = 0
 
     name = "benchmark"
 
@@ -85,6 +95,7 @@ class RunPlan:
     dispatch_cap: int  # requests dispatched in total, or NO_DISPATCH_CAP
     isl: np.ndarray  # int64: input tokens of request i at isl[i % len(isl)] (>= 1)
     osl: np.ndarray  # int64: output tokens of request i at osl[i % len(osl)] (>= 1)
+    burst_step_ms: float = 0.0  # request c < C of the first wave reaches the engine c x this after request 0, ms (>= 0)
 
 
 def held_requests(protocol: Protocol, clients: int) -> int:
@@ -114,4 +125,4 @@ def run_plan(protocol: Protocol, clients: int, isl: int, osl: int, visual_tokens
         return RunPlan(clients, warm, warm + protocol.win_gens * clients, NO_DISPATCH_CAP, *fixed)
     count = protocol.prompts_per_client * clients
     isls, osls = benchmark_lengths(isl, osl, protocol.range_ratio, count, protocol.seed)
-    return RunPlan(clients, 0, count, count, isls + visual_tokens, osls)
+    return RunPlan(clients, 0, count, count, isls + visual_tokens, osls, BURST_STEP_MS if protocol.staggered else 0.0)

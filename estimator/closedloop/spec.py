@@ -29,10 +29,10 @@ class NoProgressError(EstimatorError):
 # float64 array, read by slot (AggSpec.pack, TandemSpec.pack) instead of a long positional list.
 (A_CLIENTS, A_WARM, A_STOP, A_CAP, A_PREFIX, A_BUDGET, A_CHUNKED, A_MAX_SEQS, A_MIXED, A_RECV_INTERVAL, A_WAIT_ITERS,
  A_ADP_TIMEOUT, A_ADP_BATCHING_WAIT, A_DECODE_BUDGET, A_BOUND, A_REQUESTS, A_OVERLAP, N_AGG_INTS) = range(18)  # fmt: skip
-(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, AF_PREFIX_COMPILE, N_AGG_FLOATS) = range(9)
+(AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, AF_PREFIX_COMPILE, AF_BURST_STEP, N_AGG_FLOATS) = range(10)
 (T_CLIENTS, T_WARM, T_STOP, T_CAP, T_PREFIX, T_PREFILL_WORKERS, T_DECODE_WORKERS, T_PREFILL_BATCH, T_DECODE_MAX, T_BOUND,
  T_REQUESTS, T_ADMIT, T_LAG, T_DECODE_AT_DISPATCH, T_INTAKE_INTERVAL, T_PREFILL_OVERLAP, N_TANDEM_INTS) = range(17)  # fmt: skip
-(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, TF_PREFILL_COMPILE, N_TANDEM_FLOATS) = range(7)
+(TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, TF_PREFILL_COMPILE, TF_BURST_STEP, N_TANDEM_FLOATS) = range(8)
 
 STALLED_MESSAGE = "stalled: no schedulable work"
 NONFINITE_MESSAGE = "a pass price is not finite (a step without perf data, or a non-finite step time)"
@@ -73,9 +73,9 @@ class AggSpec:
             s.overlap_scheduler,
         )  # fmt: skip
         floats = np.zeros(N_AGG_FLOATS)
-        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, AF_PREFIX_COMPILE]] = (
+        floats[[AF_WAIT_RATIO, AF_K, AF_TURNAROUND, AF_ENCODER, AF_PREFILL_FLOOR, AF_COMPILE, AF_PATH, AF_PREFIX_COMPILE, AF_BURST_STEP]] = (
             s.batch_wait_tokens_ratio, self.tokens_per_decode, self.turnaround_ms, self.encoder_ms, self.prefill_floor_ms,
-            s.shape_compile_ms, self.path_ms, s.prefix_compile_ms,
+            s.shape_compile_ms, self.path_ms, s.prefix_compile_ms, plan.burst_step_ms,
         )  # fmt: skip
         return ints, floats
 
@@ -159,8 +159,9 @@ class TandemSpec:
             self.admission_lag, self.decode_bound_at_dispatch, self.decode_intake_interval, self.prefill_overlap,
         )  # fmt: skip
         floats = np.zeros(N_TANDEM_FLOATS)
-        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, TF_PREFILL_COMPILE]] = (
+        floats[[TF_K, TF_TURNAROUND, TF_HANDOFF, TF_ENCODER, TF_PREFILL_FLOOR, TF_PREFILL_COMPILE, TF_BURST_STEP]] = (
             self.tokens_per_decode, self.turnaround_ms, self.handoff_ms, self.encoder_ms, self.prefill_floor_ms, self.prefill_compile_ms,
+            plan.burst_step_ms,
         )  # fmt: skip
         return ints, floats
 

@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 MODES = ("agg", "disagg")
 AUTO = "auto"  # every backend
 GROUP = {"agg": "parallel", "disagg": "(d)parallel"}  # the layout the top-N keeps one row of
-REPLAY_PROTOCOL = Benchmark()  # what --refined-sla replays and bench.sh runs: 10 prompts per client, lengths in [0.8 L, L]
+REPLAY_PROTOCOL = Benchmark()  # what --refined-sla replays: bench.sh's 10 prompts per client and lengths in [0.8 L, L], evenly spaced (no one seed's draws)
 CLOSED_FORM = "closed-form"
 CLOSED_LOOP = "closed-loop replay"
 

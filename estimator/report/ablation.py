@@ -21,6 +21,7 @@ row's stated one); where it does not act on a row, the row keeps closed_loop's f
 | moe_backend | the launch's MoE backend: trtllm-gen's curve at every token count (the reference's rule instead) | TRT-LLM DeepSeek-R1 FP4 runs launched with TRTLLM (disagg prefill, B200 agg) |
 | tokenizer | the served prompt of the transformers-5 mismatch (the recorded prompt instead) | the mismatched runs |
 | client_draws | the client's own seeded length draws (evenly spaced lengths instead) | rows whose client seed is recorded |
+| burst | the first wave reaching the engine one request after another (all at once instead) | benchmark rows at C > 1 |
 | statistic | the row's stated statistic (the mean instead) | rows stating median or p99 |
 """
 
@@ -34,6 +35,7 @@ from types import MappingProxyType
 
 import pandas as pd
 
+from estimator.closedloop import Benchmark
 from estimator.closedloop.cases import AggCase, Case, TandemCase
 from estimator.closedloop.engine import PassModel
 from estimator.report import metrics
@@ -118,6 +120,13 @@ def _eager_prefills(row: MappedRow) -> MappedRow:
     return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(piecewise_cuda_graph=False)))
 
 
+def _simultaneous_burst(case: Case) -> Case:
+    """The case whose benchmark's first wave reaches the engine all at once (closedloop.protocol.BURST_STEP_MS)."""
+    if not isinstance(case.protocol, Benchmark):
+        return case
+    return dataclasses.replace(case, protocol=dataclasses.replace(case.protocol, staggered=False))
+
+
 def _unseeded(row: MappedRow) -> MappedRow:
     """The row without its client's seed: the replay deals evenly spaced lengths instead of the client's draws."""
     protocol = row.measurement.protocol
@@ -152,6 +161,7 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("moe_backend", "the launch's MoE backend (trtllm-gen)", case=_pass_models(moe_backend=None)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
     Mechanism("client_draws", "the client's seeded length draws (evenly spaced lengths instead)", row=_unseeded),
+    Mechanism("burst", "the first wave reaching the engine in turn (all at once instead)", case=_simultaneous_burst),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
 ABLATED_METHODS = tuple(PREFIX + key for key in MECHANISMS)  # the ablation's methods, in table order

@@ -144,12 +144,12 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "method but legacy prices the prompt the server computed; their layout_note says so (measurements/tokenizers.py)."
     )
     seeded = rows["client_seed"].notna()
+    per_seed = ", ".join(f"seed {int(seed)}: {n} rows" for seed, n in rows.loc[seeded, "client_seed"].value_counts().sort_index().items())
     facts.append(
-        f"{seeded.sum()} of {len(rows)} rows record their benchmark client's NumPy seed ("
-        + ", ".join(f"seed {int(seed)}: {n} rows" for seed, n in rows.loc[seeded, "client_seed"].value_counts().sort_index().items())
-        + "; vLLM benchmark_serving.py, which InferenceX's and the multi-node launchers' clients copy, seeds 0 by default, SGLang "
-        "bench_serving 1): closed_loop replays that client's own length draws, request i taking the i-th input and output draw "
-        "(estimator/closedloop/lengths.py client_draws); the others take evenly spaced lengths."
+        f"{seeded.sum()} of {len(rows)} rows record their benchmark client's NumPy seed{f' ({per_seed})' if per_seed else ''}: "
+        "closed_loop replays that client's own length draws, request i taking the i-th input and output draw "
+        "(estimator/closedloop/lengths.py client_draws; vLLM benchmark_serving.py, which InferenceX's and the multi-node "
+        "launchers' clients copy, seeds 0 by default, SGLang bench_serving 1); the others take evenly spaced lengths."
     )
     replayed = points[points["method"] == "closed_loop"]
     cold = replayed.loc[replayed["note"].fillna("").str.contains("first wave measured cold", regex=False), "id"].nunique()

@@ -80,19 +80,20 @@ class Flavour:
     client: str  # the row's protocol client
     citation: str  # "owner/repo path@commit" of the client's code
     keys: frozenset[str]  # keys only this client writes (any one identifies it; empty: the fallback)
+    draws: str | None  # its random dataset's length rule a client_seed repeats (result.SEEDED_DRAWS); None: another rule
 
 
 FLAVOURS = (
     Flavour("sglang", "SGLang bench_serving", "sgl-project/sglang python/sglang/bench_serving.py@50a613687fe1ffc6f1bb630c684a24c428a54a74",
-            frozenset({"total_output_tokens_retokenized"})),
+            frozenset({"total_output_tokens_retokenized"}), "sglang"),
     Flavour("trtllm", "TensorRT-LLM benchmark_serving", "NVIDIA/TensorRT-LLM tensorrt_llm/serve/scripts/benchmark_serving.py@f61d71d9fe7b0127ae4c20c3e9aa77dc4d78396f",
-            frozenset({"avg_decoded_tokens_per_iter", "user_throughput"})),
+            frozenset({"avg_decoded_tokens_per_iter", "user_throughput"}), None),
     Flavour("inferencex", "InferenceX benchmark_serving.py", "SemiAnalysisAI/InferenceX utils/bench_serving/benchmark_serving.py@8b4dcfaebcaf7d431cecbd665b5f87e11304847a",
-            frozenset({"benchmark_start_time_unix"})),
+            frozenset({"benchmark_start_time_unix"}), "vllm"),
     Flavour("vllm-bench-serve", "vLLM vllm bench serve", "vllm-project/vllm vllm/benchmarks/serve.py@def9ce85ba1079af970a58ed3d42dd861ae35d58",
-            frozenset({"endpoint_type", "failed", "max_concurrent_requests"})),
+            frozenset({"endpoint_type", "failed", "max_concurrent_requests"}), None),
     Flavour("vllm-legacy", "vLLM benchmarks/benchmark_serving.py", "vllm-project/vllm benchmarks/benchmark_serving.py@8668d7c05027b98ac66bd5540955dd2ce3a0f318",
-            frozenset()),
+            frozenset(), "vllm"),
 )  # fmt: skip
 
 
@@ -178,6 +179,7 @@ def run(record: Mapping[str, Any], where: str) -> ResultRun:
         model=str(record["model_id"]) if record.get("model_id") else None,
         notes={"client": kind.name},
         derived=tuple(derived),
+        draws=kind.draws if dataset in (None, "random") else None,
     )
 
 

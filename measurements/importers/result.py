@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
+from estimator.closedloop import SEED_LIMIT
 from estimator.deployment import MAX_SIZE
 from estimator.errors import InvalidInputError, UnknownModelError
 from estimator.models import model_identity
@@ -96,7 +97,7 @@ def _checked(name: str, value: Any, where: str) -> Any:
         if value not in STATISTICS:
             raise InvalidInputError(f"{where} must be one of {', '.join(STATISTICS)}, got {value!r}")
     elif name == "client_seed":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**32:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEED_LIMIT:
             raise InvalidInputError(f"{where} must be an integer within [0, 2**32), got {value!r}")
     elif name == "ignore_eos" and not isinstance(value, bool):
         raise InvalidInputError(f"{where} must be true or false, got {value!r}")
@@ -135,6 +136,25 @@ class ResultRun:
     model: str | None  # the model name the client sent (often a served name)
     notes: Mapping[str, str]  # further provenance, key -> value (e.g. the client flavour)
     derived: tuple[str, ...] = ()  # facts the reader derived, each "name=value (how)"
+    draws: str | None = None  # its random lengths' rule, which a supplied client_seed repeats (SEEDED_DRAWS); None: another rule
+
+
+# The length rules the replay repeats from a client's seed (estimator.closedloop.lengths.client_draws): np.random.seed(seed),
+# then np.random.randint(low, L + 1, size=N) for the inputs and for the outputs, low being the client's lower bound
+SEEDED_DRAWS: Mapping[str, str] = MappingProxyType({
+    "vllm": "int(r*L): vLLM benchmarks/benchmark_serving.py and its copies (InferenceX, srt-slurm sa-bench)",
+    "sglang": "max(int(r*L), 1): SGLang bench_serving compute_random_lens",
+})  # fmt: skip
+
+
+def seed_reason(draws: str | None, client: str, ratio: float | None, isl: int, osl: int) -> str | None:
+    """Why a client seed cannot be repeated for this run (None: it can): a client that draws its lengths by another rule,
+    or a vLLM-family client whose lower bound int(r*L) is 0 (the replay draws from 1, as SGLang's client does)."""
+    if draws not in SEEDED_DRAWS:
+        return f"{client} draws its lengths by a rule the replay does not repeat (it repeats {'; '.join(SEEDED_DRAWS.values())})"
+    if draws == "vllm" and ratio is not None and min(int(isl * ratio), int(osl * ratio)) < 1:
+        return f"its client draws lengths from int(r*L) = 0 at r = {ratio}, which the replay does not repeat (it draws from 1)"
+    return None
 
 
 def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_id: str, label: str, fmt: str) -> tuple[Measurement, list[str]]:
@@ -178,6 +198,9 @@ def to_row(run: ResultRun, deployment: DeploymentFile, supplied: Supplied, row_i
     concurrency = fact("concurrency", run.concurrency)
     ignore_eos, num_warmups = fact("ignore_eos", run.ignore_eos), fact("num_warmups", run.num_warmups)
     client_seed = fact("client_seed", None)  # no result format records it
+    reason = None if client_seed is None else seed_reason(run.draws, run.client, ratio, int(isl), int(osl))
+    if reason is not None:
+        raise InvalidInputError(f"{label}: client_seed {client_seed} supplied, but {reason}")
     agg, prefill, decode, layout_notes = _layouts(deployment, concurrency, int(isl))
     derived += layout_notes
 

@@ -84,7 +84,7 @@ class MultinodeClient:
     request_rate: float  # measured requests/s offered (inf: all at t = 0, C in flight)
     random_range_ratio: float  # lengths uniform on [r*L, L]
     ignore_eos: bool  # outputs run to osl tokens
-    seed: int  # the NumPy seed of its length draws (vLLM benchmark_serving.py's --seed default 0, which no launcher passes)
+    seed: int  # the NumPy seed its length draws start from (0 <= seed < 2**32)
     citation: str
 
 
@@ -107,7 +107,7 @@ DYNAMO_TRTLLM_SWEEP = MultinodeClient(
     citation=("ai-dynamo/dynamo components/backends/trtllm/performance_sweeps/scripts/bench.sh @ 0b6abc828 L170-L195: "
               "concurrency=$((concurrency * num_gen_servers)); num_prompts=$((concurrency * multi_round)) --random-range-ratio 0.8 "
               "--ignore-eos --max-concurrency \"$concurrency\" (no --request-rate: inf, kedarpotdar-nv/bench_serving "
-              "benchmark_serving.py @ f3ea022a L1146-L1148; no --seed: --seed default 0, np.random.seed(args.seed) in main, "
+              "benchmark_serving.py @ f3ea022a L1146-L1148; no --seed: --seed default 0, np.random.seed(args.seed) in main @ 499c0b17, "
               "one process per concurrency); benchmark_disagg.slurm L4 MULTI_ROUND=8"),
 )  # fmt: skip
 DYNAMO_SGLANG_SLURM = MultinodeClient(
@@ -117,7 +117,7 @@ DYNAMO_SGLANG_SLURM = MultinodeClient(
     citation=("ai-dynamo/dynamo components/backends/sglang/slurm_jobs/scripts/vllm/bench.sh @ e1c7a4a49 L65-L81: "
               "num_prompts=$((concurrency * 5)) --random-range-ratio 0.8 --ignore-eos --request-rate ${chosen_req_rate} "
               "(the launcher passes inf) --max-concurrency \"$concurrency\", no --seed: scripts/vllm/benchmark_serving.py "
-              "--seed default 0, np.random.seed(args.seed) in main"),
+              "@ 3336912b9 --seed default 0, np.random.seed(args.seed) in main"),
 )  # fmt: skip
 LAUNCH_CLIENTS = {"launcher:dynamo-trtllm": DYNAMO_TRTLLM_SWEEP, "launcher:dynamo-sglang": DYNAMO_SGLANG_SLURM}  # key -> client; else SA_BENCH
 
