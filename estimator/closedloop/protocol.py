@@ -5,8 +5,9 @@
   statistics cover the next ``win_gens*C`` (TTFTs and inter-token gaps emitted once warm-up is
   over, TPOTs and throughput of the requests completing after it).
 * ``benchmark``: what a serving benchmark client measures (``--num-prompts N --max-concurrency C
-  --request-rate inf``): N prompts, at most C in flight, the first C dispatched at t = 0 and each
-  completion replaced at once until all N are dispatched; lengths the client's own seeded draws, or a
+  --request-rate inf``): N prompts, at most C in flight, the first C dispatched at t = 0 (reaching the
+  engine one after another, BURST_STEP_MS) and each completion replaced at once until all N are
+  dispatched; lengths the client's own seeded draws, or a
   deterministic lattice where its seed is not recorded; statistics over every request, start-up burst
   and drain included.
 """
