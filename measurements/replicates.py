@@ -23,9 +23,8 @@ from measurements.topologies.resolver import resolve
 
 # what replicates may differ in: the row's name and record, and what it measured
 NOT_RECORDED = frozenset({"id", "provenance", "measured_date", "ttft_ms", "tpot_ms", *(f.name for f in dataclasses.fields(Statistics))})
-LATER_FACTS = frozenset(
-    {"num_warmups", "client_seed"}
-)  # facts added to the schema after the first digests: left out while not recorded, so those digests stand
+# facts added to the schema after the first digests: left out while not recorded, so those digests stand
+LATER_FACTS = frozenset({"num_warmups", "client_seed"})
 _DATE_PREFIX = re.compile(r"^\d{4}_\d{2}_\d{2}_")
 _SERIAL_SUFFIX = re.compile(r"_\d+$")
 

@@ -120,19 +120,14 @@ def _eager_prefills(row: MappedRow) -> MappedRow:
     return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, settings=settings.replace(piecewise_cuda_graph=False)))
 
 
-def _simultaneous_burst(case: Case) -> Case:
-    """The case whose benchmark's first wave reaches the engine all at once (closedloop.protocol.BURST_STEP_MS)."""
-    if not isinstance(case.protocol, Benchmark):
-        return case
-    return dataclasses.replace(case, protocol=dataclasses.replace(case.protocol, staggered=False))
+def _benchmark(**changes) -> Callable[[Case], Case]:
+    def off(case: Case) -> Case:
+        """The case with `changes` on its benchmark protocol (a steady replay unchanged)."""
+        if not isinstance(case.protocol, Benchmark):
+            return case
+        return dataclasses.replace(case, protocol=dataclasses.replace(case.protocol, **changes))
 
-
-def _unseeded(row: MappedRow) -> MappedRow:
-    """The row without its client's seed: the replay deals evenly spaced lengths instead of the client's draws."""
-    protocol = row.measurement.protocol
-    if protocol.client_seed is None:
-        return row
-    return dataclasses.replace(row, measurement=dataclasses.replace(row.measurement, protocol=dataclasses.replace(protocol, client_seed=None)))
+    return off
 
 
 @dataclass(frozen=True)
@@ -160,8 +155,8 @@ MECHANISMS: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in (
     Mechanism("qk_norm", "q/k norm all-reduces (MiniMax-M2)", case=_pass_models(qk_norm_allreduces=0)),
     Mechanism("moe_backend", "the launch's MoE backend (trtllm-gen)", case=_pass_models(moe_backend=None)),
     Mechanism("tokenizer", "served prompt (tokenizer mismatch)", row=_recorded_prompt),
-    Mechanism("client_draws", "the client's seeded length draws (evenly spaced lengths instead)", row=_unseeded),
-    Mechanism("burst", "the first wave reaching the engine in turn (all at once instead)", case=_simultaneous_burst),
+    Mechanism("client_draws", "the client's seeded length draws (evenly spaced lengths instead)", case=_benchmark(seed=None)),
+    Mechanism("burst", "the first wave reaching the engine in turn (all at once instead)", case=_benchmark(staggered=False)),
     Mechanism("statistic", "stated statistic (mean instead)", stated_statistic=False),
 )})  # fmt: skip
 ABLATED_METHODS = tuple(PREFIX + key for key in MECHANISMS)  # the ablation's methods, in table order
