@@ -953,7 +953,7 @@ def test_eager_prefill_passes_last_at_least_layers_times_the_per_layer_host_cost
     [
         ("sglang", "deepseek-ai/DeepSeek-R1", True, 140.76 / 61),
         ("sglang", "Qwen/Qwen3.5-397B-A17B", True, (208.46 - 90.0) / 61),  # its MTP layer runs in the measured pass, its compile apart
-        ("sglang", "zai-org/GLM-5-FP8", True, 282.34 / 79),
+        ("sglang", "zai-org/GLM-5-FP8", True, 244.0 / 78),  # its point without speculative decoding (B200)
         ("sglang", "Qwen/Qwen3-235B-A22B-FP8", True, 31.79 / 36),  # no point of its own: the framework's least (gpt-oss)
         ("trtllm", "moonshotai/Kimi-K2.5", True, 30.0 / 36),
         ("trtllm", "meta-llama/Meta-Llama-3.1-70B", False, 0.0),
@@ -979,7 +979,22 @@ def test_a_host_point_measured_on_a_build_that_compiles_per_length_leaves_the_co
 
 
 def test_every_host_point_is_cited_and_positive():
-    assert all(p.host_ms > 0 and p.layers >= 1 and len(p.citation) > 40 for p in HOST_POINTS.values())
+    points = [p for own in HOST_POINTS.values() for p in own]
+    assert all(p.host_ms > 0 and p.layers >= 1 and len(p.citation) > 40 for p in points)
+    assert all(0 < len(own) == len({p.speculative for p in own}) <= 2 for own in HOST_POINTS.values())
+
+
+def test_a_host_point_matches_the_deployment_s_speculative_decoding():
+    """GLM-5 has a point without speculative decoding (8xB200, 244 ms over 78 layers) and one with EAGLE (8xH200, 282.34 ms
+    over 78 + the draft layer): each deployment takes the one that matches it; Qwen3.5, with only its MTP point, takes that
+    one either way."""
+    glm = Deployment("zai-org/GLM-5-FP8", "b200_sxm", "sglang", tp=8, moe_tp=8, moe_ep=1)
+    assert prefill_floor_ms(glm, None) == pytest.approx(244.0, rel=1e-12)
+    assert prefill_floor_ms(dataclasses.replace(glm, nextn=3), None) == pytest.approx(282.34 * 78 / 79, rel=1e-12)
+    assert eager_cost(Backend.SGLANG, "zai-org/GLM-5-FP8", True, speculative=True).per_layer_ms == pytest.approx(282.34 / 79)
+    qwen = (208.46 - SGLANG_SHAPE_COMPILE_MS) / 61
+    for speculative in (False, True):
+        assert eager_cost(Backend.SGLANG, "Qwen/Qwen3.5-397B-A17B", True, speculative).per_layer_ms == pytest.approx(qwen)
 
 
 @pytest.mark.parametrize("impl", IMPLS)

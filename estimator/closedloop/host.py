@@ -14,7 +14,9 @@ MoE models, so the pass lasts at least its host time. The published points (``HO
 
 Rule: per-layer cost = point / layers counted; a pass that prefills lasts at least that x the
 deployment's decoder layers, whatever its TP and GPU (each rank's process launches its own layers).
-An architecture with its own point takes it; another MoE architecture takes the framework's smallest
+An architecture with its own point takes it: of two, the one whose speculative decoding matches the
+deployment's (a speculative run's first pass also runs the draft's own extend forward, which counting
+the draft as one more layer only approximates); another MoE architecture takes the framework's smallest
 published MoE per-layer cost (a lower bound: the fewest kernels per layer measured); a dense
 architecture takes none (no published point, fewer kernels per layer). vLLM takes none here: its
 eager passes carry the reference's per-request dispatch overhead instead (runs.dispatch_overhead_ms),
@@ -45,82 +47,110 @@ class HostPoint:
     host_ms: float  # host time of one pass that prefills, ms (> 0)
     layers: int  # layers the pass ran: the model's decoder layers, plus a draft layer run in the same pass (>= 1)
     citation: str  # where it is published, and how host_ms follows from it
+    speculative: bool = False  # the measured run decoded speculatively (its draft layer counted in layers)
 
     @property
     def per_layer_ms(self) -> float:
         return self.host_ms / self.layers
 
 
-# (framework, HF architecture) -> point
-HOST_POINTS: Mapping[tuple[Backend, str], HostPoint] = MappingProxyType(
+# (framework, HF architecture) -> its points, at most one with and one without speculative decoding
+HOST_POINTS: Mapping[tuple[Backend, str], tuple[HostPoint, ...]] = MappingProxyType(
     {
-        (Backend.SGLANG, "DeepseekV3ForCausalLM"): HostPoint(
-            140.76,
-            61,
-            (
-                f"{COOKBOOK} docs/autoregressive/DeepSeek/DeepSeek-R1.md L371-L396: DeepSeek-R1-0528 FP8, 8xB200 TP8, SGLang "
-                "0.5.6.post1, 610 input tokens, Median TTFT (ms): 140.76 (4,194 tokens: 154.96, L693-L718: host-bound)"
+        (Backend.SGLANG, "DeepseekV3ForCausalLM"): (
+            HostPoint(
+                140.76,
+                61,
+                (
+                    f"{COOKBOOK} docs/autoregressive/DeepSeek/DeepSeek-R1.md L371-L396: DeepSeek-R1-0528 FP8, 8xB200 TP8, SGLang "
+                    "0.5.6.post1, 610 input tokens, Median TTFT (ms): 140.76 (4,194 tokens: 154.96, L693-L718: host-bound)"
+                ),
             ),
         ),
-        (Backend.SGLANG, "KimiK25ForConditionalGeneration"): HostPoint(
-            154.24,
-            61,
-            (
-                f"{COOKBOOK} docs/autoregressive/Moonshotai/Kimi-K2.5.md L585-L611: Kimi-K2.5 INT4, 8xH200 TP8, SGLang 0.5.6.post2, "
-                "610 input tokens, Median TTFT (ms): 154.24"
+        (Backend.SGLANG, "KimiK25ForConditionalGeneration"): (
+            HostPoint(
+                154.24,
+                61,
+                (
+                    f"{COOKBOOK} docs/autoregressive/Moonshotai/Kimi-K2.5.md L585-L611: Kimi-K2.5 INT4, 8xH200 TP8, SGLang 0.5.6.post2, "
+                    "610 input tokens, Median TTFT (ms): 154.24"
+                ),
             ),
         ),
-        (Backend.SGLANG, "Qwen3_5MoeForConditionalGeneration"): HostPoint(
-            208.46 - SGLANG_SHAPE_COMPILE_MS,
-            60 + 1,
-            (
-                f"{COOKBOOK} docs/autoregressive/Qwen/Qwen3.5.md L756-L783: Qwen3.5-397B-A17B, 8xH200 TP8, SGLang main (Feb 2026), "
-                "NEXTN speculative decoding (its MTP layer extends in the prefill's pass), 610 input tokens, Median TTFT (ms): 208.46, "
-                "less the FLA l2norm compile that build pays inline for a prompt length new to the server (before PR 31558; nine of "
-                "the ten prompts, whose seed-1 lengths differ, the first being the warm-up's; SGLANG_SHAPE_COMPILE_MS, charged "
-                "apart by the replay: shape_compile_ms)"
+        (Backend.SGLANG, "Qwen3_5MoeForConditionalGeneration"): (
+            HostPoint(
+                208.46 - SGLANG_SHAPE_COMPILE_MS,
+                60 + 1,
+                (
+                    f"{COOKBOOK} docs/autoregressive/Qwen/Qwen3.5.md L756-L783: Qwen3.5-397B-A17B, 8xH200 TP8, SGLang main (Feb 2026), "
+                    "NEXTN speculative decoding (its MTP layer extends in the prefill's pass), 610 input tokens, Median TTFT (ms): 208.46, "
+                    "less the FLA l2norm compile that build pays inline for a prompt length new to the server (before PR 31558; nine of "
+                    "the ten prompts, whose seed-1 lengths differ, the first being the warm-up's; SGLANG_SHAPE_COMPILE_MS, charged "
+                    "apart by the replay: shape_compile_ms)"
+                ),
+                speculative=True,
             ),
         ),
-        (Backend.SGLANG, "GlmMoeDsaForCausalLM"): HostPoint(
-            282.34,
-            78 + 1,
-            (
-                f"{COOKBOOK} docs/autoregressive/GLM/GLM-5.md L440-L467: GLM-5-FP8, 8xH200 TP8, SGLang 947927bdb, EAGLE speculative "
-                "decoding (its MTP layer extends in the prefill's pass), 610 input tokens, Median TTFT (ms): 282.34"
+        (Backend.SGLANG, "GlmMoeDsaForCausalLM"): (
+            HostPoint(
+                244.0,
+                78,
+                (
+                    "BenHamm gist dcd09f595fef141567a39582f502cef4 (2026-02-13, 'GLM-5-FP8 Inference Benchmark: 8xB200 vs 8xH200'): "
+                    "GLM-5-FP8, 8xB200 TP8, lmsysorg/sglang:glm5-blackwell, no speculative decoding, the cookbook's 1K random-input "
+                    "run at concurrency 1 (output 48 tok/s at a 20.2 ms TPOT), TTFT median (ms): 244"
+                ),
+            ),
+            HostPoint(
+                282.34,
+                78 + 1,
+                (
+                    f"{COOKBOOK} docs/autoregressive/GLM/GLM-5.md L440-L467: GLM-5-FP8, 8xH200 TP8, SGLang 947927bdb, EAGLE speculative "
+                    "decoding (its MTP layer extends in the prefill's pass), 610 input tokens, Median TTFT (ms): 282.34"
+                ),
+                speculative=True,
             ),
         ),
-        (Backend.SGLANG, "MiniMaxM2ForCausalLM"): HostPoint(
-            116.10,
-            62,
-            (
-                f"{COOKBOOK} docs/autoregressive/MiniMax/MiniMax-M2.5.md L425-L451: MiniMax-M2.5, 8xB200 TP8 EP8, SGLang 0.5.8, "
-                "609 input tokens, Median TTFT (ms): 116.10 (4,194 tokens: 126.76)"
+        (Backend.SGLANG, "MiniMaxM2ForCausalLM"): (
+            HostPoint(
+                116.10,
+                62,
+                (
+                    f"{COOKBOOK} docs/autoregressive/MiniMax/MiniMax-M2.5.md L425-L451: MiniMax-M2.5, 8xB200 TP8 EP8, SGLang 0.5.8, "
+                    "609 input tokens, Median TTFT (ms): 116.10 (4,194 tokens: 126.76)"
+                ),
             ),
         ),
-        (Backend.SGLANG, "GptOssForCausalLM"): HostPoint(
-            31.79,
-            36,
-            (
-                f"{COOKBOOK} docs/autoregressive/OpenAI/GPT-OSS.md L445-L470: gpt-oss-120b, 8xB200 TP8, SGLang 0.5.6, ShareGPT "
-                "(332 input tokens on average), Median TTFT (ms): 31.79"
+        (Backend.SGLANG, "GptOssForCausalLM"): (
+            HostPoint(
+                31.79,
+                36,
+                (
+                    f"{COOKBOOK} docs/autoregressive/OpenAI/GPT-OSS.md L445-L470: gpt-oss-120b, 8xB200 TP8, SGLang 0.5.6, ShareGPT "
+                    "(332 input tokens on average), Median TTFT (ms): 31.79"
+                ),
             ),
         ),
-        (Backend.TRTLLM, "DeepseekV3ForCausalLM"): HostPoint(
-            124.11 - TRTLLM_REQUEST_PATH_MS,
-            61,
-            (
-                "NVIDIA/TensorRT-LLM issue 5929: DeepSeek-R1, TensorRT-LLM 0.21.0rc2, 1,600 input tokens, concurrency 1, p50 TTFT "
-                "at EP none / 4 / 8: FP8 on 8xH200 TP8 164.63 / 134.36 / 124.11 ms, FP4 on 8xB200 TP8 161.04 / 160.18 / 172.65 ms; "
-                "the least of the table (each is an upper bound on the host time, which does not depend on the GPU), less "
-                "trtllm-serve's request path"
+        (Backend.TRTLLM, "DeepseekV3ForCausalLM"): (
+            HostPoint(
+                124.11 - TRTLLM_REQUEST_PATH_MS,
+                61,
+                (
+                    "NVIDIA/TensorRT-LLM issue 5929: DeepSeek-R1, TensorRT-LLM 0.21.0rc2, 1,600 input tokens, concurrency 1, p50 TTFT "
+                    "at EP none / 4 / 8: FP8 on 8xH200 TP8 164.63 / 134.36 / 124.11 ms, FP4 on 8xB200 TP8 161.04 / 160.18 / 172.65 ms; "
+                    "the least of the table (each is an upper bound on the host time, which does not depend on the GPU), less "
+                    "trtllm-serve's request path"
+                ),
             ),
         ),
-        (Backend.TRTLLM, "GptOssForCausalLM"): HostPoint(
-            30.0,
-            36,
-            (
-                "ai-dynamo/aisimulate issue 277: GPT-OSS-120B, B200 TP2, TensorRT-LLM 1.3.0rc14, 886-token prefill + 3 decodes: "
-                "'complete forward CPU calls still average about 30 ms' while its MoE kernels take 7.49 ms"
+        (Backend.TRTLLM, "GptOssForCausalLM"): (
+            HostPoint(
+                30.0,
+                36,
+                (
+                    "ai-dynamo/aisimulate issue 277: GPT-OSS-120B, B200 TP2, TensorRT-LLM 1.3.0rc14, 886-token prefill + 3 decodes: "
+                    "'complete forward CPU calls still average about 30 ms' while its MoE kernels take 7.49 ms"
+                ),
             ),
         ),
     }
@@ -135,15 +165,17 @@ class EagerCost:
     source: str  # the point it comes from, or the rule that leaves it at 0
 
 
-def eager_cost(backend: Backend, model: str, moe: bool) -> EagerCost:
-    """The published per-layer eager cost of an architecture on a framework (module docstring's rule)."""
+def eager_cost(backend: Backend, model: str, moe: bool, speculative: bool = False) -> EagerCost:
+    """The published per-layer eager cost of an architecture on a framework for a deployment that decodes
+    speculatively or not (module docstring's rule)."""
     architecture = model_architecture(model)
-    own = HOST_POINTS.get((backend, architecture or ""))
-    if own is not None:
-        return EagerCost(own.per_layer_ms, own.citation)
+    own = HOST_POINTS.get((backend, architecture or ""), ())
+    if own:
+        point = next((p for p in own if p.speculative is speculative), own[0])
+        return EagerCost(point.per_layer_ms, point.citation)
     if not moe:
         return EagerCost(0.0, f"{backend.value} {architecture}: no published point for a dense architecture")
-    framework = [p for (b, _), p in HOST_POINTS.items() if b is backend]
+    framework = [p for (b, _), points in HOST_POINTS.items() if b is backend for p in points]
     if not framework:
         return EagerCost(0.0, f"{backend.value} prefills under CUDA graphs")
     least = min(framework, key=lambda p: p.per_layer_ms)
@@ -153,10 +185,11 @@ def eager_cost(backend: Backend, model: str, moe: bool) -> EagerCost:
 @memo()
 def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float | None) -> float:
     """A pass that prefills lasts at least this long, ms: layers x the per-layer cost (eager_layer_ms,
-    EngineSettings'; None: the framework's published cost for the architecture, eager_cost)."""
+    EngineSettings'; None: the framework's published cost for the architecture and the deployment's
+    speculative decoding, eager_cost)."""
     facts = deployment_facts(deployment)
     if eager_layer_ms is None:
-        eager_layer_ms = eager_cost(deployment.backend, deployment.model, facts.num_experts > 0).per_layer_ms
+        eager_layer_ms = eager_cost(deployment.backend, deployment.model, facts.num_experts > 0, deployment.nextn > 0).per_layer_ms
     return eager_layer_ms * facts.num_layers
 
 

@@ -168,8 +168,13 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
         "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the model's decoder layers "
         "x the framework's published host cost per layer for its architecture (estimator/closedloop/host.py; a single request's "
         "median TTFT over the layers it ran, or a measured forward time): "
-        + "; ".join(f"{b.value} {arch} {p.per_layer_ms:.3f} ms" for (b, arch), p in HOST_POINTS.items())
-        + ". Another MoE architecture takes its framework's least cost, a dense one none."
+        + "; ".join(
+            f"{b.value} {arch} {p.per_layer_ms:.3f} ms" + (" (speculative decoding)" if p.speculative else "")
+            for (b, arch), points in HOST_POINTS.items()
+            for p in points
+        )
+        + ". An architecture with a point with and one without speculative decoding takes the one that matches the deployment;"
+        " another MoE architecture takes its framework's least cost, a dense one none."
         + (
             f" {graphed} TensorRT-LLM rows launch piecewise CUDA graphs (their recipe's torch_compile_config): their passes "
             "that prefill replay graphs and take no floor."
