@@ -97,8 +97,8 @@ HOST_POINTS: Mapping[tuple[Backend, str], tuple[HostPoint, ...]] = MappingProxyT
                 78,
                 (
                     "BenHamm gist dcd09f595fef141567a39582f502cef4 (2026-02-13, 'GLM-5-FP8 Inference Benchmark: 8xB200 vs 8xH200'): "
-                    "GLM-5-FP8, 8xB200 TP8, lmsysorg/sglang:glm5-blackwell, no speculative decoding, the cookbook's 1K random-input "
-                    "run at concurrency 1 (output 48 tok/s at a 20.2 ms TPOT), TTFT median (ms): 244"
+                    "GLM-5-FP8, 8xB200 TP8, lmsysorg/sglang:glm5-blackwell, 'B200 baseline (no speculative decoding)', 'Random tokens, "
+                    "1K input / 1K output' against the cookbook's run, one stream (output 48 tok/s at a 20.2 ms TPOT), TTFT median (ms): 244"
                 ),
             ),
             HostPoint(
