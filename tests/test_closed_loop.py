@@ -33,7 +33,14 @@ from estimator.closedloop import (
 )
 from estimator.closedloop.cases import replay_case
 from estimator.closedloop.engine import PassModel, TableExtent, engine_tables, lattice
-from estimator.closedloop.host import HOST_POINTS, eager_cost, every_pass_graphed, prefill_floor_ms, sglang_graphs_every_prefill
+from estimator.closedloop.host import (
+    HOST_POINTS,
+    draft_layer_runs,
+    eager_cost,
+    every_pass_graphed,
+    prefill_floor_ms,
+    sglang_graphs_every_prefill,
+)
 from estimator.closedloop.lengths import benchmark_lengths, uniform_quantile_lengths
 from estimator.closedloop.oracle import Request, _AdpBalance
 from estimator.closedloop.pricing import CallablePricer, PassShape, affine_pricer, engine_pricer, flat_pricer
@@ -984,13 +991,27 @@ def test_every_host_point_is_cited_and_positive():
     assert all(0 < len(own) == len({p.speculative for p in own}) <= 2 for own in HOST_POINTS.values())
 
 
+def test_a_speculative_pass_that_prefills_also_launches_its_draft_layer_forwards():
+    """The floor counts the layers a pass runs, as the points do (HostPoint.layers): SGLang's EAGLE worker extends its
+    draft model once after the target (one more layer at any depth), TensorRT-LLM's MTP worker runs its MTP layer nextn
+    times in every forward, context included; without speculative decoding, the decoder layers alone."""
+    sglang = Deployment("deepseek-ai/DeepSeek-R1", "b200_sxm", "sglang", tp=8, moe_tp=1, moe_ep=8)
+    trtllm = dataclasses.replace(sglang, backend="trtllm")
+    trt_layer = (124.11 - TRTLLM_REQUEST_PATH_MS) / 61
+    assert [draft_layer_runs(dataclasses.replace(sglang, nextn=n)) for n in (0, 1, 3)] == [0, 1, 1]
+    assert [draft_layer_runs(dataclasses.replace(trtllm, nextn=n)) for n in (0, 1, 3)] == [0, 1, 3]
+    assert prefill_floor_ms(dataclasses.replace(sglang, nextn=3), None) == pytest.approx(140.76 * 62 / 61, rel=1e-12)
+    assert prefill_floor_ms(dataclasses.replace(trtllm, nextn=3), None) == pytest.approx(trt_layer * 64, rel=1e-12)
+    assert prefill_floor_ms(trtllm, None) == pytest.approx(trt_layer * 61, rel=1e-12)
+
+
 def test_a_host_point_matches_the_deployment_s_speculative_decoding():
     """GLM-5 has a point without speculative decoding (8xB200, 244 ms over 78 layers) and one with EAGLE (8xH200, 282.34 ms
     over 78 + the draft layer): each deployment takes the one that matches it; Qwen3.5, with only its MTP point, takes that
     one either way."""
     glm = Deployment("zai-org/GLM-5-FP8", "b200_sxm", "sglang", tp=8, moe_tp=8, moe_ep=1)
     assert prefill_floor_ms(glm, None) == pytest.approx(244.0, rel=1e-12)
-    assert prefill_floor_ms(dataclasses.replace(glm, nextn=3), None) == pytest.approx(282.34 * 78 / 79, rel=1e-12)
+    assert prefill_floor_ms(dataclasses.replace(glm, nextn=3), None) == pytest.approx(282.34, rel=1e-12)  # its 78 layers + the draft's
     assert eager_cost(Backend.SGLANG, "zai-org/GLM-5-FP8", True, speculative=True).per_layer_ms == pytest.approx(282.34 / 79)
     qwen = (208.46 - SGLANG_SHAPE_COMPILE_MS) / 61
     for speculative in (False, True):

@@ -13,7 +13,8 @@ MoE models, so the pass lasts at least its host time. The published points (``HO
 * or a forward call's host time measured directly.
 
 Rule: per-layer cost = point / layers counted; a pass that prefills lasts at least that x the
-deployment's decoder layers, whatever its TP and GPU (each rank's process launches its own layers).
+layers the deployment's pass runs, its decoder layers and any draft-layer forwards of its speculative
+decoding (draft_layer_runs), whatever its TP and GPU (each rank's process launches its own layers).
 An architecture with its own point takes it: of two, the one whose speculative decoding matches the
 deployment's (a speculative run's first pass also runs the draft's own extend forward, which counting
 the draft as one more layer only approximates); another MoE architecture takes the framework's smallest
@@ -182,15 +183,26 @@ def eager_cost(backend: Backend, model: str, moe: bool, speculative: bool = Fals
     return EagerCost(least.per_layer_ms, f"{backend.value} {architecture}: no point of its own, the framework's least: {least.citation}")
 
 
+def draft_layer_runs(deployment: Deployment) -> int:
+    """Draft-layer forwards a speculative deployment's pass that prefills runs after its decoder layers (0 without
+    speculative decoding): SGLang's EAGLE worker extends its draft model once over the prompt (forward_draft_extend
+    after forward_target_extend); TensorRT-LLM's MTP worker runs its MTP layer nextn times in every forward, context
+    included (tensorrt_llm/_torch/speculative/mtp.py MTPEagleWorker.forward: for i in range(mtp_num_modules)); the
+    points count such a layer alike (HostPoint.layers)."""
+    if deployment.nextn == 0:
+        return 0
+    return deployment.nextn if deployment.backend is Backend.TRTLLM else 1
+
+
 @memo()
 def prefill_floor_ms(deployment: Deployment, eager_layer_ms: float | None) -> float:
-    """A pass that prefills lasts at least this long, ms: layers x the per-layer cost (eager_layer_ms,
-    EngineSettings'; None: the framework's published cost for the architecture and the deployment's
-    speculative decoding, eager_cost)."""
+    """A pass that prefills lasts at least this long, ms: the layers it runs (decoder layers and its draft-layer
+    forwards) x the per-layer cost (eager_layer_ms, EngineSettings'; None: the framework's published cost for the
+    architecture and the deployment's speculative decoding, eager_cost)."""
     facts = deployment_facts(deployment)
     if eager_layer_ms is None:
         eager_layer_ms = eager_cost(deployment.backend, deployment.model, facts.num_experts > 0, deployment.nextn > 0).per_layer_ms
-    return eager_layer_ms * facts.num_layers
+    return eager_layer_ms * (facts.num_layers + draft_layer_runs(deployment))
 
 
 # vLLM V1 (cudagraph_mode FULL_AND_PIECEWISE, the default) replays a piecewise CUDA graph for a prefill or mixed pass
