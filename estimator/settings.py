@@ -93,9 +93,10 @@ class EngineSettings:
         "once its last launch is done, and sends a batch's KV once that next launch is done (the P/D tandem)",
         point=True))  # fmt: skip
     eager_layer_ms: float | None = field(default=None, metadata=_doc(
-        "host launch time per decoder layer of an eager pass that prefills, ms, >= 0: the pass lasts at least layers x "
-        "this; empty: the framework's published cost for the model's architecture (estimator.closedloop.host: single-"
-        "request TTFTs and forward times per framework and architecture, e.g. SGLang DeepSeek-R1 140.76 ms over 61 layers)",
+        "host launch time per layer an eager pass that prefills runs, ms, >= 0: the pass lasts at least its layers (decoder "
+        "layers + the draft-layer forwards of speculative decoding, estimator.closedloop.host.draft_layer_runs) x this; "
+        "empty: the framework's published cost for the model's architecture (estimator.closedloop.host: single-request "
+        "TTFTs and forward times per framework and architecture, e.g. SGLang DeepSeek-R1 140.76 ms over 61 layers)",
         point=True))  # fmt: skip
     request_path_ms: float = field(default=0.0, metadata=_doc(
         "fixed time on a request's path outside the engine's passes, ms, >= 0: the HTTP server handing the request to the "

@@ -46,9 +46,9 @@ class HostPoint:
     """One published measurement of an eager prefill pass's host time."""
 
     host_ms: float  # host time of one pass that prefills, ms (> 0)
-    layers: int  # layers the pass ran: the model's decoder layers, plus a draft layer run in the same pass (>= 1)
+    layers: int  # layers the pass ran: the model's decoder layers, plus the draft-layer forwards run in the same pass (>= 1)
     citation: str  # where it is published, and how host_ms follows from it
-    speculative: bool = False  # the measured run decoded speculatively (its draft layer counted in layers)
+    speculative: bool = False  # the measured run decoded speculatively (its draft-layer forwards counted in layers)
 
     @property
     def per_layer_ms(self) -> float:
@@ -162,7 +162,7 @@ HOST_POINTS: Mapping[tuple[Backend, str], tuple[HostPoint, ...]] = MappingProxyT
 class EagerCost:
     """The per-layer host cost a deployment's eager prefill passes take, and why."""
 
-    per_layer_ms: float  # ms per decoder layer (>= 0)
+    per_layer_ms: float  # ms per layer the pass runs: decoder layers and draft-layer forwards (>= 0)
     source: str  # the point it comes from, or the rule that leaves it at 0
 
 
@@ -172,7 +172,7 @@ def eager_cost(backend: Backend, model: str, moe: bool, speculative: bool = Fals
     architecture = model_architecture(model)
     own = HOST_POINTS.get((backend, architecture or ""), ())
     if own:
-        point = next((p for p in own if p.speculative is speculative), own[0])
+        point = next((p for p in own if p.speculative == speculative), own[0])
         return EagerCost(point.per_layer_ms, point.citation)
     if not moe:
         return EagerCost(0.0, f"{backend.value} {architecture}: no published point for a dense architecture")
@@ -185,10 +185,11 @@ def eager_cost(backend: Backend, model: str, moe: bool, speculative: bool = Fals
 
 def draft_layer_runs(deployment: Deployment) -> int:
     """Draft-layer forwards a speculative deployment's pass that prefills runs after its decoder layers (0 without
-    speculative decoding): SGLang's EAGLE worker extends its draft model once over the prompt (forward_draft_extend
-    after forward_target_extend); TensorRT-LLM's MTP worker runs its MTP layer nextn times in every forward, context
-    included (tensorrt_llm/_torch/speculative/mtp.py MTPEagleWorker.forward: for i in range(mtp_num_modules)); the
-    points count such a layer alike (HostPoint.layers)."""
+    speculative decoding): SGLang's EAGLE worker extends its one-layer draft (EAGLE, EAGLE3 and NEXTN/MTP chains) once
+    over the prompt (sglang 0.5.9 srt/speculative/eagle_worker.py forward_batch_generation L290-L297:
+    forward_target_extend, then forward_draft_extend); TensorRT-LLM's MTP worker runs its MTP layer nextn times in every
+    forward, the context phase's included (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/mtp.py @ 000a01de
+    MTPEagleWorker.forward: for i in range(self.mtp_num_modules)); the points count such forwards alike (HostPoint.layers)."""
     if deployment.nextn == 0:
         return 0
     return deployment.nextn if deployment.backend is Backend.TRTLLM else 1

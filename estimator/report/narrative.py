@@ -165,16 +165,19 @@ def protocol_facts(points: pd.DataFrame) -> list[str]:
     eager = engines[~engines["eager_layer_ms"].eq(0) & ~engines["id"].isin(graphed_by_sglang)]
     facts.append(
         f"{len(eager)} rows run SGLang or TensorRT-LLM, whose passes that prefill run eagerly: every method but legacy and "
-        "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the model's decoder layers "
-        "x the framework's published host cost per layer for its architecture (estimator/closedloop/host.py; a single request's "
+        "uncached holds such a pass (agg, and a disaggregated prefill worker's batch) for at least the layers it runs (the model's "
+        "decoder layers, plus the draft-layer forwards of speculative decoding: one draft extend on SGLang, nextn on "
+        "TensorRT-LLM) x the framework's published host cost per layer for its architecture (estimator/closedloop/host.py; a "
+        "single request's "
         "median TTFT over the layers it ran, or a measured forward time): "
         + "; ".join(
             f"{b.value} {arch} {p.per_layer_ms:.3f} ms" + (" (speculative decoding)" if p.speculative else "")
             for (b, arch), points in HOST_POINTS.items()
             for p in points
         )
-        + ". An architecture with a point with and one without speculative decoding takes the one that matches the deployment;"
-        " another MoE architecture takes its framework's least cost, a dense one none."
+        + ". An architecture with a point with and one without speculative decoding takes the one that matches the deployment,"
+        " one with a single point takes it either way; another MoE architecture takes its framework's least cost, a dense one"
+        " none."
         + (
             f" {graphed} TensorRT-LLM rows launch piecewise CUDA graphs (their recipe's torch_compile_config): their passes "
             "that prefill replay graphs and take no floor."
