@@ -23,7 +23,7 @@ from estimator.closedloop.frame import (
     refine_closed_loop_latency,
     reprice_closed_loop_row,
 )
-from estimator.closedloop.lengths import SEED_LIMIT
+from estimator.closedloop.lengths import SEED_LIMIT, check_client_seed
 from estimator.closedloop.protocol import Benchmark, Steady, run_plan
 from estimator.closedloop.replay import replay_agg, replay_tandem
 from estimator.closedloop.rows import (
@@ -56,6 +56,7 @@ __all__ = [
     "Steady",
     "TandemSpec",
     "agg_run",
+    "check_client_seed",
     "closed_loop_for_agg_row",
     "closed_loop_for_disagg_row",
     "disagg_run",

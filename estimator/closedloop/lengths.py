@@ -107,10 +107,11 @@ def dealt_lengths(longest: int, ratio: float, count: int, generator: int) -> np.
 SEED_LIMIT = 2**32  # NumPy's legacy generator takes seeds in [0, SEED_LIMIT)
 
 
-def check_client_seed(seed: int) -> None:
-    """InvalidInputError unless the seed is an integer NumPy's legacy generator takes: within [0, SEED_LIMIT)."""
+def check_client_seed(seed: int, name: str = "a client seed") -> None:
+    """InvalidInputError naming the seed as `name` unless it is an integer NumPy's legacy generator takes: within
+    [0, SEED_LIMIT)."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < SEED_LIMIT:
-        raise InvalidInputError(f"a client seed must be an integer within [0, 2**32), got {seed!r}")
+        raise InvalidInputError(f"{name} must be an integer within [0, 2**32), got {seed!r}")
 
 
 def client_draws(isl: int, osl: int, ratio: float, count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from estimator.caching import memo
-from estimator.closedloop import SEED_LIMIT
+from estimator.closedloop import check_client_seed
 from estimator.deployment import MAX_SIZE
 from estimator.errors import InvalidInputError, UnknownModelError
 from estimator.models import model_identity
@@ -97,8 +97,7 @@ def _checked(name: str, value: Any, where: str) -> Any:
         if value not in STATISTICS:
             raise InvalidInputError(f"{where} must be one of {', '.join(STATISTICS)}, got {value!r}")
     elif name == "client_seed":
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < SEED_LIMIT:
-            raise InvalidInputError(f"{where} must be an integer within [0, 2**32), got {value!r}")
+        check_client_seed(value, where)
     elif name == "ignore_eos" and not isinstance(value, bool):
         raise InvalidInputError(f"{where} must be true or false, got {value!r}")
     return value
